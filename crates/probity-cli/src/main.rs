@@ -1,0 +1,41 @@
+//! The `probity` command line: a thin layer over the probity libraries.
+//!
+//! Exit codes: 0 success (and, for `lint`, no findings at or above `--fail-on`), 1 findings,
+//! 2 an error (bad input, unreadable file, bad flags).
+
+use clap::{Parser, Subcommand};
+use std::process::ExitCode;
+
+mod lint;
+mod simulate;
+
+/// Health checks that tell the truth: lint probe wiring, simulate incidents.
+#[derive(Debug, Parser)]
+#[command(name = "probity", version, about, long_about = None)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Check Kubernetes manifests for probe wiring that causes outages.
+    Lint(lint::Args),
+    /// Replay incidents against probe configurations in a simulated fleet.
+    Simulate(simulate::Args),
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Lint(args) => lint::run(args),
+        Command::Simulate(args) => simulate::run(args),
+    };
+    match result {
+        Ok(code) => code,
+        Err(error) => {
+            eprintln!("error: {error:#}");
+            ExitCode::from(2)
+        }
+    }
+}
