@@ -259,12 +259,100 @@ impl Contract {
 
     /// The endpoint for a probe kind.
     pub fn endpoint(&self, probe: ProbeKind) -> Option<&EndpointContract> {
-        self.endpoints.iter().find(|endpoint| endpoint.probe == probe)
+        self.endpoints
+            .iter()
+            .find(|endpoint| endpoint.probe == probe)
     }
 
     /// The readiness check named `name`.
     pub fn check(&self, name: &str) -> Option<&CheckContract> {
         self.checks.iter().find(|check| check.name == name)
+    }
+}
+
+impl crate::Health {
+    /// The contract describing this registry: what `/livez`, `/readyz` and `/startupz` (and
+    /// the matching gRPC health services) check, and with what timing.
+    pub fn contract(&self) -> Contract {
+        let inner = &self.inner;
+        let millis = |d: std::time::Duration| d.as_millis() as u64;
+        let checks: Vec<CheckContract> = inner
+            .entries
+            .iter()
+            .map(|entry| CheckContract {
+                name: entry.spec.name.clone(),
+                tier: entry.spec.tier,
+                dependency: entry.dependency.clone(),
+                interval_ms: millis(entry.interval),
+                timeout_ms: millis(entry.timeout),
+                jitter_ms: millis(entry.jitter),
+                rise: entry.spec.rise,
+                fall: entry.spec.fall,
+                staleness_ms: millis(entry.staleness),
+                fail_open_for_ms: entry.spec.fail_open_for.map(millis),
+                boot_requires_rise: entry.spec.boot_requires_rise,
+                passive_failure_threshold: Some(entry.spec.passive_failures),
+            })
+            .collect();
+        let liveness: Vec<LivenessContract> = inner
+            .liveness
+            .iter()
+            .map(|condition| LivenessContract {
+                name: condition.name().to_owned(),
+                kind: condition.kind(),
+                threshold_ms: match condition.kind() {
+                    LivenessKind::RuntimeStall => {
+                        inner.watchdog.as_ref().map(|w| millis(w.threshold()))
+                    }
+                    _ => None,
+                },
+            })
+            .collect();
+        let steps: Vec<String> = self
+            .snapshot()
+            .steps()
+            .iter()
+            .map(|step| step.name().to_owned())
+            .collect();
+        let readiness_checks: Vec<String> = checks.iter().map(|c| c.name.clone()).collect();
+        let endpoints = vec![
+            EndpointContract {
+                probe: ProbeKind::Liveness,
+                path: ProbeKind::Liveness.default_path().into(),
+                grpc_service: Some(ProbeKind::Liveness.as_str().into()),
+                checks: liveness.iter().map(|l| l.name.clone()).collect(),
+                checks_dependencies: false,
+            },
+            EndpointContract {
+                probe: ProbeKind::Readiness,
+                path: ProbeKind::Readiness.default_path().into(),
+                grpc_service: Some(ProbeKind::Readiness.as_str().into()),
+                checks_dependencies: checks.iter().any(|c| c.dependency.is_some()),
+                checks: readiness_checks,
+            },
+            EndpointContract {
+                probe: ProbeKind::Startup,
+                path: ProbeKind::Startup.default_path().into(),
+                grpc_service: Some(ProbeKind::Startup.as_str().into()),
+                checks: steps.clone(),
+                checks_dependencies: false,
+            },
+        ];
+        Contract {
+            version: CONTRACT_VERSION,
+            service: inner.service.as_deref().map(str::to_owned),
+            endpoints,
+            checks,
+            liveness,
+            startup: StartupContract {
+                steps,
+                expected_boot_ms: inner.expected_boot.map(millis),
+            },
+            shutdown: ShutdownContract {
+                drain_delay_ms: millis(inner.drain_delay),
+                in_flight_deadline_ms: Some(millis(inner.in_flight_deadline)),
+            },
+        }
     }
 }
 

@@ -42,3 +42,196 @@ impl fmt::Display for Tier {
         f.write_str(self.as_str())
     }
 }
+
+use crate::check::{Check, Timing};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Poll interval used when neither the spec nor the check sets one (seed 003's database poller).
+pub const DEFAULT_INTERVAL: Duration = Duration::from_secs(5);
+/// Poll timeout used when neither the spec nor the check sets one (seed 003's database poller).
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(2);
+/// Consecutive successes needed to turn healthy again (seed 003: "healthy_threshold=3").
+pub const DEFAULT_RISE: u32 = 3;
+/// Consecutive failures needed to turn unhealthy (seed 003: "unhealthy_threshold=1").
+pub const DEFAULT_FALL: u32 = 1;
+/// Consecutive real failures reported by application code that fail a check at once.
+pub const DEFAULT_PASSIVE_FAILURES: u32 = 5;
+
+/// A readiness check with its policy: tier, cadence, timeout, thresholds.
+///
+/// ```
+/// use probity::{CheckSpec, Detail, Tier};
+/// use std::time::Duration;
+///
+/// let spec = CheckSpec::new("db", Tier::Hard, || async { Ok(Detail::new()) })
+///     .interval(Duration::from_secs(1))
+///     .timeout(Duration::from_millis(500))
+///     .rise(2);
+/// # let _ = spec;
+/// ```
+///
+/// Everything is validated when the registry is built ([`crate::HealthBuilder::build`]); a
+/// misconfiguration is a [`crate::BuildError`] naming the check and the field, never a pile-up
+/// of overlapping polls at run time.
+#[derive(Clone)]
+pub struct CheckSpec {
+    pub(crate) name: String,
+    pub(crate) tier: Tier,
+    pub(crate) check: Arc<dyn Check>,
+    pub(crate) interval: Option<Duration>,
+    pub(crate) timeout: Option<Duration>,
+    pub(crate) jitter: Option<Duration>,
+    pub(crate) rise: u32,
+    pub(crate) fall: u32,
+    pub(crate) staleness: Option<Duration>,
+    pub(crate) fail_open_for: Option<Duration>,
+    pub(crate) boot_requires_rise: bool,
+    pub(crate) passive_failures: u32,
+    pub(crate) dependency: Option<String>,
+}
+
+impl std::fmt::Debug for CheckSpec {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CheckSpec")
+            .field("name", &self.name)
+            .field("tier", &self.tier)
+            .field("interval", &self.interval)
+            .field("timeout", &self.timeout)
+            .field("jitter", &self.jitter)
+            .field("rise", &self.rise)
+            .field("fall", &self.fall)
+            .field("staleness", &self.staleness)
+            .field("fail_open_for", &self.fail_open_for)
+            .field("boot_requires_rise", &self.boot_requires_rise)
+            .field("passive_failures", &self.passive_failures)
+            .field("dependency", &self.dependency)
+            .finish_non_exhaustive()
+    }
+}
+
+impl CheckSpec {
+    /// A check named `name` (lowercase letters, digits, `_`, `-`, `.`; at most 63 characters).
+    pub fn new(name: impl Into<String>, tier: Tier, check: impl Check) -> Self {
+        Self::from_arc(name, tier, Arc::new(check))
+    }
+
+    /// Like [`CheckSpec::new`], for a check that is already shared.
+    pub fn from_arc(name: impl Into<String>, tier: Tier, check: Arc<dyn Check>) -> Self {
+        Self {
+            name: name.into(),
+            tier,
+            check,
+            interval: None,
+            timeout: None,
+            jitter: None,
+            rise: DEFAULT_RISE,
+            fall: DEFAULT_FALL,
+            staleness: None,
+            fail_open_for: None,
+            boot_requires_rise: false,
+            passive_failures: DEFAULT_PASSIVE_FAILURES,
+            dependency: None,
+        }
+    }
+
+    /// Time from the start of one poll to the start of the next. Default: the check's own
+    /// suggestion, else 5 s.
+    pub fn interval(mut self, interval: Duration) -> Self {
+        self.interval = Some(interval);
+        self
+    }
+
+    /// Longest a poll may take; it is then cut and counts as a failure (`timed out after 2s`).
+    /// Must be shorter than the interval. Default: the check's own suggestion, else 2 s.
+    pub fn timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = Some(timeout);
+        self
+    }
+
+    /// Each wait between polls moves by a random amount up to this, so a fleet's pollers do
+    /// not hit a shared dependency in lockstep. Default: a tenth of the interval.
+    pub fn jitter(mut self, jitter: Duration) -> Self {
+        self.jitter = Some(jitter);
+        self
+    }
+
+    /// Consecutive successes needed to turn healthy again (default 3).
+    pub fn rise(mut self, rise: u32) -> Self {
+        self.rise = rise;
+        self
+    }
+
+    /// Consecutive failures needed to turn unhealthy (default 1).
+    pub fn fall(mut self, fall: u32) -> Self {
+        self.fall = fall;
+        self
+    }
+
+    /// A result older than this counts as a failure (default 3 × interval). Must be at least
+    /// the interval.
+    pub fn staleness(mut self, staleness: Duration) -> Self {
+        self.staleness = Some(staleness);
+        self
+    }
+
+    /// For a hard check: once it turns unhealthy, report `warn` (fail open) for this long, then
+    /// `fail` (fail closed). Seed 003's JWKS case: keep serving on cached keys for a bounded time.
+    pub fn fail_open_for(mut self, window: Duration) -> Self {
+        self.fail_open_for = Some(window);
+        self
+    }
+
+    /// Require the full `rise` count at boot too, instead of turning healthy on the first
+    /// success. Costs `(rise − 1) × interval` of boot time (10 s with the defaults) in exchange
+    /// for evidence that a dependency which was just flapping has settled.
+    pub fn boot_requires_rise(mut self, required: bool) -> Self {
+        self.boot_requires_rise = required;
+        self
+    }
+
+    /// Consecutive failures reported through [`crate::Health::report`] that fail the check at
+    /// once and trigger an immediate re-poll (default 5).
+    pub fn passive_failures(mut self, threshold: u32) -> Self {
+        self.passive_failures = threshold;
+        self
+    }
+
+    /// Names what the check talks to, overriding the check's own [`Check::dependency`].
+    pub fn dependency(mut self, dependency: impl Into<String>) -> Self {
+        self.dependency = Some(dependency.into());
+        self
+    }
+
+    /// The check's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The check's tier.
+    pub fn tier(&self) -> Tier {
+        self.tier
+    }
+
+    pub(crate) fn resolved_timing(&self) -> Timing {
+        let suggested = self.check.default_timing();
+        let interval = self
+            .interval
+            .or(suggested.map(|t| t.interval))
+            .unwrap_or(DEFAULT_INTERVAL);
+        let timeout = self.timeout.or(suggested.map(|t| t.timeout)).unwrap_or(
+            if interval > DEFAULT_TIMEOUT {
+                DEFAULT_TIMEOUT
+            } else {
+                interval / 2
+            },
+        );
+        Timing { interval, timeout }
+    }
+
+    pub(crate) fn resolved_dependency(&self) -> Option<String> {
+        self.dependency
+            .clone()
+            .or_else(|| self.check.dependency().map(str::to_owned))
+    }
+}

@@ -1,0 +1,145 @@
+//! Pollers: one task per check, on its own jittered cadence, never overlapping itself.
+//!
+//! A poller polls once as soon as it starts, then every `interval` (measured start to start,
+//! moved by up to ± `jitter`). Each poll runs under the check's timeout: a dependency that
+//! answers in 30 s (seed 003's slow case) costs one failed poll every interval, not a growing
+//! pile of stuck probes. Because the poller awaits each poll before scheduling the next, at most
+//! one poll of a check is ever in flight; a timed-out poll is dropped, not left running.
+//!
+//! A panic inside a check is caught and recorded as a failure (`panicked: …`); the poller keeps
+//! going.
+
+use crate::check::{Check, CheckError, CheckResult, format_duration};
+use crate::registry::Inner;
+use crate::snapshot::LastResult;
+use futures_util::FutureExt;
+use std::any::Any;
+use std::panic::AssertUnwindSafe;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::time::Instant;
+
+pub(crate) fn spawn(inner: &Arc<Inner>, index: usize) -> tokio::task::JoinHandle<()> {
+    let weak = Arc::downgrade(inner);
+    let entry = &inner.entries[index];
+    let check = entry.check.clone();
+    let wake = entry.wake.clone();
+    let (interval, timeout, jitter) = (entry.interval, entry.timeout, entry.jitter);
+    tokio::spawn(async move {
+        let mut rng = fastrand::Rng::new();
+        loop {
+            let started = Instant::now();
+            let result = poll_once(&*check, timeout).await;
+            let finished = Instant::now();
+            let Some(inner) = weak.upgrade() else {
+                return;
+            };
+            let (ok, last) = last_result(result, finished, finished - started);
+            inner.record(index, ok, false, last);
+            drop(inner);
+            let next = started + jittered(interval, jitter, &mut rng);
+            tokio::select! {
+                () = tokio::time::sleep_until(next) => {}
+                () = wake.notified() => {}
+            }
+        }
+    })
+}
+
+/// `interval` moved by a uniformly random amount in `[-jitter, +jitter]`.
+fn jittered(interval: Duration, jitter: Duration, rng: &mut fastrand::Rng) -> Duration {
+    if jitter.is_zero() {
+        return interval;
+    }
+    let span = jitter.as_nanos() as u64;
+    let offset = rng.u64(0..=span * 2);
+    (interval + Duration::from_nanos(offset)).saturating_sub(jitter)
+}
+
+/// Runs one poll under `timeout`, turning a timeout or a panic into a failure.
+pub(crate) async fn poll_once(check: &dyn Check, timeout: Duration) -> CheckResult {
+    let future = match std::panic::catch_unwind(AssertUnwindSafe(|| check.check())) {
+        Ok(future) => future,
+        Err(panic) => return Err(panicked(&*panic)),
+    };
+    match tokio::time::timeout(timeout, AssertUnwindSafe(future).catch_unwind()).await {
+        Err(_elapsed) => Err(CheckError::new(format!(
+            "timed out after {}",
+            format_duration(timeout)
+        ))),
+        Ok(Err(panic)) => Err(panicked(&*panic)),
+        Ok(Ok(result)) => result,
+    }
+}
+
+fn panicked(panic: &(dyn Any + Send)) -> CheckError {
+    let message = panic
+        .downcast_ref::<&str>()
+        .map(|s| (*s).to_owned())
+        .or_else(|| panic.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "unknown panic payload".to_owned());
+    CheckError::new(format!("panicked: {message}"))
+}
+
+pub(crate) fn last_result(
+    result: CheckResult,
+    at: Instant,
+    duration: Duration,
+) -> (bool, LastResult) {
+    match result {
+        Ok(detail) => (
+            true,
+            LastResult {
+                ok: true,
+                at,
+                duration,
+                message: detail
+                    .message
+                    .map(|message| crate::redact::redact(&message).into_owned()),
+                measurements: detail.measurements,
+            },
+        ),
+        Err(error) => {
+            let (message, measurements) = error.into_parts();
+            (
+                false,
+                LastResult {
+                    ok: false,
+                    at,
+                    duration,
+                    message: Some(crate::redact::redact(&message).into_owned()),
+                    measurements,
+                },
+            )
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn jitter_stays_within_bounds() {
+        let mut rng = fastrand::Rng::with_seed(7);
+        let interval = Duration::from_secs(5);
+        let jitter = Duration::from_millis(500);
+        let mut low = interval;
+        let mut high = interval;
+        for _ in 0..10_000 {
+            let wait = jittered(interval, jitter, &mut rng);
+            assert!(wait >= interval - jitter && wait <= interval + jitter);
+            low = low.min(wait);
+            high = high.max(wait);
+        }
+        assert!(
+            low < Duration::from_millis(4600),
+            "jitter never shortens: {low:?}"
+        );
+        assert!(
+            high > Duration::from_millis(5400),
+            "jitter never lengthens: {high:?}"
+        );
+        assert_eq!(jittered(interval, Duration::ZERO, &mut rng), interval);
+    }
+}
