@@ -1,12 +1,130 @@
-//! `probity lint`.
+//! `probity lint`: a thin layer over `probity-lint`.
 
+use anyhow::{Context, bail};
+use probity::Contract;
+use probity_lint::{Format, Options, Severity, output, rules, source};
+use std::io::{IsTerminal, Write};
+use std::path::PathBuf;
 use std::process::ExitCode;
 
 /// Arguments of `probity lint`.
 #[derive(Debug, clap::Args)]
-pub(crate) struct Args {}
+#[command(
+    after_help = "Exit status: 0 no finding at or above --fail-on, 1 findings, 2 error.\n\
+                  Rules: `probity lint --list-rules`; one rule: `probity lint --explain ID`."
+)]
+pub(crate) struct Args {
+    /// Manifests: files, folders (walked for *.yaml and *.yml), or `-` for standard input.
+    #[arg(value_name = "PATH", required_unless_present_any = ["explain", "list_rules"])]
+    paths: Vec<PathBuf>,
+
+    /// Output format.
+    #[arg(long, value_name = "FORMAT", default_value = "human",
+          value_parser = ["human", "json", "sarif"])]
+    format: String,
+
+    /// Exit 1 when a finding is at or above this severity (`never`: only errors exit non-zero).
+    #[arg(long, value_name = "SEVERITY", default_value = "warning",
+          value_parser = ["info", "warning", "error", "never"])]
+    fail_on: String,
+
+    /// A service contract (JSON, as `checkout --print-contract` writes it); repeatable.
+    #[arg(long = "contract", value_name = "FILE")]
+    contracts: Vec<PathBuf>,
+
+    /// Print the reference of one rule and exit.
+    #[arg(long, value_name = "ID")]
+    explain: Option<String>,
+
+    /// List every rule with its severity and exit.
+    #[arg(long)]
+    list_rules: bool,
+
+    /// Colour in the human format.
+    #[arg(long, value_name = "WHEN", default_value = "auto",
+          value_parser = ["auto", "always", "never"])]
+    color: String,
+
+    /// `probe-load`: probe requests per second across a workload's replicas allowed.
+    #[arg(long, value_name = "RPS", default_value_t = probity_lint::DEFAULT_MAX_PROBE_RPS)]
+    max_probe_rps: f64,
+
+    /// `probe-load`: health-check requests per second reaching dependencies allowed.
+    #[arg(long, value_name = "RPS", default_value_t = probity_lint::DEFAULT_MAX_DEPENDENCY_RPS)]
+    max_dependency_rps: f64,
+}
 
 /// Runs `probity lint`.
-pub(crate) fn run(_args: Args) -> anyhow::Result<ExitCode> {
-    anyhow::bail!("`probity lint` is not built yet")
+pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
+    let mut stdout = std::io::stdout().lock();
+    if let Some(id) = &args.explain {
+        let Some(rule) = rules::find(id) else {
+            let known: Vec<&str> = rules::all().iter().map(|rule| rule.id).collect();
+            bail!("no rule `{id}`; the rules are: {}", known.join(", "));
+        };
+        write!(stdout, "{}", rule.explain())?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    if args.list_rules {
+        for rule in rules::all() {
+            writeln!(
+                stdout,
+                "{:<40} {:<8} {}",
+                rule.id, rule.severity, rule.summary
+            )?;
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
+
+    let mut contracts = Vec::new();
+    for path in &args.contracts {
+        let text = std::fs::read_to_string(path)
+            .with_context(|| format!("cannot read contract {}", path.display()))?;
+        let contract = Contract::from_json(&text)
+            .with_context(|| format!("invalid contract {}", path.display()))?;
+        contracts.push(contract);
+    }
+    for (flag, value) in [
+        ("--max-probe-rps", args.max_probe_rps),
+        ("--max-dependency-rps", args.max_dependency_rps),
+    ] {
+        if !(value.is_finite() && value >= 0.0) {
+            bail!("{flag} must be a non-negative number, not {value}");
+        }
+    }
+    let options = Options {
+        contracts,
+        max_probe_rps: args.max_probe_rps,
+        max_dependency_rps: args.max_dependency_rps,
+    };
+
+    let sources = source::read_inputs(&args.paths, std::io::stdin().lock())?;
+    let report = probity_lint::lint(&sources, &options);
+
+    let format = Format::parse(&args.format).unwrap_or(Format::Human);
+    let color = match args.color.as_str() {
+        "always" => true,
+        "never" => false,
+        _ => std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none(),
+    };
+    write!(
+        stdout,
+        "{}",
+        output::render(&report, &sources, format, color)
+    )?;
+    stdout.flush()?;
+
+    let mut stderr = std::io::stderr().lock();
+    for error in &report.errors {
+        writeln!(stderr, "error: {error}")?;
+    }
+    if !report.errors.is_empty() {
+        return Ok(ExitCode::from(2));
+    }
+    let fails = Severity::parse(&args.fail_on).is_some_and(|threshold| report.fails_at(threshold));
+    Ok(if fails {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    })
 }

@@ -1,0 +1,279 @@
+//! What the manifest alone cannot say about a service — which endpoints check dependencies, how
+//! long it boots, how long it drains — read from its contract or from `probity.dev/` annotations.
+
+use crate::model::{Annotation, Handler, Object, Workload};
+use crate::rules::catalogue;
+use crate::yaml::Position;
+use probity::contract::Contract;
+
+/// The annotation prefix the linter owns.
+pub const ANNOTATION_PREFIX: &str = "probity.dev/";
+/// Inline contract JSON.
+pub const CONTRACT_ANNOTATION: &str = "probity.dev/contract";
+/// Comma-separated endpoints whose answer depends on something outside the process.
+pub const DEPENDENCY_ENDPOINTS_ANNOTATION: &str = "probity.dev/dependency-endpoints";
+/// Worst boot time in seconds.
+pub const BOOT_SECONDS_ANNOTATION: &str = "probity.dev/boot-seconds";
+/// Time the service keeps serving after SIGTERM, in seconds.
+pub const DRAIN_DELAY_ANNOTATION: &str = "probity.dev/drain-delay-seconds";
+/// Prefix of a suppression: `probity.dev/ignore-RULE: "<reason>"`.
+pub const IGNORE_PREFIX: &str = "probity.dev/ignore-";
+
+/// An annotation problem, reported under `invalid-annotation`.
+#[derive(Debug)]
+pub(crate) struct AnnotationProblem {
+    pub(crate) position: Position,
+    pub(crate) message: String,
+}
+
+/// A valid suppression.
+#[derive(Debug)]
+pub(crate) struct Suppression {
+    pub(crate) rule: &'static str,
+}
+
+/// Facts about one workload, from its annotations and the contracts given on the command line.
+#[derive(Debug, Default)]
+pub(crate) struct Facts<'c> {
+    inline_contract: Option<Contract>,
+    contracts: Vec<&'c Contract>,
+    dependency_endpoints: Vec<String>,
+    boot_seconds: Option<f64>,
+    drain_delay_seconds: Option<f64>,
+}
+
+/// What a service does after SIGTERM, in seconds.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Drain {
+    pub(crate) delay: f64,
+    pub(crate) in_flight: f64,
+    pub(crate) from_contract: bool,
+}
+
+/// Reads every `probity.dev/` annotation of an object (its metadata, and its pod template's for
+/// a workload): suppressions and their problems always; facts for workloads.
+pub(crate) fn read_annotations<'c>(
+    object: &Object<'_>,
+    contracts: &'c [Contract],
+) -> (Facts<'c>, Vec<Suppression>, Vec<AnnotationProblem>) {
+    let mut facts = Facts {
+        contracts: contracts.iter().collect(),
+        ..Facts::default()
+    };
+    let mut suppressions = Vec::new();
+    let mut problems = Vec::new();
+    let template: &[Annotation] = match &object.body {
+        crate::model::Body::Workload(Workload {
+            pod_annotations, ..
+        }) => pod_annotations,
+        _ => &[],
+    };
+    // The pod template's annotations come second, so they override the object's.
+    for annotation in object.annotations.iter().chain(template) {
+        let key = annotation.key.as_str();
+        if !key.starts_with(ANNOTATION_PREFIX) {
+            continue;
+        }
+        let mut problem = |message: String| {
+            problems.push(AnnotationProblem {
+                position: annotation.position,
+                message,
+            });
+        };
+        let value = annotation.value.trim();
+        if let Some(rule) = key.strip_prefix(IGNORE_PREFIX) {
+            match crate::rules::find(rule) {
+                None => problem(format!(
+                    "`{key}` suppresses `{rule}`, which is not a rule (`probity lint --explain` \
+                     lists them)"
+                )),
+                Some(_) if value.is_empty() => problem(format!(
+                    "`{key}` gives no reason; the suppression is not honoured until its value \
+                     says why the rule does not apply"
+                )),
+                Some(rule) => suppressions.push(Suppression { rule: rule.id }),
+            }
+            continue;
+        }
+        match key {
+            CONTRACT_ANNOTATION => match Contract::from_json(value) {
+                Ok(contract) => facts.inline_contract = Some(contract),
+                Err(error) => problem(format!("`{key}` is not a valid contract: {error}")),
+            },
+            DEPENDENCY_ENDPOINTS_ANNOTATION => {
+                facts.dependency_endpoints = value
+                    .split(',')
+                    .map(str::trim)
+                    .filter(|endpoint| !endpoint.is_empty())
+                    .map(str::to_owned)
+                    .collect();
+                if let Some(bad) = facts
+                    .dependency_endpoints
+                    .iter()
+                    .find(|endpoint| !endpoint.starts_with('/') && !endpoint.starts_with("grpc:"))
+                {
+                    problem(format!(
+                        "`{key}` lists `{bad}`; write HTTP paths starting with `/` or `grpc:SERVICE`"
+                    ));
+                }
+            }
+            BOOT_SECONDS_ANNOTATION | DRAIN_DELAY_ANNOTATION => match parse_seconds(value) {
+                Some(seconds) if key == BOOT_SECONDS_ANNOTATION => {
+                    facts.boot_seconds = Some(seconds);
+                }
+                Some(seconds) => facts.drain_delay_seconds = Some(seconds),
+                None => problem(format!(
+                    "`{key}` is `{value}`; write a number of seconds such as \"40\""
+                )),
+            },
+            _ => problem(format!(
+                "`{key}` is not an annotation probity knows; known: `{CONTRACT_ANNOTATION}`, \
+                 `{DEPENDENCY_ENDPOINTS_ANNOTATION}`, `{BOOT_SECONDS_ANNOTATION}`, \
+                 `{DRAIN_DELAY_ANNOTATION}`, `{IGNORE_PREFIX}RULE`"
+            )),
+        }
+    }
+    (facts, suppressions, problems)
+}
+
+fn parse_seconds(text: &str) -> Option<f64> {
+    let number = text.strip_suffix('s').unwrap_or(text).trim();
+    number
+        .parse::<f64>()
+        .ok()
+        .filter(|seconds| seconds.is_finite() && *seconds >= 0.0)
+}
+
+impl Facts<'_> {
+    /// The contract describing `container` of `object`: the inline one first, then the first
+    /// command-line contract whose `service` names the container, the workload, or its
+    /// `app.kubernetes.io/name` or `app` label (a contract without a service name applies to
+    /// every container).
+    pub(crate) fn contract_for(
+        &self,
+        object: &Object<'_>,
+        labels: &[(String, String)],
+        container: &str,
+    ) -> Option<&Contract> {
+        let applies = |contract: &Contract| match contract.service.as_deref() {
+            None => true,
+            Some(service) => {
+                service == container
+                    || service == object.name
+                    || labels.iter().any(|(key, value)| {
+                        (key == "app.kubernetes.io/name" || key == "app") && value == service
+                    })
+            }
+        };
+        if let Some(contract) = &self.inline_contract {
+            return Some(contract);
+        }
+        self.contracts
+            .iter()
+            .copied()
+            .find(|contract| applies(contract))
+    }
+
+    /// Why the endpoint `handler` calls depends on something outside the process, if it does.
+    pub(crate) fn dependency_reason(
+        &self,
+        handler: &Handler,
+        contract: Option<&Contract>,
+    ) -> Option<String> {
+        match handler {
+            Handler::Http { path, .. } => {
+                let bare = path.split('?').next().unwrap_or(path);
+                if let Some(listed) = self.dependency_endpoints.iter().find(|listed| {
+                    bare == listed.as_str()
+                        || bare
+                            .strip_prefix(listed.as_str())
+                            .is_some_and(|rest| rest.starts_with('/'))
+                }) {
+                    return Some(format!(
+                        "`{listed}` is listed in `{DEPENDENCY_ENDPOINTS_ANNOTATION}`"
+                    ));
+                }
+                let endpoint = contract?.endpoint_for_path(path)?;
+                endpoint.checks_dependencies.then(|| {
+                    format!(
+                        "the contract says `{}` ({} endpoint) checks {}",
+                        endpoint.path,
+                        endpoint.probe,
+                        list(&endpoint.checks)
+                    )
+                })
+            }
+            Handler::Grpc { service, .. } => {
+                let listed = format!("grpc:{service}");
+                if self.dependency_endpoints.contains(&listed) {
+                    return Some(format!(
+                        "`{listed}` is listed in `{DEPENDENCY_ENDPOINTS_ANNOTATION}`"
+                    ));
+                }
+                let endpoint = contract?
+                    .endpoints
+                    .iter()
+                    .find(|endpoint| endpoint.grpc_service.as_deref() == Some(service.as_str()))?;
+                endpoint.checks_dependencies.then(|| {
+                    format!(
+                        "the contract says gRPC service \"{service}\" ({} endpoint) checks {}",
+                        endpoint.probe,
+                        list(&endpoint.checks)
+                    )
+                })
+            }
+            _ => None,
+        }
+    }
+
+    /// Whether the annotation lists the endpoint (the probe then reaches dependencies on each
+    /// request).
+    pub(crate) fn listed_as_dependency_endpoint(&self, handler: &Handler) -> bool {
+        self.dependency_reason(handler, None).is_some()
+    }
+
+    /// The worst boot time in seconds: the annotation, else the contract.
+    pub(crate) fn boot_seconds(&self, contract: Option<&Contract>) -> Option<(f64, &'static str)> {
+        if let Some(seconds) = self.boot_seconds {
+            return Some((seconds, BOOT_SECONDS_ANNOTATION));
+        }
+        contract?.startup.expected_boot_ms.map(|ms| {
+            (
+                ms as f64 / 1000.0,
+                "the contract's `startup.expected_boot_ms`",
+            )
+        })
+    }
+
+    /// The drain after SIGTERM: the annotation, else the contract.
+    pub(crate) fn drain(&self, contract: Option<&Contract>) -> Option<Drain> {
+        if let Some(delay) = self.drain_delay_seconds {
+            return Some(Drain {
+                delay,
+                in_flight: 0.0,
+                from_contract: false,
+            });
+        }
+        let shutdown = &contract?.shutdown;
+        Some(Drain {
+            delay: shutdown.drain_delay_ms as f64 / 1000.0,
+            in_flight: shutdown.in_flight_deadline_ms.unwrap_or(0) as f64 / 1000.0,
+            from_contract: true,
+        })
+    }
+}
+
+fn list(names: &[String]) -> String {
+    if names.is_empty() {
+        "dependencies".to_owned()
+    } else {
+        names
+            .iter()
+            .map(|name| format!("`{name}`"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+}
+
+/// The rule every annotation problem is reported under.
+pub(crate) const PROBLEM_RULE: &crate::rules::Rule = &catalogue::INVALID_ANNOTATION;

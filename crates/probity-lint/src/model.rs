@@ -1,0 +1,1137 @@
+//! Typed views of the Kubernetes objects the rules judge, read from positioned YAML.
+//!
+//! Reading never fails on a value of the wrong type: it records a [`Problem`] (reported by the
+//! `rejected-by-api-server` rule, since the API server would refuse to decode it) and carries on
+//! with Kubernetes' default, so one bad field does not hide every other finding.
+
+use crate::yaml::{Node, Position, Value};
+use probity::contract::ProbeKind;
+
+/// Kubernetes' probe defaults (`pkg/apis/core/v1/defaults.go` `SetDefaults_Probe`); a zero is
+/// defaulted too.
+pub(crate) const DEFAULT_PERIOD_SECONDS: i64 = 10;
+pub(crate) const DEFAULT_TIMEOUT_SECONDS: i64 = 1;
+pub(crate) const DEFAULT_SUCCESS_THRESHOLD: i64 = 1;
+pub(crate) const DEFAULT_FAILURE_THRESHOLD: i64 = 3;
+/// `v1.DefaultTerminationGracePeriodSeconds`.
+pub(crate) const DEFAULT_TERMINATION_GRACE_SECONDS: i64 = 30;
+
+/// A value that would not decode, found while reading.
+#[derive(Debug, Clone)]
+pub(crate) struct Problem {
+    pub(crate) position: Position,
+    pub(crate) container: Option<String>,
+    pub(crate) message: String,
+}
+
+/// The kinds the linter reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Kind {
+    Pod,
+    Deployment,
+    StatefulSet,
+    DaemonSet,
+    ReplicaSet,
+    Job,
+    CronJob,
+    Service,
+    PodDisruptionBudget,
+    HorizontalPodAutoscaler,
+}
+
+impl Kind {
+    pub(crate) fn parse(kind: &str) -> Option<Self> {
+        Some(match kind {
+            "Pod" => Kind::Pod,
+            "Deployment" => Kind::Deployment,
+            "StatefulSet" => Kind::StatefulSet,
+            "DaemonSet" => Kind::DaemonSet,
+            "ReplicaSet" => Kind::ReplicaSet,
+            "Job" => Kind::Job,
+            "CronJob" => Kind::CronJob,
+            "Service" => Kind::Service,
+            "PodDisruptionBudget" => Kind::PodDisruptionBudget,
+            "HorizontalPodAutoscaler" => Kind::HorizontalPodAutoscaler,
+            _ => return None,
+        })
+    }
+
+    pub(crate) fn as_str(self) -> &'static str {
+        match self {
+            Kind::Pod => "Pod",
+            Kind::Deployment => "Deployment",
+            Kind::StatefulSet => "StatefulSet",
+            Kind::DaemonSet => "DaemonSet",
+            Kind::ReplicaSet => "ReplicaSet",
+            Kind::Job => "Job",
+            Kind::CronJob => "CronJob",
+            Kind::Service => "Service",
+            Kind::PodDisruptionBudget => "PodDisruptionBudget",
+            Kind::HorizontalPodAutoscaler => "HorizontalPodAutoscaler",
+        }
+    }
+
+    /// Whether the kind keeps a number of long-running replicas (so fleets, budgets and load
+    /// apply).
+    pub(crate) fn is_replicated(self) -> bool {
+        matches!(
+            self,
+            Kind::Deployment | Kind::StatefulSet | Kind::ReplicaSet | Kind::Pod
+        )
+    }
+
+    pub(crate) fn is_batch(self) -> bool {
+        matches!(self, Kind::Job | Kind::CronJob)
+    }
+}
+
+/// One `metadata.annotations` entry.
+#[derive(Debug, Clone)]
+pub(crate) struct Annotation {
+    pub(crate) key: String,
+    pub(crate) value: String,
+    pub(crate) position: Position,
+}
+
+/// A Kubernetes object of a kind the linter reads.
+#[derive(Debug)]
+pub(crate) struct Object<'a> {
+    pub(crate) source: usize,
+    pub(crate) kind: Kind,
+    pub(crate) name: String,
+    pub(crate) namespace: Option<String>,
+    /// Where the object's `kind:` is written.
+    pub(crate) position: Position,
+    pub(crate) root: &'a Node,
+    pub(crate) annotations: Vec<Annotation>,
+    pub(crate) body: Body,
+    pub(crate) problems: Vec<Problem>,
+}
+
+#[derive(Debug)]
+pub(crate) enum Body {
+    Workload(Workload),
+    Service(Service),
+    Budget(Budget),
+    Autoscaler(Autoscaler),
+}
+
+/// A Pod, or a controller with a pod template.
+#[derive(Debug)]
+pub(crate) struct Workload {
+    /// The replica count: `spec.replicas` (default 1) for Deployments, StatefulSets and
+    /// ReplicaSets, 1 for a Pod, `None` when it depends on the cluster (DaemonSet) or is batch.
+    pub(crate) replicas: Option<Setting>,
+    pub(crate) pod_labels: Vec<(String, String)>,
+    pub(crate) pod_annotations: Vec<Annotation>,
+    pub(crate) pod: Option<PodSpec>,
+}
+
+/// An integer setting after defaulting, and where it was written (if it was).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Setting {
+    pub(crate) value: i64,
+    /// The value as written, before defaulting.
+    pub(crate) written: Option<i64>,
+    pub(crate) position: Option<Position>,
+}
+
+impl Setting {
+    fn read(
+        node: &Node,
+        key: &str,
+        default: i64,
+        zero_means_default: bool,
+        problems: &mut Vec<Problem>,
+        container: Option<&str>,
+    ) -> Self {
+        match read_int(node, key, problems, container) {
+            Some((written, position)) => Setting {
+                value: if written < 0 || (written == 0 && zero_means_default) {
+                    default
+                } else {
+                    written
+                },
+                written: Some(written),
+                position: Some(position),
+            },
+            None => Setting {
+                value: default,
+                written: None,
+                position: None,
+            },
+        }
+    }
+
+    /// Where to point a finding about this setting: where it is written, else `fallback`.
+    pub(crate) fn at(&self, fallback: Position) -> Position {
+        self.position.unwrap_or(fallback)
+    }
+}
+
+#[derive(Debug)]
+pub(crate) struct PodSpec {
+    pub(crate) termination_grace: Setting,
+    pub(crate) host_network: bool,
+    pub(crate) containers: Vec<Container>,
+}
+
+#[derive(Debug)]
+pub(crate) struct Container {
+    pub(crate) name: String,
+    pub(crate) position: Position,
+    pub(crate) ports: Vec<ContainerPort>,
+    pub(crate) probes: Vec<Probe>,
+    pub(crate) pre_stop_sleep: Option<(i64, Position)>,
+}
+
+impl Container {
+    pub(crate) fn probe(&self, kind: ProbeKind) -> Option<&Probe> {
+        self.probes.iter().find(|probe| probe.kind == kind)
+    }
+
+    /// The number a probe port refers to: named ports resolve against `ports`; a string that
+    /// names no port but is all digits is that number, as the kubelet's `extractPort` does.
+    pub(crate) fn resolve_port(&self, port: &PortRef) -> Option<i64> {
+        match port {
+            PortRef::Number(number) => Some(*number),
+            PortRef::Name(name) => self
+                .ports
+                .iter()
+                .find(|declared| declared.name.as_deref() == Some(name.as_str()))
+                .map(|declared| declared.number)
+                .or_else(|| name.parse().ok()),
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+pub(crate) struct ContainerPort {
+    pub(crate) number: i64,
+    pub(crate) name: Option<String>,
+    pub(crate) protocol: String,
+}
+
+/// A probe port: a number, or (for HTTP and TCP) a port name.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum PortRef {
+    Number(i64),
+    Name(String),
+}
+
+impl std::fmt::Display for PortRef {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            PortRef::Number(number) => write!(f, "{number}"),
+            PortRef::Name(name) => write!(f, "`{name}`"),
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+pub(crate) struct Port {
+    pub(crate) port: PortRef,
+    pub(crate) position: Position,
+}
+
+#[derive(Debug, Clone)]
+pub(crate) struct Host {
+    pub(crate) name: String,
+    pub(crate) position: Position,
+}
+
+/// What a probe runs.
+#[derive(Debug, Clone)]
+pub(crate) enum Handler {
+    Http {
+        path: String,
+        path_position: Option<Position>,
+        port: Option<Port>,
+        host: Option<Host>,
+        scheme: String,
+    },
+    Tcp {
+        port: Option<Port>,
+        host: Option<Host>,
+    },
+    Grpc {
+        port: Option<Port>,
+        service: String,
+    },
+    Exec {
+        command: Vec<String>,
+    },
+    Missing,
+}
+
+impl Handler {
+    pub(crate) fn port(&self) -> Option<&Port> {
+        match self {
+            Handler::Http { port, .. } | Handler::Tcp { port, .. } | Handler::Grpc { port, .. } => {
+                port.as_ref()
+            }
+            Handler::Exec { .. } | Handler::Missing => None,
+        }
+    }
+
+    pub(crate) fn host(&self) -> Option<&Host> {
+        match self {
+            Handler::Http { host, .. } | Handler::Tcp { host, .. } => host.as_ref(),
+            _ => None,
+        }
+    }
+
+    /// A short description: "GET /livez on port 8080".
+    pub(crate) fn describe(&self, container: &Container) -> String {
+        let port = |port: &Option<Port>| match port {
+            Some(port) => match (&port.port, container.resolve_port(&port.port)) {
+                (PortRef::Name(name), Some(number)) => format!("port `{name}` ({number})"),
+                (reference, _) => format!("port {reference}"),
+            },
+            None => "no port".to_owned(),
+        };
+        match self {
+            Handler::Http {
+                path,
+                port: p,
+                scheme,
+                ..
+            } => format!("{scheme} GET {path} on {}", port(p)),
+            Handler::Tcp { port: p, .. } => format!("TCP connect to {}", port(p)),
+            Handler::Grpc { port: p, service } => {
+                format!("gRPC health check of service \"{service}\" on {}", port(p))
+            }
+            Handler::Exec { command } => format!("exec `{}`", command.join(" ")),
+            Handler::Missing => "no handler".to_owned(),
+        }
+    }
+}
+
+#[derive(Debug)]
+pub(crate) struct Probe {
+    pub(crate) kind: ProbeKind,
+    /// Where `livenessProbe:` (or the other key) is written.
+    pub(crate) position: Position,
+    pub(crate) handler: Handler,
+    /// The handler keys present, with their positions (exactly one is valid).
+    pub(crate) handler_keys: Vec<(&'static str, Position)>,
+    pub(crate) initial_delay: Setting,
+    pub(crate) timeout: Setting,
+    pub(crate) period: Setting,
+    pub(crate) success: Setting,
+    pub(crate) failure: Setting,
+    pub(crate) termination_grace: Option<(i64, Position)>,
+}
+
+impl Probe {
+    /// `failureThreshold × periodSeconds`: how long the probe tolerates failure.
+    pub(crate) fn failure_window(&self) -> i64 {
+        self.failure.value.saturating_mul(self.period.value)
+    }
+
+    /// `initialDelaySeconds + failureThreshold × periodSeconds`: the first moment the probe can
+    /// have given up on a container that never answers.
+    pub(crate) fn budget(&self) -> i64 {
+        self.initial_delay
+            .value
+            .saturating_add(self.failure_window())
+    }
+
+    pub(crate) fn key(&self) -> &'static str {
+        probe_key(self.kind)
+    }
+}
+
+pub(crate) fn probe_key(kind: ProbeKind) -> &'static str {
+    match kind {
+        ProbeKind::Liveness => "livenessProbe",
+        ProbeKind::Readiness => "readinessProbe",
+        ProbeKind::Startup => "startupProbe",
+    }
+}
+
+/// A label selector (`matchLabels` and `matchExpressions`).
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Selector {
+    pub(crate) labels: Vec<(String, String)>,
+    pub(crate) expressions: Vec<Expression>,
+}
+
+#[derive(Debug, Clone)]
+pub(crate) struct Expression {
+    pub(crate) key: String,
+    pub(crate) operator: String,
+    pub(crate) values: Vec<String>,
+}
+
+impl Selector {
+    pub(crate) fn matches(&self, labels: &[(String, String)]) -> bool {
+        let value = |key: &str| {
+            labels
+                .iter()
+                .find(|(label, _)| label == key)
+                .map(|(_, value)| value.as_str())
+        };
+        self.labels
+            .iter()
+            .all(|(key, expected)| value(key) == Some(expected.as_str()))
+            && self.expressions.iter().all(|expression| {
+                let actual = value(&expression.key);
+                match expression.operator.as_str() {
+                    "In" => actual.is_some_and(|v| expression.values.iter().any(|e| e == v)),
+                    "NotIn" => !actual.is_some_and(|v| expression.values.iter().any(|e| e == v)),
+                    "Exists" => actual.is_some(),
+                    "DoesNotExist" => actual.is_none(),
+                    _ => false,
+                }
+            })
+    }
+}
+
+#[derive(Debug)]
+pub(crate) struct Service {
+    /// `None` when the Service has no selector (its endpoints are managed by hand).
+    pub(crate) selector: Option<Vec<(String, String)>>,
+    pub(crate) publish_not_ready: Option<Position>,
+}
+
+/// `minAvailable` or `maxUnavailable`: a count or a percentage.
+#[derive(Debug, Clone)]
+pub(crate) struct Amount {
+    pub(crate) value: AmountValue,
+    pub(crate) position: Position,
+}
+
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum AmountValue {
+    Count(i64),
+    Percent(i64),
+}
+
+impl AmountValue {
+    /// Resolves against `replicas`, rounding up as the disruption controller does for
+    /// `minAvailable` (`intstr.GetScaledValueFromIntOrPercent(…, true)`), and for
+    /// `maxUnavailable` too.
+    pub(crate) fn resolve(self, replicas: i64) -> i64 {
+        match self {
+            AmountValue::Count(count) => count,
+            AmountValue::Percent(percent) => (percent * replicas + 99) / 100,
+        }
+    }
+}
+
+impl std::fmt::Display for AmountValue {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            AmountValue::Count(count) => write!(f, "{count}"),
+            AmountValue::Percent(percent) => write!(f, "{percent}%"),
+        }
+    }
+}
+
+#[derive(Debug)]
+pub(crate) struct Budget {
+    /// `None`: a null selector, which selects nothing; an empty selector selects every pod.
+    pub(crate) selector: Option<Selector>,
+    pub(crate) min_available: Option<Amount>,
+    pub(crate) max_unavailable: Option<Amount>,
+}
+
+#[derive(Debug)]
+pub(crate) struct Autoscaler {
+    pub(crate) target_kind: String,
+    pub(crate) target_name: String,
+    pub(crate) max_replicas: Option<(i64, Position)>,
+}
+
+/// Why a document is not a Kubernetes object.
+pub(crate) struct NotAnObject {
+    pub(crate) position: Position,
+    pub(crate) message: String,
+}
+
+/// What a document holds.
+pub(crate) enum Read<'a> {
+    /// An object of a kind the linter judges.
+    Object(Box<Object<'a>>),
+    /// A `List`'s items.
+    List(Vec<&'a Node>),
+    /// A Kubernetes object of another kind (ConfigMap, a custom resource…): skipped.
+    Skipped,
+}
+
+/// Reads one document's root (or one `List` item) as an object.
+pub(crate) fn read_object(source: usize, root: &Node) -> Result<Read<'_>, NotAnObject> {
+    let not_an_object = |position, message: &str| NotAnObject {
+        position,
+        message: format!("not a Kubernetes object: {message}"),
+    };
+    if root.as_map().is_none() {
+        return Err(not_an_object(
+            root.position,
+            &format!("the document is {}, not a mapping", root.describe()),
+        ));
+    }
+    let Some(kind_entry) = root.entry("kind") else {
+        return Err(not_an_object(root.position, "it has no `kind`"));
+    };
+    let Some(kind_text) = kind_entry.value.as_str() else {
+        return Err(not_an_object(
+            kind_entry.value.position,
+            &format!("`kind` is {}, not a string", kind_entry.value.describe()),
+        ));
+    };
+    match root.entry("apiVersion") {
+        Some(entry) if entry.value.as_str().is_some() => {}
+        Some(entry) => {
+            return Err(not_an_object(
+                entry.value.position,
+                &format!("`apiVersion` is {}, not a string", entry.value.describe()),
+            ));
+        }
+        None => return Err(not_an_object(root.position, "it has no `apiVersion`")),
+    }
+    if kind_text == "List" || kind_text.ends_with("List") && root.get("items").is_some() {
+        let items = root
+            .get("items")
+            .and_then(Node::as_seq)
+            .map(|items| items.iter().collect())
+            .unwrap_or_default();
+        return Ok(Read::List(items));
+    }
+    let Some(kind) = Kind::parse(kind_text) else {
+        return Ok(Read::Skipped);
+    };
+    let mut problems = Vec::new();
+    let metadata = root.get("metadata");
+    let name = metadata
+        .and_then(|metadata| {
+            metadata
+                .get("name")
+                .or_else(|| metadata.get("generateName"))
+        })
+        .and_then(Node::scalar_text)
+        .unwrap_or_else(|| "<unnamed>".to_owned());
+    let namespace = metadata
+        .and_then(|metadata| metadata.get("namespace"))
+        .and_then(Node::scalar_text);
+    let annotations = read_annotations(metadata, &mut problems);
+    let spec = root.get("spec");
+    let body = match kind {
+        Kind::Service => Body::Service(read_service(spec, &mut problems)),
+        Kind::PodDisruptionBudget => Body::Budget(read_budget(spec, &mut problems)),
+        Kind::HorizontalPodAutoscaler => Body::Autoscaler(read_autoscaler(spec, &mut problems)),
+        _ => Body::Workload(read_workload(kind, root, &mut problems)),
+    };
+    Ok(Read::Object(Box::new(Object {
+        source,
+        kind,
+        name,
+        namespace,
+        position: kind_entry.value.position,
+        root,
+        annotations,
+        body,
+        problems,
+    })))
+}
+
+fn read_annotations(metadata: Option<&Node>, problems: &mut Vec<Problem>) -> Vec<Annotation> {
+    let Some(entries) = metadata
+        .and_then(|metadata| metadata.get("annotations"))
+        .and_then(Node::as_map)
+    else {
+        return Vec::new();
+    };
+    entries
+        .iter()
+        .filter_map(|entry| {
+            let value = match &entry.value.value {
+                Value::String(text) => text.clone(),
+                Value::Null => String::new(),
+                _ => {
+                    problems.push(Problem {
+                        position: entry.value.position,
+                        container: None,
+                        message: format!(
+                            "annotation `{}` is {}; annotation values must be strings (quote it)",
+                            entry.key,
+                            entry.value.describe()
+                        ),
+                    });
+                    entry.value.scalar_text()?
+                }
+            };
+            Some(Annotation {
+                key: entry.key.clone(),
+                value,
+                position: entry.key_position,
+            })
+        })
+        .collect()
+}
+
+fn read_labels(node: Option<&Node>) -> Vec<(String, String)> {
+    node.and_then(Node::as_map)
+        .map(|entries| {
+            entries
+                .iter()
+                .filter_map(|entry| Some((entry.key.clone(), entry.value.scalar_text()?)))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+fn read_workload(kind: Kind, root: &Node, problems: &mut Vec<Problem>) -> Workload {
+    let spec = root.get("spec");
+    let (template_metadata, pod_spec, replicas) = match kind {
+        Kind::Pod => (
+            root.get("metadata"),
+            spec,
+            Some(Setting {
+                value: 1,
+                written: None,
+                position: None,
+            }),
+        ),
+        Kind::CronJob => {
+            let template = spec
+                .and_then(|spec| spec.get("jobTemplate"))
+                .and_then(|job| job.get("spec"))
+                .and_then(|job| job.get("template"));
+            (
+                template.and_then(|t| t.get("metadata")),
+                template.and_then(|t| t.get("spec")),
+                None,
+            )
+        }
+        _ => {
+            let template = spec.and_then(|spec| spec.get("template"));
+            let replicas = match (kind, spec) {
+                (Kind::Deployment | Kind::StatefulSet | Kind::ReplicaSet, Some(spec)) => {
+                    Some(Setting::read(spec, "replicas", 1, false, problems, None))
+                }
+                (Kind::Deployment | Kind::StatefulSet | Kind::ReplicaSet, None) => Some(Setting {
+                    value: 1,
+                    written: None,
+                    position: None,
+                }),
+                _ => None,
+            };
+            (
+                template.and_then(|t| t.get("metadata")),
+                template.and_then(|t| t.get("spec")),
+                replicas,
+            )
+        }
+    };
+    Workload {
+        replicas,
+        pod_labels: read_labels(template_metadata.and_then(|m| m.get("labels"))),
+        pod_annotations: if kind == Kind::Pod {
+            Vec::new()
+        } else {
+            read_annotations(template_metadata, problems)
+        },
+        pod: pod_spec
+            .filter(|node| node.as_map().is_some())
+            .map(|node| read_pod_spec(node, problems)),
+    }
+}
+
+fn read_pod_spec(node: &Node, problems: &mut Vec<Problem>) -> PodSpec {
+    let containers = node
+        .get("containers")
+        .and_then(Node::as_seq)
+        .map(|items| {
+            items
+                .iter()
+                .filter(|item| item.as_map().is_some())
+                .map(|item| read_container(item, problems))
+                .collect()
+        })
+        .unwrap_or_default();
+    PodSpec {
+        termination_grace: Setting::read(
+            node,
+            "terminationGracePeriodSeconds",
+            DEFAULT_TERMINATION_GRACE_SECONDS,
+            false,
+            problems,
+            None,
+        ),
+        host_network: read_bool(node, "hostNetwork", problems).unwrap_or(false),
+        containers,
+    }
+}
+
+fn read_container(node: &Node, problems: &mut Vec<Problem>) -> Container {
+    let name = node
+        .get("name")
+        .and_then(Node::scalar_text)
+        .unwrap_or_else(|| "<unnamed>".to_owned());
+    let ports = node
+        .get("ports")
+        .and_then(Node::as_seq)
+        .map(|items| {
+            items
+                .iter()
+                .filter_map(|item| {
+                    let (number, _) = read_int(item, "containerPort", problems, Some(&name))?;
+                    Some(ContainerPort {
+                        number,
+                        name: item.get("name").and_then(Node::scalar_text),
+                        protocol: item
+                            .get("protocol")
+                            .and_then(Node::scalar_text)
+                            .unwrap_or_else(|| "TCP".to_owned()),
+                    })
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    let mut probes = Vec::new();
+    for kind in [
+        ProbeKind::Liveness,
+        ProbeKind::Readiness,
+        ProbeKind::Startup,
+    ] {
+        let Some(entry) = node.entry(probe_key(kind)) else {
+            continue;
+        };
+        if entry.value.is_null() {
+            continue;
+        }
+        if entry.value.as_map().is_none() {
+            problems.push(Problem {
+                position: entry.value.position,
+                container: Some(name.clone()),
+                message: format!(
+                    "`{}` is {}, not a mapping",
+                    entry.key,
+                    entry.value.describe()
+                ),
+            });
+            continue;
+        }
+        probes.push(read_probe(
+            kind,
+            entry.key_position,
+            &entry.value,
+            problems,
+            &name,
+        ));
+    }
+    let pre_stop_sleep = node
+        .get("lifecycle")
+        .and_then(|lifecycle| lifecycle.get("preStop"))
+        .and_then(|pre_stop| read_pre_stop_sleep(pre_stop, problems, &name));
+    Container {
+        position: node.position,
+        name,
+        ports,
+        probes,
+        pre_stop_sleep,
+    }
+}
+
+/// The preStop hook's sleep: `sleep.seconds`, or an exec command that runs `sleep N`.
+fn read_pre_stop_sleep(
+    pre_stop: &Node,
+    problems: &mut Vec<Problem>,
+    container: &str,
+) -> Option<(i64, Position)> {
+    if let Some(sleep) = pre_stop.get("sleep") {
+        return read_int(sleep, "seconds", problems, Some(container));
+    }
+    let command = pre_stop.get("exec")?.get("command")?;
+    let words: Vec<String> = command
+        .as_seq()?
+        .iter()
+        .filter_map(Node::scalar_text)
+        .collect();
+    let text = words.join(" ");
+    let tokens: Vec<&str> = text
+        .split(|c: char| c.is_whitespace() || matches!(c, ';' | '&' | '|' | '(' | ')'))
+        .filter(|token| !token.is_empty())
+        .collect();
+    let seconds = tokens.windows(2).find_map(|pair| {
+        let program = pair[0].rsplit('/').next().unwrap_or(pair[0]);
+        if program != "sleep" {
+            return None;
+        }
+        let amount = pair[1].trim_end_matches('s');
+        amount
+            .parse::<f64>()
+            .ok()
+            .map(|seconds| seconds.ceil() as i64)
+    })?;
+    Some((seconds, command.position))
+}
+
+fn read_probe(
+    kind: ProbeKind,
+    position: Position,
+    node: &Node,
+    problems: &mut Vec<Problem>,
+    container: &str,
+) -> Probe {
+    let c = Some(container);
+    let mut handler_keys = Vec::new();
+    let mut handler = Handler::Missing;
+    for key in ["httpGet", "tcpSocket", "grpc", "exec"] {
+        let Some(entry) = node.entry(key) else {
+            continue;
+        };
+        if entry.value.is_null() {
+            continue;
+        }
+        handler_keys.push((key, entry.key_position));
+        if !matches!(handler, Handler::Missing) {
+            continue;
+        }
+        let value = &entry.value;
+        handler = match key {
+            "httpGet" => Handler::Http {
+                path: value
+                    .get("path")
+                    .and_then(Node::scalar_text)
+                    .unwrap_or_else(|| "/".to_owned()),
+                path_position: value.get("path").map(|path| path.position),
+                port: read_port(value, true, problems, container),
+                host: read_host(value),
+                scheme: value
+                    .get("scheme")
+                    .and_then(Node::scalar_text)
+                    .unwrap_or_else(|| "HTTP".to_owned()),
+            },
+            "tcpSocket" => Handler::Tcp {
+                port: read_port(value, true, problems, container),
+                host: read_host(value),
+            },
+            "grpc" => Handler::Grpc {
+                port: read_port(value, false, problems, container),
+                service: value
+                    .get("service")
+                    .and_then(Node::scalar_text)
+                    .unwrap_or_default(),
+            },
+            _ => Handler::Exec {
+                command: value
+                    .get("command")
+                    .and_then(Node::as_seq)
+                    .map(|items| items.iter().filter_map(Node::scalar_text).collect())
+                    .unwrap_or_default(),
+            },
+        };
+    }
+    Probe {
+        kind,
+        position,
+        handler,
+        handler_keys,
+        initial_delay: Setting::read(node, "initialDelaySeconds", 0, false, problems, c),
+        timeout: Setting::read(
+            node,
+            "timeoutSeconds",
+            DEFAULT_TIMEOUT_SECONDS,
+            true,
+            problems,
+            c,
+        ),
+        period: Setting::read(
+            node,
+            "periodSeconds",
+            DEFAULT_PERIOD_SECONDS,
+            true,
+            problems,
+            c,
+        ),
+        success: Setting::read(
+            node,
+            "successThreshold",
+            DEFAULT_SUCCESS_THRESHOLD,
+            true,
+            problems,
+            c,
+        ),
+        failure: Setting::read(
+            node,
+            "failureThreshold",
+            DEFAULT_FAILURE_THRESHOLD,
+            true,
+            problems,
+            c,
+        ),
+        termination_grace: read_int(node, "terminationGracePeriodSeconds", problems, c),
+    }
+}
+
+/// A handler's `port`. gRPC ports are plain integers (a string there is reported by the
+/// `grpc-named-port` rule, so it is kept as a name here rather than a type problem).
+fn read_port(
+    handler: &Node,
+    _int_or_string: bool,
+    problems: &mut Vec<Problem>,
+    container: &str,
+) -> Option<Port> {
+    let node = handler.get("port")?;
+    let port = match &node.value {
+        Value::Int(number) => PortRef::Number(*number),
+        Value::String(name) => PortRef::Name(name.clone()),
+        _ => {
+            problems.push(Problem {
+                position: node.position,
+                container: Some(container.to_owned()),
+                message: format!("`port` is {}, not a number or a name", node.describe()),
+            });
+            return None;
+        }
+    };
+    Some(Port {
+        port,
+        position: node.position,
+    })
+}
+
+fn read_host(handler: &Node) -> Option<Host> {
+    let node = handler.get("host")?;
+    let name = node.scalar_text()?;
+    (!name.is_empty()).then_some(Host {
+        name,
+        position: node.position,
+    })
+}
+
+fn read_service(spec: Option<&Node>, problems: &mut Vec<Problem>) -> Service {
+    let selector = spec
+        .and_then(|spec| spec.get("selector"))
+        .map(|node| read_labels(Some(node)))
+        .filter(|labels| !labels.is_empty());
+    let publish_not_ready = spec.and_then(|spec| {
+        let entry = spec.entry("publishNotReadyAddresses")?;
+        (read_bool(spec, "publishNotReadyAddresses", problems) == Some(true))
+            .then_some(entry.key_position)
+    });
+    Service {
+        selector,
+        publish_not_ready,
+    }
+}
+
+fn read_selector(node: Option<&Node>) -> Option<Selector> {
+    let node = node?;
+    node.as_map()?;
+    Some(Selector {
+        labels: read_labels(node.get("matchLabels")),
+        expressions: node
+            .get("matchExpressions")
+            .and_then(Node::as_seq)
+            .map(|items| {
+                items
+                    .iter()
+                    .map(|item| Expression {
+                        key: item
+                            .get("key")
+                            .and_then(Node::scalar_text)
+                            .unwrap_or_default(),
+                        operator: item
+                            .get("operator")
+                            .and_then(Node::scalar_text)
+                            .unwrap_or_default(),
+                        values: item
+                            .get("values")
+                            .and_then(Node::as_seq)
+                            .map(|values| values.iter().filter_map(Node::scalar_text).collect())
+                            .unwrap_or_default(),
+                    })
+                    .collect()
+            })
+            .unwrap_or_default(),
+    })
+}
+
+fn read_amount(spec: &Node, key: &str, problems: &mut Vec<Problem>) -> Option<Amount> {
+    let node = spec.get(key)?;
+    let value = match &node.value {
+        Value::Int(count) => AmountValue::Count(*count),
+        Value::String(text) => match text
+            .strip_suffix('%')
+            .and_then(|number| number.parse().ok())
+        {
+            Some(percent) => AmountValue::Percent(percent),
+            None => {
+                problems.push(Problem {
+                    position: node.position,
+                    container: None,
+                    message: format!("`{key}` must be an integer or a percentage such as `50%`"),
+                });
+                return None;
+            }
+        },
+        _ => {
+            problems.push(Problem {
+                position: node.position,
+                container: None,
+                message: format!(
+                    "`{key}` is {}, not a count or a percentage",
+                    node.describe()
+                ),
+            });
+            return None;
+        }
+    };
+    Some(Amount {
+        value,
+        position: node.position,
+    })
+}
+
+fn read_budget(spec: Option<&Node>, problems: &mut Vec<Problem>) -> Budget {
+    let Some(spec) = spec else {
+        return Budget {
+            selector: None,
+            min_available: None,
+            max_unavailable: None,
+        };
+    };
+    Budget {
+        selector: read_selector(spec.get("selector")),
+        min_available: read_amount(spec, "minAvailable", problems),
+        max_unavailable: read_amount(spec, "maxUnavailable", problems),
+    }
+}
+
+fn read_autoscaler(spec: Option<&Node>, problems: &mut Vec<Problem>) -> Autoscaler {
+    let target = spec.and_then(|spec| spec.get("scaleTargetRef"));
+    let text = |key: &str| {
+        target
+            .and_then(|target| target.get(key))
+            .and_then(Node::scalar_text)
+            .unwrap_or_default()
+    };
+    Autoscaler {
+        target_kind: text("kind"),
+        target_name: text("name"),
+        max_replicas: spec.and_then(|spec| read_int(spec, "maxReplicas", problems, None)),
+    }
+}
+
+fn read_bool(node: &Node, key: &str, problems: &mut Vec<Problem>) -> Option<bool> {
+    let value = node.get(key)?;
+    match value.as_bool() {
+        Some(flag) => Some(flag),
+        None => {
+            problems.push(Problem {
+                position: value.position,
+                container: None,
+                message: format!("`{key}` is {}, not a boolean", value.describe()),
+            });
+            None
+        }
+    }
+}
+
+/// An integer field: `None` when absent or null; a value of another type is a problem.
+fn read_int(
+    node: &Node,
+    key: &str,
+    problems: &mut Vec<Problem>,
+    container: Option<&str>,
+) -> Option<(i64, Position)> {
+    let value = node.get(key)?;
+    match value.as_i64() {
+        Some(number) => Some((number, value.position)),
+        None => {
+            problems.push(Problem {
+                position: value.position,
+                container: container.map(str::to_owned),
+                message: format!("`{key}` is {}, not an integer", value.describe()),
+            });
+            None
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::yaml::parse_documents;
+
+    fn object(text: &str, check: impl FnOnce(&Object<'_>)) {
+        let documents = parse_documents(text).unwrap();
+        let root = documents[0].root.as_ref().unwrap();
+        match read_object(0, root) {
+            Ok(Read::Object(object)) => check(&object),
+            _ => panic!("not an object"),
+        }
+    }
+
+    #[test]
+    fn applies_probe_defaults() {
+        let text = "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers:\n  - name: app\n    livenessProbe:\n      httpGet: {path: /livez, port: 8080}\n      periodSeconds: 0\n";
+        object(text, |object| {
+            let Body::Workload(workload) = &object.body else {
+                panic!()
+            };
+            let pod = workload.pod.as_ref().unwrap();
+            let probe = pod.containers[0].probe(ProbeKind::Liveness).unwrap();
+            assert_eq!(probe.period.value, 10);
+            assert_eq!(probe.period.written, Some(0));
+            assert_eq!(probe.timeout.value, 1);
+            assert_eq!(probe.success.value, 1);
+            assert_eq!(probe.failure.value, 3);
+            assert_eq!(probe.initial_delay.value, 0);
+            assert_eq!(pod.termination_grace.value, 30);
+        });
+    }
+
+    #[test]
+    fn resolves_named_ports_and_digit_strings() {
+        let text = "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers:\n  - name: app\n    ports: [{name: http, containerPort: 8080}]\n";
+        object(text, |object| {
+            let Body::Workload(workload) = &object.body else {
+                panic!()
+            };
+            let container = &workload.pod.as_ref().unwrap().containers[0];
+            assert_eq!(
+                container.resolve_port(&PortRef::Name("http".into())),
+                Some(8080)
+            );
+            assert_eq!(
+                container.resolve_port(&PortRef::Name("9090".into())),
+                Some(9090)
+            );
+            assert_eq!(container.resolve_port(&PortRef::Name("admin".into())), None);
+        });
+    }
+
+    #[test]
+    fn finds_sleep_in_exec_pre_stop_hooks() {
+        let text = "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers:\n  - name: app\n    lifecycle:\n      preStop:\n        exec:\n          command: [/bin/sh, -c, \"sleep 12.5 && kill 1\"]\n";
+        object(text, |object| {
+            let Body::Workload(workload) = &object.body else {
+                panic!()
+            };
+            let container = &workload.pod.as_ref().unwrap().containers[0];
+            assert_eq!(container.pre_stop_sleep.map(|(s, _)| s), Some(13));
+        });
+    }
+
+    #[test]
+    fn records_wrong_types_as_problems() {
+        let text = "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers:\n  - name: app\n    readinessProbe:\n      httpGet: {path: /readyz, port: 8080}\n      periodSeconds: \"5\"\n";
+        object(text, |object| {
+            assert_eq!(object.problems.len(), 1);
+            assert!(object.problems[0].message.contains("periodSeconds"));
+            assert_eq!(object.problems[0].position, Position::new(9, 22));
+        });
+    }
+
+    #[test]
+    fn percentages_round_up() {
+        assert_eq!(AmountValue::Percent(50).resolve(3), 2);
+        assert_eq!(AmountValue::Percent(50).resolve(12), 6);
+        assert_eq!(AmountValue::Count(2).resolve(12), 2);
+    }
+}

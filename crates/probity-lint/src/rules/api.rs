@@ -1,0 +1,608 @@
+//! What the API server would refuse (re-implemented from `pkg/apis/core/validation`), and the
+//! unknown-field walk that catches the typos it would drop.
+
+use super::catalogue as rule;
+use crate::engine::Cx;
+use crate::model::{Body, Kind, Object};
+use crate::yaml::Node;
+use probity::contract::ProbeKind;
+
+pub(crate) fn check(cx: &mut Cx<'_>, index: usize, object: &Object<'_>) {
+    for problem in &object.problems {
+        cx.report(
+            index,
+            object,
+            &rule::REJECTED_BY_API_SERVER,
+            problem.position,
+            problem.container.as_deref(),
+            format!("{}; the API server cannot decode it", problem.message),
+        );
+    }
+    check_probes(cx, index, object);
+    let top = top_schema(object.kind);
+    walk(cx, index, object, object.root, top, None);
+}
+
+fn check_probes(cx: &mut Cx<'_>, index: usize, object: &Object<'_>) {
+    let Body::Workload(workload) = &object.body else {
+        return;
+    };
+    let Some(pod) = &workload.pod else {
+        return;
+    };
+    for container in &pod.containers {
+        let name = Some(container.name.as_str());
+        for probe in &container.probes {
+            let key = probe.key();
+            match probe.handler_keys.as_slice() {
+                [] => cx.report(
+                    index,
+                    object,
+                    &rule::REJECTED_BY_API_SERVER,
+                    probe.position,
+                    name,
+                    format!(
+                        "`{key}` has no handler: it \"must specify a handler type\" (one of \
+                         `httpGet`, `tcpSocket`, `grpc`, `exec`)"
+                    ),
+                ),
+                [_] => {}
+                [(first, _), rest @ ..] => {
+                    for (extra, position) in rest {
+                        cx.report(
+                            index,
+                            object,
+                            &rule::REJECTED_BY_API_SERVER,
+                            *position,
+                            name,
+                            format!(
+                                "`{key}` has both `{first}` and `{extra}`: a probe \"may not \
+                                 specify more than 1 handler type\""
+                            ),
+                        );
+                    }
+                }
+            }
+            if probe.kind != ProbeKind::Readiness {
+                if let (Some(written), Some(position)) =
+                    (probe.success.written, probe.success.position)
+                {
+                    if written > 1 {
+                        cx.report(
+                            index,
+                            object,
+                            &rule::REJECTED_BY_API_SERVER,
+                            position,
+                            name,
+                            format!(
+                                "`{key}.successThreshold` is {written}; on {} probes it \"must \
+                                 be 1\"",
+                                probe.kind
+                            ),
+                        );
+                    }
+                }
+            }
+            for (field, setting) in [
+                ("initialDelaySeconds", &probe.initial_delay),
+                ("timeoutSeconds", &probe.timeout),
+                ("periodSeconds", &probe.period),
+                ("successThreshold", &probe.success),
+                ("failureThreshold", &probe.failure),
+            ] {
+                if let (Some(written), Some(position)) = (setting.written, setting.position) {
+                    if written < 0 {
+                        cx.report(
+                            index,
+                            object,
+                            &rule::REJECTED_BY_API_SERVER,
+                            position,
+                            name,
+                            format!(
+                                "`{key}.{field}` is {written}; it \"must be greater than or equal \
+                                 to 0\""
+                            ),
+                        );
+                    }
+                }
+            }
+            if let Some((grace, position)) = probe.termination_grace {
+                if probe.kind == ProbeKind::Readiness {
+                    cx.report(
+                        index,
+                        object,
+                        &rule::REJECTED_BY_API_SERVER,
+                        position,
+                        name,
+                        "`readinessProbe.terminationGracePeriodSeconds` is set; it \"must not be \
+                         set for readinessProbes\" (readiness never kills)",
+                    );
+                } else if grace <= 0 {
+                    cx.report(
+                        index,
+                        object,
+                        &rule::REJECTED_BY_API_SERVER,
+                        position,
+                        name,
+                        format!(
+                            "`{key}.terminationGracePeriodSeconds` is {grace}; it \"must be \
+                             greater than 0\""
+                        ),
+                    );
+                }
+            }
+        }
+    }
+}
+
+/// The fields of one API type, as the Kubernetes API (v1.33–v1.35) defines them.
+pub(crate) struct Schema {
+    pub(crate) name: &'static str,
+    pub(crate) fields: &'static [(&'static str, Child)],
+}
+
+/// What a field holds, for the walk.
+#[derive(Clone, Copy)]
+pub(crate) enum Child {
+    /// A scalar, or a structure the walk does not descend into.
+    Leaf,
+    /// An object of a known type.
+    Object(&'static Schema),
+    /// A list of objects of a known type.
+    List(&'static Schema),
+}
+
+use Child::{Leaf, List, Object as Obj};
+
+const EXEC: Schema = Schema {
+    name: "ExecAction",
+    fields: &[("command", Leaf)],
+};
+const HTTP_HEADER: Schema = Schema {
+    name: "HTTPHeader",
+    fields: &[("name", Leaf), ("value", Leaf)],
+};
+const HTTP_GET: Schema = Schema {
+    name: "HTTPGetAction",
+    fields: &[
+        ("path", Leaf),
+        ("port", Leaf),
+        ("host", Leaf),
+        ("scheme", Leaf),
+        ("httpHeaders", List(&HTTP_HEADER)),
+    ],
+};
+const TCP_SOCKET: Schema = Schema {
+    name: "TCPSocketAction",
+    fields: &[("port", Leaf), ("host", Leaf)],
+};
+const GRPC: Schema = Schema {
+    name: "GRPCAction",
+    fields: &[("port", Leaf), ("service", Leaf)],
+};
+const PROBE: Schema = Schema {
+    name: "Probe",
+    fields: &[
+        ("exec", Obj(&EXEC)),
+        ("httpGet", Obj(&HTTP_GET)),
+        ("tcpSocket", Obj(&TCP_SOCKET)),
+        ("grpc", Obj(&GRPC)),
+        ("initialDelaySeconds", Leaf),
+        ("timeoutSeconds", Leaf),
+        ("periodSeconds", Leaf),
+        ("successThreshold", Leaf),
+        ("failureThreshold", Leaf),
+        ("terminationGracePeriodSeconds", Leaf),
+    ],
+};
+const SLEEP: Schema = Schema {
+    name: "SleepAction",
+    fields: &[("seconds", Leaf)],
+};
+const LIFECYCLE_HANDLER: Schema = Schema {
+    name: "LifecycleHandler",
+    fields: &[
+        ("exec", Obj(&EXEC)),
+        ("httpGet", Obj(&HTTP_GET)),
+        ("tcpSocket", Obj(&TCP_SOCKET)),
+        ("sleep", Obj(&SLEEP)),
+    ],
+};
+const LIFECYCLE: Schema = Schema {
+    name: "Lifecycle",
+    fields: &[
+        ("postStart", Obj(&LIFECYCLE_HANDLER)),
+        ("preStop", Obj(&LIFECYCLE_HANDLER)),
+        ("stopSignal", Leaf),
+    ],
+};
+const CONTAINER_PORT: Schema = Schema {
+    name: "ContainerPort",
+    fields: &[
+        ("name", Leaf),
+        ("hostPort", Leaf),
+        ("containerPort", Leaf),
+        ("protocol", Leaf),
+        ("hostIP", Leaf),
+    ],
+};
+const CONTAINER: Schema = Schema {
+    name: "Container",
+    fields: &[
+        ("name", Leaf),
+        ("image", Leaf),
+        ("command", Leaf),
+        ("args", Leaf),
+        ("workingDir", Leaf),
+        ("ports", List(&CONTAINER_PORT)),
+        ("envFrom", Leaf),
+        ("env", Leaf),
+        ("resources", Leaf),
+        ("resizePolicy", Leaf),
+        ("restartPolicy", Leaf),
+        ("restartPolicyRules", Leaf),
+        ("volumeMounts", Leaf),
+        ("volumeDevices", Leaf),
+        ("livenessProbe", Obj(&PROBE)),
+        ("readinessProbe", Obj(&PROBE)),
+        ("startupProbe", Obj(&PROBE)),
+        ("lifecycle", Obj(&LIFECYCLE)),
+        ("terminationMessagePath", Leaf),
+        ("terminationMessagePolicy", Leaf),
+        ("imagePullPolicy", Leaf),
+        ("securityContext", Leaf),
+        ("stdin", Leaf),
+        ("stdinOnce", Leaf),
+        ("tty", Leaf),
+    ],
+};
+const POD_SPEC: Schema = Schema {
+    name: "PodSpec",
+    fields: &[
+        ("volumes", Leaf),
+        ("initContainers", List(&CONTAINER)),
+        ("containers", List(&CONTAINER)),
+        ("ephemeralContainers", Leaf),
+        ("restartPolicy", Leaf),
+        ("terminationGracePeriodSeconds", Leaf),
+        ("activeDeadlineSeconds", Leaf),
+        ("dnsPolicy", Leaf),
+        ("nodeSelector", Leaf),
+        ("serviceAccountName", Leaf),
+        ("serviceAccount", Leaf),
+        ("automountServiceAccountToken", Leaf),
+        ("nodeName", Leaf),
+        ("hostNetwork", Leaf),
+        ("hostPID", Leaf),
+        ("hostIPC", Leaf),
+        ("shareProcessNamespace", Leaf),
+        ("securityContext", Leaf),
+        ("imagePullSecrets", Leaf),
+        ("hostname", Leaf),
+        ("hostnameOverride", Leaf),
+        ("subdomain", Leaf),
+        ("affinity", Leaf),
+        ("schedulerName", Leaf),
+        ("tolerations", Leaf),
+        ("hostAliases", Leaf),
+        ("priorityClassName", Leaf),
+        ("priority", Leaf),
+        ("dnsConfig", Leaf),
+        ("readinessGates", Leaf),
+        ("runtimeClassName", Leaf),
+        ("enableServiceLinks", Leaf),
+        ("preemptionPolicy", Leaf),
+        ("overhead", Leaf),
+        ("topologySpreadConstraints", Leaf),
+        ("setHostnameAsFQDN", Leaf),
+        ("os", Leaf),
+        ("hostUsers", Leaf),
+        ("schedulingGates", Leaf),
+        ("resourceClaims", Leaf),
+        ("resources", Leaf),
+    ],
+};
+const OBJECT_META: Schema = Schema {
+    name: "ObjectMeta",
+    fields: &[
+        ("name", Leaf),
+        ("generateName", Leaf),
+        ("namespace", Leaf),
+        ("selfLink", Leaf),
+        ("uid", Leaf),
+        ("resourceVersion", Leaf),
+        ("generation", Leaf),
+        ("creationTimestamp", Leaf),
+        ("deletionTimestamp", Leaf),
+        ("deletionGracePeriodSeconds", Leaf),
+        ("labels", Leaf),
+        ("annotations", Leaf),
+        ("ownerReferences", Leaf),
+        ("finalizers", Leaf),
+        ("managedFields", Leaf),
+    ],
+};
+const POD_TEMPLATE: Schema = Schema {
+    name: "PodTemplateSpec",
+    fields: &[("metadata", Obj(&OBJECT_META)), ("spec", Obj(&POD_SPEC))],
+};
+const DEPLOYMENT_SPEC: Schema = Schema {
+    name: "DeploymentSpec",
+    fields: &[
+        ("replicas", Leaf),
+        ("selector", Leaf),
+        ("template", Obj(&POD_TEMPLATE)),
+        ("strategy", Leaf),
+        ("minReadySeconds", Leaf),
+        ("revisionHistoryLimit", Leaf),
+        ("paused", Leaf),
+        ("progressDeadlineSeconds", Leaf),
+    ],
+};
+const STATEFUL_SET_SPEC: Schema = Schema {
+    name: "StatefulSetSpec",
+    fields: &[
+        ("replicas", Leaf),
+        ("selector", Leaf),
+        ("template", Obj(&POD_TEMPLATE)),
+        ("volumeClaimTemplates", Leaf),
+        ("serviceName", Leaf),
+        ("podManagementPolicy", Leaf),
+        ("updateStrategy", Leaf),
+        ("revisionHistoryLimit", Leaf),
+        ("minReadySeconds", Leaf),
+        ("persistentVolumeClaimRetentionPolicy", Leaf),
+        ("ordinals", Leaf),
+    ],
+};
+const DAEMON_SET_SPEC: Schema = Schema {
+    name: "DaemonSetSpec",
+    fields: &[
+        ("selector", Leaf),
+        ("template", Obj(&POD_TEMPLATE)),
+        ("updateStrategy", Leaf),
+        ("minReadySeconds", Leaf),
+        ("revisionHistoryLimit", Leaf),
+    ],
+};
+const REPLICA_SET_SPEC: Schema = Schema {
+    name: "ReplicaSetSpec",
+    fields: &[
+        ("replicas", Leaf),
+        ("minReadySeconds", Leaf),
+        ("selector", Leaf),
+        ("template", Obj(&POD_TEMPLATE)),
+    ],
+};
+const JOB_SPEC: Schema = Schema {
+    name: "JobSpec",
+    fields: &[
+        ("parallelism", Leaf),
+        ("completions", Leaf),
+        ("activeDeadlineSeconds", Leaf),
+        ("podFailurePolicy", Leaf),
+        ("successPolicy", Leaf),
+        ("backoffLimit", Leaf),
+        ("backoffLimitPerIndex", Leaf),
+        ("maxFailedIndexes", Leaf),
+        ("selector", Leaf),
+        ("manualSelector", Leaf),
+        ("template", Obj(&POD_TEMPLATE)),
+        ("ttlSecondsAfterFinished", Leaf),
+        ("completionMode", Leaf),
+        ("suspend", Leaf),
+        ("podReplacementPolicy", Leaf),
+        ("managedBy", Leaf),
+    ],
+};
+const JOB_TEMPLATE: Schema = Schema {
+    name: "JobTemplateSpec",
+    fields: &[("metadata", Obj(&OBJECT_META)), ("spec", Obj(&JOB_SPEC))],
+};
+const CRON_JOB_SPEC: Schema = Schema {
+    name: "CronJobSpec",
+    fields: &[
+        ("schedule", Leaf),
+        ("timeZone", Leaf),
+        ("startingDeadlineSeconds", Leaf),
+        ("concurrencyPolicy", Leaf),
+        ("suspend", Leaf),
+        ("jobTemplate", Obj(&JOB_TEMPLATE)),
+        ("successfulJobsHistoryLimit", Leaf),
+        ("failedJobsHistoryLimit", Leaf),
+    ],
+};
+const SERVICE_SPEC: Schema = Schema {
+    name: "ServiceSpec",
+    fields: &[
+        ("ports", Leaf),
+        ("selector", Leaf),
+        ("clusterIP", Leaf),
+        ("clusterIPs", Leaf),
+        ("type", Leaf),
+        ("externalIPs", Leaf),
+        ("sessionAffinity", Leaf),
+        ("loadBalancerIP", Leaf),
+        ("loadBalancerSourceRanges", Leaf),
+        ("externalName", Leaf),
+        ("externalTrafficPolicy", Leaf),
+        ("healthCheckNodePort", Leaf),
+        ("publishNotReadyAddresses", Leaf),
+        ("sessionAffinityConfig", Leaf),
+        ("ipFamilies", Leaf),
+        ("ipFamilyPolicy", Leaf),
+        ("allocateLoadBalancerNodePorts", Leaf),
+        ("loadBalancerClass", Leaf),
+        ("internalTrafficPolicy", Leaf),
+        ("trafficDistribution", Leaf),
+    ],
+};
+const PDB_SPEC: Schema = Schema {
+    name: "PodDisruptionBudgetSpec",
+    fields: &[
+        ("minAvailable", Leaf),
+        ("selector", Leaf),
+        ("maxUnavailable", Leaf),
+        ("unhealthyPodEvictionPolicy", Leaf),
+    ],
+};
+const HPA_SPEC: Schema = Schema {
+    name: "HorizontalPodAutoscalerSpec",
+    fields: &[
+        ("scaleTargetRef", Leaf),
+        ("minReplicas", Leaf),
+        ("maxReplicas", Leaf),
+        ("metrics", Leaf),
+        ("behavior", Leaf),
+        ("targetCPUUtilizationPercentage", Leaf),
+    ],
+};
+
+macro_rules! top {
+    ($name:ident, $type_name:literal, $spec:expr) => {
+        const $name: Schema = Schema {
+            name: $type_name,
+            fields: &[
+                ("apiVersion", Leaf),
+                ("kind", Leaf),
+                ("metadata", Obj(&OBJECT_META)),
+                ("spec", $spec),
+                ("status", Leaf),
+            ],
+        };
+    };
+}
+top!(POD, "Pod", Obj(&POD_SPEC));
+top!(DEPLOYMENT, "Deployment", Obj(&DEPLOYMENT_SPEC));
+top!(STATEFUL_SET, "StatefulSet", Obj(&STATEFUL_SET_SPEC));
+top!(DAEMON_SET, "DaemonSet", Obj(&DAEMON_SET_SPEC));
+top!(REPLICA_SET, "ReplicaSet", Obj(&REPLICA_SET_SPEC));
+top!(JOB, "Job", Obj(&JOB_SPEC));
+top!(CRON_JOB, "CronJob", Obj(&CRON_JOB_SPEC));
+top!(SERVICE, "Service", Obj(&SERVICE_SPEC));
+top!(PDB, "PodDisruptionBudget", Obj(&PDB_SPEC));
+top!(HPA, "HorizontalPodAutoscaler", Obj(&HPA_SPEC));
+
+fn top_schema(kind: Kind) -> &'static Schema {
+    match kind {
+        Kind::Pod => &POD,
+        Kind::Deployment => &DEPLOYMENT,
+        Kind::StatefulSet => &STATEFUL_SET,
+        Kind::DaemonSet => &DAEMON_SET,
+        Kind::ReplicaSet => &REPLICA_SET,
+        Kind::Job => &JOB,
+        Kind::CronJob => &CRON_JOB,
+        Kind::Service => &SERVICE,
+        Kind::PodDisruptionBudget => &PDB,
+        Kind::HorizontalPodAutoscaler => &HPA,
+    }
+}
+
+fn walk(
+    cx: &mut Cx<'_>,
+    index: usize,
+    object: &Object<'_>,
+    node: &Node,
+    schema: &'static Schema,
+    container: Option<&str>,
+) {
+    let Some(entries) = node.as_map() else {
+        return;
+    };
+    for entry in entries {
+        match schema.fields.iter().find(|(name, _)| *name == entry.key) {
+            Some((_, Leaf)) => {}
+            Some((_, Obj(child))) => walk(cx, index, object, &entry.value, child, container),
+            Some((_, List(child))) => {
+                for item in entry.value.as_seq().unwrap_or_default() {
+                    let name = if std::ptr::eq(*child, &CONTAINER) {
+                        item.get("name").and_then(Node::as_str)
+                    } else {
+                        container
+                    };
+                    walk(cx, index, object, item, child, name);
+                }
+            }
+            None => {
+                let suggestion = nearest(&entry.key, schema)
+                    .map(|field| format!(" (did you mean `{field}`?)"))
+                    .unwrap_or_default();
+                cx.report(
+                    index,
+                    object,
+                    &rule::UNKNOWN_FIELD,
+                    entry.key_position,
+                    container,
+                    format!(
+                        "`{}` is not a field of {}{suggestion}: Kubernetes drops it, so the \
+                         setting has no effect",
+                        entry.key, schema.name
+                    ),
+                );
+            }
+        }
+    }
+}
+
+/// The known field closest to `key`, if one is close enough to be the intended spelling.
+fn nearest(key: &str, schema: &Schema) -> Option<&'static str> {
+    let key_lower = key.to_ascii_lowercase();
+    schema
+        .fields
+        .iter()
+        .map(|(field, _)| {
+            let distance = edit_distance(&key_lower, &field.to_ascii_lowercase());
+            (distance, *field)
+        })
+        .filter(|(distance, field)| *distance <= (field.len() / 4).clamp(1, 3))
+        .min_by_key(|(distance, _)| *distance)
+        .map(|(_, field)| field)
+}
+
+/// Levenshtein distance with transpositions counted as one edit.
+fn edit_distance(a: &str, b: &str) -> usize {
+    let a: Vec<char> = a.chars().collect();
+    let b: Vec<char> = b.chars().collect();
+    let mut rows = vec![vec![0usize; b.len() + 1]; a.len() + 1];
+    for (i, row) in rows.iter_mut().enumerate() {
+        row[0] = i;
+    }
+    for j in 0..=b.len() {
+        rows[0][j] = j;
+    }
+    for i in 1..=a.len() {
+        for j in 1..=b.len() {
+            let cost = usize::from(a[i - 1] != b[j - 1]);
+            let mut best = (rows[i - 1][j] + 1)
+                .min(rows[i][j - 1] + 1)
+                .min(rows[i - 1][j - 1] + cost);
+            if i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] {
+                best = best.min(rows[i - 2][j - 2] + 1);
+            }
+            rows[i][j] = best;
+        }
+    }
+    rows[a.len()][b.len()]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn suggests_the_intended_field() {
+        assert_eq!(
+            nearest("initialDelaySecond", &PROBE),
+            Some("initialDelaySeconds")
+        );
+        assert_eq!(nearest("failureTreshold", &PROBE), Some("failureThreshold"));
+        assert_eq!(nearest("periodseconds", &PROBE), Some("periodSeconds"));
+        assert_eq!(nearest("banana", &PROBE), None);
+    }
+
+    #[test]
+    fn counts_transpositions_as_one_edit() {
+        assert_eq!(edit_distance("ab", "ba"), 1);
+        assert_eq!(edit_distance("kitten", "sitting"), 3);
+    }
+}

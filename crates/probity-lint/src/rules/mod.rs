@@ -1,0 +1,183 @@
+//! The rules: what each one means ([`catalogue`]) and the checks that apply them.
+//!
+//! Each check module owns one concern: [`probes`] judges each probe and each pair of probes of a
+//! container, [`api`] re-implements the API server's validation and the unknown-field walk,
+//! [`termination`] the grace period, [`fleet`] what only shows across objects (Services,
+//! disruption budgets, autoscalers, probe load at fleet size).
+
+pub mod catalogue;
+
+pub(crate) mod api;
+pub(crate) mod fleet;
+pub(crate) mod probes;
+pub(crate) mod termination;
+
+use serde::{Deserialize, Serialize};
+
+/// How much a finding matters. Ordered: `Info < Warning < Error`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Severity {
+    /// Worth knowing; does not fail a build by default.
+    Info,
+    /// Likely to cause an incident; fails a build by default.
+    Warning,
+    /// Causes an incident or a rejected apply.
+    Error,
+}
+
+impl Severity {
+    /// The lowercase name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Severity::Info => "info",
+            Severity::Warning => "warning",
+            Severity::Error => "error",
+        }
+    }
+
+    /// Parses `info`, `warning` or `error`.
+    pub fn parse(text: &str) -> Option<Self> {
+        match text {
+            "info" => Some(Severity::Info),
+            "warning" => Some(Severity::Warning),
+            "error" => Some(Severity::Error),
+            _ => None,
+        }
+    }
+}
+
+impl std::fmt::Display for Severity {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// One rule: a stable id, a severity, why it matters and how to fix it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Rule {
+    /// The stable id, used in output, suppressions and `--explain`.
+    pub id: &'static str,
+    /// The severity of every finding of this rule.
+    pub severity: Severity,
+    /// One line: what the rule finds.
+    pub summary: &'static str,
+    /// One paragraph: why it matters, citing the seed or the Kubernetes source.
+    pub why: &'static str,
+    /// What to change.
+    pub fix: &'static str,
+}
+
+impl Rule {
+    /// The rule's reference text as Markdown, as `--explain` prints it and `docs/lint-rules.md`
+    /// lists it.
+    pub fn explain(&self) -> String {
+        format!(
+            "## `{id}`\n\n**Severity:** {severity}. {summary}.\n\n**Why.** {why}\n\n**Fix.** {fix}\n\n\
+             **Suppress** on one object with the annotation \
+             `probity.dev/ignore-{id}: \"<reason>\"`.\n",
+            id = self.id,
+            severity = self.severity,
+            summary = capitalise(self.summary),
+            why = self.why,
+            fix = self.fix,
+        )
+    }
+}
+
+fn capitalise(text: &str) -> String {
+    let mut chars = text.chars();
+    match chars.next() {
+        Some(first) => first.to_uppercase().chain(chars).collect(),
+        None => String::new(),
+    }
+}
+
+/// Every rule, in reference order.
+pub fn all() -> &'static [&'static Rule] {
+    catalogue::ALL
+}
+
+/// The rule with this id.
+pub fn find(id: &str) -> Option<&'static Rule> {
+    catalogue::ALL.iter().copied().find(|rule| rule.id == id)
+}
+
+/// The rule reference, `docs/lint-rules.md`, generated from the catalogue.
+pub fn reference_markdown() -> String {
+    let mut text = String::from(
+        "# probity lint rules\n\n\
+         <!-- Generated from crates/probity-lint/src/rules/catalogue.rs; do not edit by hand.\n     \
+         Regenerate: UPDATE_LINT_DOCS=1 cargo test -p probity-lint --test rule_docs -->\n\n\
+         `probity lint PATH…` reads Kubernetes manifests (files, folders, `-` for standard input; \
+         multi-document YAML, Helm-rendered output) and reports the probe wiring that causes \
+         outages. Probe fields are judged after Kubernetes' defaults are applied (period 10 s, \
+         timeout 1 s, success 1, failure 3, initial delay 0, pod grace period 30 s). \
+         `probity lint --explain ID` prints one rule.\n\n\
+         Exit status: 0 when no finding is at or above `--fail-on` (default `warning`), 1 when \
+         one is, 2 on an error (unreadable file, invalid YAML, a document that is not a Kubernetes \
+         object, bad flags).\n\n\
+         What the service does behind its endpoints comes from its contract (`--contract FILE`, \
+         the JSON `checkout --print-contract` writes) or from annotations on the workload or its \
+         pod template:\n\n\
+         | annotation | meaning |\n|---|---|\n\
+         | `probity.dev/contract` | the service's contract, inline JSON |\n\
+         | `probity.dev/dependency-endpoints` | comma-separated HTTP paths (or `grpc:SERVICE`) whose answer depends on something outside the process |\n\
+         | `probity.dev/boot-seconds` | the worst boot time, in seconds |\n\
+         | `probity.dev/drain-delay-seconds` | how long the service keeps serving after SIGTERM, in seconds |\n\
+         | `probity.dev/ignore-RULE` | suppresses RULE on this object; the value is the reason and must not be empty |\n\n\
+         | rule | severity | finds |\n|---|---|---|\n",
+    );
+    for rule in all() {
+        text.push_str(&format!(
+            "| [`{id}`](#{id}) | {severity} | {summary} |\n",
+            id = rule.id,
+            severity = rule.severity,
+            summary = rule.summary.replace('|', "\\|"),
+        ));
+    }
+    for rule in all() {
+        text.push('\n');
+        text.push_str(&rule.explain());
+    }
+    text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ids_are_unique_kebab_case_and_fit_an_annotation_key() {
+        let mut seen = std::collections::HashSet::new();
+        for rule in all() {
+            assert!(seen.insert(rule.id), "duplicate id {}", rule.id);
+            assert!(
+                rule.id
+                    .bytes()
+                    .all(|byte| byte.is_ascii_lowercase() || byte == b'-'),
+                "{}",
+                rule.id
+            );
+            // `ignore-` + id must fit the 63-character name part of an annotation key.
+            assert!(rule.id.len() + "ignore-".len() <= 63, "{}", rule.id);
+            assert!(!rule.why.is_empty() && !rule.fix.is_empty());
+        }
+    }
+
+    #[test]
+    fn severities_parse_and_order() {
+        assert_eq!(Severity::parse("warning"), Some(Severity::Warning));
+        assert_eq!(Severity::parse("fatal"), None);
+        assert!(Severity::Info < Severity::Warning && Severity::Warning < Severity::Error);
+    }
+
+    #[test]
+    fn explain_names_the_rule_and_its_fix() {
+        let rule = find("timeout-not-below-period").unwrap();
+        let text = rule.explain();
+        assert!(text.contains("`timeout-not-below-period`"));
+        assert!(text.contains(rule.fix));
+        assert!(text.contains("**Severity:** warning"));
+    }
+}
