@@ -35,7 +35,6 @@ pub struct Watchdog {
     last_beat: AtomicU64,
     threshold: Duration,
     reported_stall: AtomicBool,
-    stop: AtomicBool,
 }
 
 impl Watchdog {
@@ -45,7 +44,6 @@ impl Watchdog {
             last_beat: AtomicU64::new(0),
             threshold,
             reported_stall: AtomicBool::new(false),
-            stop: AtomicBool::new(false),
         }
     }
 
@@ -87,68 +85,80 @@ impl Watchdog {
     }
 }
 
-/// Starts the heartbeat task and the watchdog thread.
+/// Starts the heartbeat task (with a runtime watchdog) and the watchdog thread (with a runtime
+/// watchdog or deadlock detection).
 pub(crate) fn start(
     inner: &std::sync::Arc<Inner>,
-    watchdog: &std::sync::Arc<Watchdog>,
-) -> std::io::Result<(tokio::task::JoinHandle<()>, std::thread::JoinHandle<()>)> {
-    let beating = watchdog.clone();
-    let heartbeat = tokio::spawn(async move {
-        let every = beating.heartbeat_interval();
-        loop {
-            beating.beat();
-            tokio::time::sleep(every).await;
-        }
+) -> std::io::Result<(
+    Option<tokio::task::JoinHandle<()>>,
+    Option<std::thread::JoinHandle<()>>,
+)> {
+    let watchdog = inner.watchdog.clone();
+    if watchdog.is_none() && inner.deadlock_interval.is_none() {
+        return Ok((None, None));
+    }
+    inner.stop_watch.store(false, Ordering::Release);
+    let heartbeat = watchdog.clone().map(|beating| {
+        tokio::spawn(async move {
+            let every = beating.heartbeat_interval();
+            loop {
+                beating.beat();
+                tokio::time::sleep(every).await;
+            }
+        })
     });
     let weak: Weak<Inner> = std::sync::Arc::downgrade(inner);
-    let watched = watchdog.clone();
-    let check_every = (watched.threshold / 20).max(Duration::from_millis(5));
+    let check_every = watchdog.as_ref().map_or(Duration::from_millis(100), |w| {
+        (w.threshold / 20).max(Duration::from_millis(5))
+    });
     let thread = std::thread::Builder::new()
         .name("probity-watchdog".into())
-        .spawn(move || watch_loop(&weak, &watched, check_every))?;
-    Ok((heartbeat, thread))
+        .spawn(move || watch_loop(&weak, watchdog.as_deref(), check_every))?;
+    Ok((heartbeat, Some(thread)))
 }
 
-fn watch_loop(inner: &Weak<Inner>, watchdog: &Watchdog, check_every: Duration) {
+fn watch_loop(inner: &Weak<Inner>, watchdog: Option<&Watchdog>, check_every: Duration) {
     #[cfg(feature = "deadlock")]
     let mut next_deadlock_check = std::time::Instant::now();
     loop {
-        if watchdog.stop.load(Ordering::Acquire) {
-            return;
-        }
         let Some(inner) = inner.upgrade() else {
             return;
         };
-        let stall = watchdog.stall_reason();
-        let stalled = stall.is_some();
-        if watchdog.reported_stall.swap(stalled, Ordering::AcqRel) != stalled {
-            match &stall {
-                Some(reason) => tracing::error!(target: "probity::liveness", "{reason}"),
-                None => tracing::warn!(target: "probity::liveness", "runtime heartbeat resumed"),
+        if inner.stop_watch.load(Ordering::Acquire) {
+            return;
+        }
+        if let Some(watchdog) = watchdog {
+            let stall = watchdog.stall_reason();
+            let stalled = stall.is_some();
+            if watchdog.reported_stall.swap(stalled, Ordering::AcqRel) != stalled {
+                match &stall {
+                    Some(reason) => tracing::error!(target: "probity::liveness", "{reason}"),
+                    None => {
+                        tracing::warn!(target: "probity::liveness", "runtime heartbeat resumed")
+                    }
+                }
+                inner.republish();
             }
-            inner.republish();
         }
         #[cfg(feature = "deadlock")]
-        if inner.deadlock_interval.is_some() && std::time::Instant::now() >= next_deadlock_check {
-            next_deadlock_check += inner.deadlock_interval.unwrap_or(Duration::from_secs(10));
-            let cycles = parking_lot::deadlock::check_deadlock();
-            if !cycles.is_empty() {
-                let threads: usize = cycles.iter().map(Vec::len).sum();
-                let reason = format!(
-                    "deadlock: {} cycle(s) between {threads} threads",
-                    cycles.len()
-                );
-                tracing::error!(target: "probity::liveness", "{reason}");
-                inner.set_deadlock(reason);
+        if let Some(every) = inner.deadlock_interval {
+            if std::time::Instant::now() >= next_deadlock_check {
+                next_deadlock_check = std::time::Instant::now() + every;
+                let cycles = parking_lot::deadlock::check_deadlock();
+                if !cycles.is_empty() {
+                    let threads: usize = cycles.iter().map(Vec::len).sum();
+                    let reason = format!(
+                        "deadlock: {} cycle(s) between {threads} threads",
+                        cycles.len()
+                    );
+                    tracing::error!(target: "probity::liveness", "{reason}");
+                    inner.set_deadlock(reason);
+                }
             }
         }
         drop(inner);
         std::thread::park_timeout(check_every);
     }
-}
-
-pub(crate) fn stop(watchdog: &Watchdog) {
-    watchdog.stop.store(true, Ordering::Release);
 }
 
 impl Health {

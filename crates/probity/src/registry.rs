@@ -396,6 +396,7 @@ impl HealthBuilder {
                 shutdown: shutdown_tx,
                 tasks: Mutex::new(Vec::new()),
                 started: AtomicBool::new(false),
+                stop_watch: AtomicBool::new(false),
             }),
         })
     }
@@ -517,7 +518,6 @@ pub(crate) struct Inner {
     pub(crate) entries: Vec<CheckEntry>,
     pub(crate) liveness: Arc<[LivenessCondition]>,
     pub(crate) watchdog: Option<Arc<Watchdog>>,
-    #[cfg_attr(not(feature = "deadlock"), allow(dead_code))]
     pub(crate) deadlock_interval: Option<Duration>,
     pub(crate) drain_delay: Duration,
     pub(crate) in_flight_deadline: Duration,
@@ -528,6 +528,7 @@ pub(crate) struct Inner {
     pub(crate) shutdown: watch::Sender<Option<Instant>>,
     pub(crate) tasks: Mutex<Vec<Task>>,
     pub(crate) started: AtomicBool,
+    pub(crate) stop_watch: AtomicBool,
 }
 
 pub(crate) enum Task {
@@ -706,11 +707,9 @@ impl Health {
         for index in 0..self.inner.entries.len() {
             tasks.push(Task::Async(crate::poller::spawn(&self.inner, index)));
         }
-        if let Some(watchdog) = &self.inner.watchdog {
-            let (heartbeat, thread) = crate::liveness::start(&self.inner, watchdog)?;
-            tasks.push(Task::Async(heartbeat));
-            tasks.push(Task::Thread(thread));
-        }
+        let (heartbeat, thread) = crate::liveness::start(&self.inner)?;
+        tasks.extend(heartbeat.map(Task::Async));
+        tasks.extend(thread.map(Task::Thread));
         self.inner.tasks.lock().extend(tasks);
         Ok(())
     }
@@ -718,9 +717,9 @@ impl Health {
     /// Stops the pollers, the heartbeat and the watchdog thread. The last snapshot stays
     /// readable (and goes stale).
     pub fn stop(&self) {
-        if let Some(watchdog) = &self.inner.watchdog {
-            crate::liveness::stop(watchdog);
-        }
+        self.inner
+            .stop_watch
+            .store(true, std::sync::atomic::Ordering::Release);
         for task in self.inner.tasks.lock().drain(..) {
             match task {
                 Task::Async(handle) => handle.abort(),

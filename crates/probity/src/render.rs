@@ -10,7 +10,7 @@
 //!   - `text/plain` (the default, and the answer to `*/*`): the Kubernetes API server's
 //!     convention — `ok` when passing, and with `?verbose` (or when not passing) one line per
 //!     entry: `[+]db ok`, `[-]db failed: <reason>`, `[!]cache degraded (soft): <reason>`,
-//!     `[ ]db excluded`, then `readyz check passed|passed with warnings|failed`;
+//!     `[!]telemetry failed (info, not counted): <reason>`, `[ ]db excluded`, then `readyz check passed|passed with warnings|failed`;
 //!   - `application/json`: `{status, probe, service, failing, degraded, checks: [...]}` with
 //!     each entry's tier, status, reason, timing and measurements;
 //!   - `application/health+json` (IETF draft-inadarei-api-health-check): `status`, `output`,
@@ -429,10 +429,19 @@ fn write_line(body: &mut String, entry: &Entry<'_>, details: Details) {
         match entry.status {
             Status::Pass => writeln!(body, "[+]{} ok", entry.name),
             Status::Fail => writeln!(body, "[-]{} failed: {reason}", entry.name),
-            Status::Warn => {
-                let tier = entry.tier.map_or("soft", Tier::as_str);
-                writeln!(body, "[!]{} degraded ({tier}): {reason}", entry.name)
-            }
+            Status::Warn => match entry.tier {
+                Some(Tier::Info) => {
+                    writeln!(
+                        body,
+                        "[!]{} failed (info, not counted): {reason}",
+                        entry.name
+                    )
+                }
+                tier => {
+                    let tier = tier.map_or("soft", Tier::as_str);
+                    writeln!(body, "[!]{} degraded ({tier}): {reason}", entry.name)
+                }
+            },
         }
     };
 }

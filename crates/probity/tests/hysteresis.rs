@@ -7,7 +7,9 @@ use support::{Switch, advance, secs};
 use tokio::time::Instant;
 
 fn readiness(health: &Health) -> Status {
-    health.snapshot().status(ProbeKind::Readiness, Instant::now())
+    health
+        .snapshot()
+        .status(ProbeKind::Readiness, Instant::now())
 }
 
 fn db(switch: &Switch) -> CheckSpec {
@@ -50,7 +52,11 @@ async fn falls_on_one_failure_and_rises_after_three_successes() {
     advance(secs(1.0)).await; // t=3.5: two
     assert_eq!(readiness(&health), Status::Fail);
     assert_eq!(
-        health.snapshot().check("db").unwrap().consecutive_successes(),
+        health
+            .snapshot()
+            .check("db")
+            .unwrap()
+            .consecutive_successes(),
         2
     );
     advance(secs(1.0)).await; // t=4.5: three → healthy

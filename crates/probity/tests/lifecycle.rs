@@ -58,7 +58,10 @@ async fn startup_and_readiness_fail_naming_pending_steps_until_all_complete() {
 
 #[tokio::test(start_paused = true)]
 async fn unknown_steps_are_errors() {
-    let health = Health::builder().startup_step("migrations").build().unwrap();
+    let health = Health::builder()
+        .startup_step("migrations")
+        .build()
+        .unwrap();
     assert_eq!(
         health.complete_step("migration").unwrap_err().to_string(),
         "unknown startup step `migration` (declared: migrations)"
@@ -103,7 +106,10 @@ async fn shutdown_fails_readiness_at_once_and_leaves_liveness_alone() {
     let mut liveness_failed = false;
     for _ in 0..11 {
         advance(secs(1.0)).await;
-        assert!(!drained.is_finished(), "stopped accepting before the drain delay");
+        assert!(
+            !drained.is_finished(),
+            "stopped accepting before the drain delay"
+        );
         liveness_failed |= status(&health, ProbeKind::Liveness) != Status::Pass;
         assert_eq!(status(&health, ProbeKind::Readiness), Status::Fail);
     }

@@ -7,7 +7,9 @@ use support::{Switch, advance, secs};
 use tokio::time::Instant;
 
 fn readiness(health: &Health) -> Status {
-    health.snapshot().status(ProbeKind::Readiness, Instant::now())
+    health
+        .snapshot()
+        .status(ProbeKind::Readiness, Instant::now())
 }
 
 fn registry(switch: &Switch, threshold: Option<u32>) -> Health {
@@ -35,7 +37,11 @@ async fn five_real_failures_fail_the_check_at_once_and_trigger_a_repoll() {
     for _ in 0..4 {
         reporter.failure("pool timed out while waiting for an open connection");
     }
-    assert_eq!(readiness(&health), Status::Pass, "four failures are not enough");
+    assert_eq!(
+        readiness(&health),
+        Status::Pass,
+        "four failures are not enough"
+    );
     reporter.failure("pool timed out while waiting for an open connection");
     // No time has passed: the decision is immediate, not at the next poll in 10 s.
     assert_eq!(readiness(&health), Status::Fail);
@@ -43,13 +49,19 @@ async fn five_real_failures_fail_the_check_at_once_and_trigger_a_repoll() {
     let check = snapshot.check("db").unwrap();
     assert_eq!(
         check.last().unwrap().message.as_deref(),
-        Some("5 consecutive request failures reported: pool timed out while waiting for an open connection")
+        Some(
+            "5 consecutive request failures reported: pool timed out while waiting for an open connection"
+        )
     );
 
     // The poller re-polls immediately rather than in 10 s.
     advance(secs(0.01)).await;
     assert_eq!(switch.polls(), 2, "no immediate re-poll");
-    assert_eq!(readiness(&health), Status::Fail, "one poll is not a recovery");
+    assert_eq!(
+        readiness(&health),
+        Status::Fail,
+        "one poll is not a recovery"
+    );
 }
 
 #[tokio::test(start_paused = true)]
@@ -64,7 +76,11 @@ async fn reported_successes_never_recover_a_check() {
     for _ in 0..100 {
         health.report::<&str>("db", Ok(())).unwrap();
     }
-    assert_eq!(readiness(&health), Status::Fail, "request successes recovered it");
+    assert_eq!(
+        readiness(&health),
+        Status::Fail,
+        "request successes recovered it"
+    );
     // Recovery through polls: the re-poll plus two more (rise 3).
     advance(secs(0.1)).await;
     assert_eq!(readiness(&health), Status::Fail);
@@ -107,6 +123,15 @@ async fn reported_errors_are_redacted() {
         .report("db", Err("auth failed for mysql://root:hunter2@db/x"))
         .unwrap();
     let snapshot = health.snapshot();
-    let message = snapshot.check("db").unwrap().last().unwrap().message.clone();
-    assert!(!message.as_deref().unwrap().contains("hunter2"), "{message:?}");
+    let message = snapshot
+        .check("db")
+        .unwrap()
+        .last()
+        .unwrap()
+        .message
+        .clone();
+    assert!(
+        !message.as_deref().unwrap().contains("hunter2"),
+        "{message:?}"
+    );
 }

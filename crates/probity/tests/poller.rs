@@ -84,7 +84,9 @@ async fn a_hanging_check_is_cut_at_its_timeout_and_never_overlaps() {
     assert_eq!(tasks_after, tasks_running, "tasks grew");
     assert_eq!(tasks_running, tasks_before + 1, "one poller task per check");
     assert_eq!(
-        health.snapshot().status(ProbeKind::Readiness, Instant::now()),
+        health
+            .snapshot()
+            .status(ProbeKind::Readiness, Instant::now()),
         Status::Fail
     );
 }
@@ -138,7 +140,13 @@ async fn a_panic_while_building_the_future_is_caught_too() {
     advance(secs(0.1)).await;
     let snapshot = health.snapshot();
     assert_eq!(
-        snapshot.check("db").unwrap().last().unwrap().message.as_deref(),
+        snapshot
+            .check("db")
+            .unwrap()
+            .last()
+            .unwrap()
+            .message
+            .as_deref(),
         Some("panicked: misconfigured")
     );
 }
@@ -158,20 +166,28 @@ async fn a_stale_result_counts_as_a_failure() {
     health.start().unwrap();
     advance(secs(0.5)).await;
     assert_eq!(
-        health.snapshot().status(ProbeKind::Readiness, Instant::now()),
+        health
+            .snapshot()
+            .status(ProbeKind::Readiness, Instant::now()),
         Status::Pass
     );
     // The poller stops (as if wedged): the last success must not be served forever.
     health.stop();
     advance(secs(2.0)).await;
     let snapshot = health.snapshot();
-    assert_eq!(snapshot.status(ProbeKind::Readiness, Instant::now()), Status::Pass);
+    assert_eq!(
+        snapshot.status(ProbeKind::Readiness, Instant::now()),
+        Status::Pass
+    );
     advance(secs(1.5)).await; // 4 s since the last poll, bound 3 s
     let now = Instant::now();
     assert_eq!(snapshot.status(ProbeKind::Readiness, now), Status::Fail);
     let check = snapshot.check("db").unwrap();
     assert!(check.is_stale(now));
-    assert!(check.is_healthy(), "hysteresis still says healthy: staleness overrides it");
+    assert!(
+        check.is_healthy(),
+        "hysteresis still says healthy: staleness overrides it"
+    );
     let verdict = check.verdict(now);
     assert_eq!(verdict.status, Status::Fail);
     assert_eq!(
@@ -191,7 +207,10 @@ async fn default_staleness_is_three_intervals() {
         )
         .build()
         .unwrap();
-    assert_eq!(health.snapshot().check("db").unwrap().staleness(), secs(6.0));
+    assert_eq!(
+        health.snapshot().check("db").unwrap().staleness(),
+        secs(6.0)
+    );
 }
 
 #[tokio::test(start_paused = true)]
@@ -237,7 +256,13 @@ async fn errors_are_redacted_before_they_enter_the_snapshot() {
     health.start().unwrap();
     advance(secs(0.1)).await;
     let snapshot = health.snapshot();
-    let message = snapshot.check("db").unwrap().last().unwrap().message.clone();
+    let message = snapshot
+        .check("db")
+        .unwrap()
+        .last()
+        .unwrap()
+        .message
+        .clone();
     assert_eq!(
         message.as_deref(),
         Some("error connecting to postgres://app:***@127.0.0.1:1/orders: connection refused")
