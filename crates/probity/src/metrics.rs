@@ -17,7 +17,12 @@ use crate::hysteresis::Transition;
 use crate::registry::Inner;
 use crate::snapshot::Status;
 
-pub(crate) fn record_check(inner: &Inner, index: usize, transition: Option<Transition>) {
+pub(crate) fn record_check(
+    inner: &Inner,
+    index: usize,
+    transition: Option<Transition>,
+    polled: bool,
+) {
     let entry = &inner.entries[index];
     let snapshot = inner.current.load();
     let state = &snapshot.checks[index];
@@ -25,7 +30,7 @@ pub(crate) fn record_check(inner: &Inner, index: usize, transition: Option<Trans
     metrics::gauge!("probity_check_up", "check" => name.clone(), "tier" => entry.spec.tier.as_str())
         .set(if state.is_healthy() { 1.0 } else { 0.0 });
     if let Some(last) = state.last() {
-        if !last.duration.is_zero() || last.ok {
+        if polled {
             metrics::histogram!("probity_check_poll_duration_seconds", "check" => name.clone())
                 .record(last.duration.as_secs_f64());
         }

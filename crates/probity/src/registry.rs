@@ -631,7 +631,7 @@ impl Inner {
             transition
         });
         #[cfg(feature = "metrics")]
-        crate::metrics::record_check(self, index, transition);
+        crate::metrics::record_check(self, index, transition, !forced);
         if let Some(transition) = transition {
             let state = &self.current.load().checks[index];
             match transition {
