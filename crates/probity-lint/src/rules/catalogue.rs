@@ -321,10 +321,11 @@ liveness and readiness probes, and across the fleet it is that times the replica
 HorizontalPodAutoscaler's `maxReplicas` when one targets the workload). Seed 003: \"one probe \
 every two seconds across fifty pods is twenty-five queries per second hitting your database\", \
 and \"2000 pods with both probes at 2-second intervals is 2000 requests per second of healthcheck \
-traffic\". Dependency load counts probes on endpoints that check dependencies on each request \
-(`probity.dev/dependency-endpoints`) and, for services with a contract, the pollers' rate (one \
-check per interval per replica), which is what reaches the database. Thresholds: \
-`--max-probe-rps` (default 1000) and `--max-dependency-rps` (default 20).",
+traffic\". Dependency load is counted per dependency: a probe on an endpoint that checks \
+dependencies on each request (`probity.dev/dependency-endpoints`) reaches every one of them, and \
+for a service with a contract each poller reaches its dependency once per interval per replica, \
+whatever the probe period. Thresholds: `--max-probe-rps` (default 1000) and \
+`--max-dependency-rps` (default 20, per dependency).",
     fix: "Lengthen `periodSeconds` (readiness every 5–10 s is plenty when the endpoint answers \
 from a snapshot), serve probes from a cached snapshot filled by pollers so dependencies see one \
 check per poll interval, and lengthen the pollers' intervals for large fleets.",
