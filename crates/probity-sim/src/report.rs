@@ -1,0 +1,253 @@
+//! What a run measured, and how it is printed.
+
+use serde::Serialize;
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+/// The state an instance is in, as drawn in its lane.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum LaneState {
+    /// The container runs but the app has not finished booting (or the startup probe has not
+    /// passed).
+    Booting,
+    /// Receiving traffic.
+    Ready,
+    /// Running and booted, but the router does not send it traffic.
+    OutOfRotation,
+    /// Killed, exiting, crashed or waiting in CrashLoopBackOff.
+    Restarting,
+}
+
+impl LaneState {
+    /// The kebab-case name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            LaneState::Booting => "booting",
+            LaneState::Ready => "ready",
+            LaneState::OutOfRotation => "out-of-rotation",
+            LaneState::Restarting => "restarting",
+        }
+    }
+}
+
+/// A stretch of time an instance spent in one state.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct LaneSpan {
+    /// Start, in seconds.
+    pub from_s: f64,
+    /// End, in seconds.
+    pub to_s: f64,
+    /// The state.
+    pub state: LaneState,
+}
+
+/// Why a container was killed or exited.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum KillReason {
+    /// The liveness probe reached its failure threshold.
+    Liveness,
+    /// The startup probe reached its failure threshold.
+    Startup,
+    /// The process ran out of memory (piled-up health-check calls).
+    OutOfMemory,
+    /// The boot could not finish (a dependency the warm-up needs was unavailable).
+    BootFailure,
+}
+
+/// One kill, crash or restart.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct KillRecord {
+    /// The instance's name.
+    pub instance: String,
+    /// When the kubelet decided (or the process died), in seconds.
+    pub at_s: f64,
+    /// Why.
+    pub reason: KillReason,
+}
+
+/// One instance's results.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct InstanceReport {
+    /// Its name.
+    pub name: String,
+    /// Requests it received.
+    pub requests: u64,
+    /// Requests it failed.
+    pub failed: u64,
+    /// `failed / requests` over the whole run.
+    pub error_rate: f64,
+    /// Container restarts.
+    pub restarts: u32,
+    /// Times health checks took it out of rotation.
+    pub drains: u32,
+    /// Its state over time.
+    pub lanes: Vec<LaneSpan>,
+}
+
+/// A fault as it ran.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct FaultSummary {
+    /// The fault kind.
+    pub kind: String,
+    /// Start, in seconds.
+    pub at_s: f64,
+    /// End, in seconds, for a fault that ends.
+    pub until_s: Option<f64>,
+}
+
+/// Everything one run measured. Times are seconds from the start of the run unless named
+/// otherwise; rates are fractions (0.334 = 33.4 %).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Report {
+    /// The scenario's name.
+    pub name: String,
+    /// The seed the run used.
+    pub seed: u64,
+    /// The router model.
+    pub routing: String,
+    /// Pods in the fleet.
+    pub replicas: usize,
+    /// Simulated time.
+    pub duration_s: f64,
+    /// Failed / total requests over the incident window: from the first fault's onset until
+    /// the fleet recovered (or the end of the run). The whole run when there is no fault.
+    pub fleet_error_rate: f64,
+    /// The worst fleet error rate over any `measure.rate_window`.
+    pub peak_error_rate: f64,
+    /// Requests over the whole run.
+    pub requests_total: u64,
+    /// Failed requests over the whole run.
+    pub requests_failed: u64,
+    /// Of those, requests refused because the router had nowhere to send them.
+    pub requests_refused: u64,
+    /// Container restarts across the fleet.
+    pub restarts: u32,
+    /// Times a health check took a running instance out of rotation.
+    pub drains: u32,
+    /// Times instances entered or left rotation.
+    pub rotation_changes: u32,
+    /// From the first fault's onset until every instance the fault broke was out of
+    /// rotation because of a health check; `null` when that never happened.
+    pub time_to_drain_s: Option<f64>,
+    /// From the end of the fault (its onset, for a fault that lasts) until the fleet error
+    /// rate fell below `measure.recovered_below` for good; `null` when it never did.
+    pub time_to_recover_s: Option<f64>,
+    /// Time the fleet error rate spent at or above `measure.outage_threshold`.
+    pub outage_s: f64,
+    /// Health-check requests per second hitting the fleet (kubelet probes and load-balancer
+    /// checks).
+    pub probe_rps: f64,
+    /// Calls per second that health checks made to each dependency.
+    pub dependency_check_qps: BTreeMap<String, f64>,
+    /// Processes killed for running out of memory.
+    pub oom_kills: u32,
+    /// The most health-check calls in flight at once in one process.
+    pub max_inflight_checks: u32,
+    /// Every kill and crash, in time order.
+    pub kills: Vec<KillRecord>,
+    /// The faults.
+    pub faults: Vec<FaultSummary>,
+    /// Per-instance results.
+    pub instances: Vec<InstanceReport>,
+    /// Width of one series bucket, in seconds.
+    pub resolution_s: f64,
+    /// Fleet error rate per bucket.
+    pub error_rate_series: Vec<f64>,
+    /// The assumptions the scenario states.
+    pub assumptions: Vec<String>,
+}
+
+fn percent(rate: f64) -> String {
+    format!("{:.1}%", rate * 100.0)
+}
+
+fn seconds(value: Option<f64>) -> String {
+    match value {
+        None => "never".into(),
+        Some(s) => human_seconds(s),
+    }
+}
+
+fn human_seconds(s: f64) -> String {
+    if s >= 120.0 {
+        format!("{:.0}m{:02.0}s", (s / 60.0).floor(), s % 60.0)
+    } else {
+        format!("{s:.1}s")
+    }
+}
+
+impl Report {
+    /// The rows printed in a table: label and value.
+    pub fn rows(&self) -> Vec<(&'static str, String)> {
+        let mut qps = self
+            .dependency_check_qps
+            .iter()
+            .map(|(name, qps)| format!("{name} {qps:.2}/s"))
+            .collect::<Vec<_>>()
+            .join(", ");
+        if qps.is_empty() {
+            qps = "-".into();
+        }
+        vec![
+            ("routing", self.routing.clone()),
+            ("replicas", self.replicas.to_string()),
+            ("fleet error rate", percent(self.fleet_error_rate)),
+            ("peak error rate", percent(self.peak_error_rate)),
+            (
+                "requests failed",
+                format!("{} of {}", self.requests_failed, self.requests_total),
+            ),
+            ("refused (no endpoint)", self.requests_refused.to_string()),
+            ("restarts", self.restarts.to_string()),
+            ("drains", self.drains.to_string()),
+            ("time to drain", seconds(self.time_to_drain_s)),
+            ("time to recover", seconds(self.time_to_recover_s)),
+            ("outage", human_seconds(self.outage_s)),
+            ("probe load", format!("{:.1} req/s", self.probe_rps)),
+            ("health-check load", qps),
+        ]
+    }
+
+    /// A plain-text table of the headline numbers and each instance's error rate.
+    pub fn to_text(&self) -> String {
+        let mut out = String::new();
+        let _ = writeln!(out, "{} (seed {})", self.name, self.seed);
+        for (label, value) in self.rows() {
+            let _ = writeln!(out, "  {label:<22} {value}");
+        }
+        if self.instances.len() <= 12 {
+            for instance in &self.instances {
+                let _ = writeln!(
+                    out,
+                    "  {:<22} {} errors, {} restarts, {} drains",
+                    instance.name,
+                    percent(instance.error_rate),
+                    instance.restarts,
+                    instance.drains
+                );
+            }
+        }
+        out
+    }
+}
+
+/// A side-by-side table of two reports (before and after a fix).
+pub fn compare_text(before: &Report, after: &Report) -> String {
+    let left = before.rows();
+    let right = after.rows();
+    let width = left
+        .iter()
+        .map(|(_, v)| v.len())
+        .chain([before.name.len()])
+        .max()
+        .unwrap_or(10)
+        .max(10);
+    let mut out = String::new();
+    let _ = writeln!(out, "{:<22} {:<width$}  {}", "", before.name, after.name);
+    for ((label, a), (_, b)) in left.iter().zip(right.iter()) {
+        let _ = writeln!(out, "{label:<22} {a:<width$}  {b}");
+    }
+    out
+}
