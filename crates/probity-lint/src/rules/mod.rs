@@ -126,6 +126,10 @@ pub fn reference_markdown() -> String {
          | `probity.dev/boot-seconds` | the worst boot time, in seconds |\n\
          | `probity.dev/drain-delay-seconds` | how long the service keeps serving after SIGTERM, in seconds |\n\
          | `probity.dev/ignore-RULE` | suppresses RULE on this object; the value is the reason and must not be empty |\n\n\
+         A `--contract` applies to the containers whose name, workload name, or \
+         `app.kubernetes.io/name` or `app` label equals its `service` (every container when it \
+         names none); an inline `probity.dev/contract` applies to every container of its \
+         workload. Annotations on the pod template override those on the workload.\n\n\
          | rule | severity | finds |\n|---|---|---|\n",
     );
     for rule in all() {
