@@ -259,7 +259,8 @@ impl Builder {
             }
             Event::DocumentEnd => {
                 self.documents.push(Document {
-                    root: self.root.take(),
+                    // An empty document (`---` followed by comments only) is a null scalar.
+                    root: self.root.take().filter(|root| !root.is_null()),
                     position: self.document_position,
                 });
             }

@@ -53,7 +53,11 @@ fn every_positive_fixture_renders_valid_sarif() {
     }
     let log: Value = serde_json::from_str(&output::sarif(&report)).unwrap();
     validate(&log);
-    assert!(!serde_json::to_string(&log).unwrap().contains("\"language\""));
+    assert!(
+        !serde_json::to_string(&log)
+            .unwrap()
+            .contains("\"language\"")
+    );
     let results = log["runs"][0]["results"].as_array().unwrap();
     // Every rule fires somewhere in its positive fixture, so every rule appears in the results.
     for rule in rules::all() {
@@ -72,7 +76,10 @@ fn results_point_at_the_rule_and_the_source_position() {
     validate(&log);
     assert_eq!(log["version"], "2.1.0");
     let driver = &log["runs"][0]["tool"]["driver"];
-    assert_eq!(driver["rules"].as_array().unwrap().len(), rules::all().len());
+    assert_eq!(
+        driver["rules"].as_array().unwrap().len(),
+        rules::all().len()
+    );
     let result = &log["runs"][0]["results"][0];
     assert_eq!(result["ruleId"], "timeout-not-below-period");
     assert_eq!(result["level"], "warning");
