@@ -1,0 +1,184 @@
+//! `probity lint`, run as a binary: exit codes, inputs, formats, `--explain`.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+const CLEAN: &str = "apiVersion: v1\nkind: Pod\nmetadata: {name: clean}\nspec:\n  containers:\n  - name: app\n    image: a\n    livenessProbe:\n      httpGet: {path: /livez, port: 8080}\n    readinessProbe:\n      httpGet: {path: /readyz, port: 8080}\n      periodSeconds: 5\n      failureThreshold: 2\n";
+const WARNING: &str = "apiVersion: v1\nkind: Pod\nmetadata: {name: slow}\nspec:\n  containers:\n  - name: app\n    image: a\n    livenessProbe:\n      httpGet: {path: /livez, port: 8080}\n      timeoutSeconds: 10\n";
+
+fn probity(args: &[&str], stdin: Option<&str>) -> Output {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_probity"))
+        .args(args)
+        .env_remove("NO_COLOR")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut input = child.stdin.take().unwrap();
+    // The command may exit before reading (a bad flag): a broken pipe is not a failure here.
+    let _ = input.write_all(stdin.unwrap_or("").as_bytes());
+    drop(input);
+    child.wait_with_output().unwrap()
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+fn temp_dir(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("probity-cli-lint-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+fn write(dir: &Path, name: &str, contents: &str) -> String {
+    let path = dir.join(name);
+    std::fs::write(&path, contents).unwrap();
+    path.display().to_string()
+}
+
+#[test]
+fn exits_zero_when_clean_one_on_findings_two_on_errors() {
+    let dir = temp_dir("exit");
+    let clean = write(&dir, "clean.yaml", CLEAN);
+    let warning = write(&dir, "warning.yaml", WARNING);
+    let broken = write(&dir, "broken.yaml", "kind: [\n");
+
+    let output = probity(&["lint", &clean], None);
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output.stdout));
+
+    let output = probity(&["lint", &warning], None);
+    assert_eq!(output.status.code(), Some(1));
+    let stdout = text(&output.stdout);
+    assert!(
+        stdout.contains(&format!(
+            "{warning}:10:23: warning[timeout-not-below-period]"
+        )),
+        "{stdout}"
+    );
+    assert!(stdout.contains("      timeoutSeconds: 10"), "{stdout}");
+    assert!(
+        stdout.contains("why:") && stdout.contains("fix:"),
+        "{stdout}"
+    );
+    assert!(!stdout.contains('\x1b'), "colour on a pipe: {stdout}");
+
+    let output = probity(&["lint", "--fail-on", "error", &warning], None);
+    assert_eq!(output.status.code(), Some(0));
+
+    let output = probity(&["lint", &clean, &broken], None);
+    assert_eq!(output.status.code(), Some(2));
+    let stderr = text(&output.stderr);
+    assert!(stderr.contains(&format!("{broken}:")), "{stderr}");
+    assert!(stderr.contains("invalid YAML"), "{stderr}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn reads_standard_input_and_folders() {
+    let output = probity(&["lint", "--format", "json", "-"], Some(WARNING));
+    assert_eq!(output.status.code(), Some(1));
+    let findings: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    let finding = &findings[0];
+    for field in [
+        "rule",
+        "severity",
+        "file",
+        "line",
+        "column",
+        "kind",
+        "name",
+        "container",
+        "message",
+    ] {
+        assert!(finding.get(field).is_some(), "missing {field}: {finding}");
+    }
+    assert_eq!(finding["file"], "<stdin>");
+    assert_eq!(finding["rule"], "timeout-not-below-period");
+    assert_eq!(finding["container"], "app");
+
+    let dir = temp_dir("folder");
+    std::fs::create_dir_all(dir.join("nested")).unwrap();
+    write(&dir, "a.yaml", CLEAN);
+    write(&dir.join("nested"), "b.yml", WARNING);
+    write(&dir, "README.md", "not yaml: [");
+    let output = probity(
+        &["lint", "--format", "json", &dir.display().to_string()],
+        None,
+    );
+    assert_eq!(output.status.code(), Some(1));
+    let findings: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(findings.as_array().unwrap().len(), 1);
+    assert!(findings[0]["file"].as_str().unwrap().ends_with("b.yml"));
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn writes_sarif() {
+    let output = probity(&["lint", "--format", "sarif", "-"], Some(WARNING));
+    assert_eq!(output.status.code(), Some(1));
+    let log: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(log["version"], "2.1.0");
+    assert_eq!(
+        log["runs"][0]["results"][0]["ruleId"],
+        "timeout-not-below-period"
+    );
+}
+
+#[test]
+fn explains_a_rule_without_a_path() {
+    let output = probity(&["lint", "--explain", "liveness-checks-dependencies"], None);
+    assert_eq!(output.status.code(), Some(0));
+    let stdout = text(&output.stdout);
+    assert!(
+        stdout.starts_with("## `liveness-checks-dependencies`"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("**Fix.**"), "{stdout}");
+
+    let output = probity(&["lint", "--explain", "no-such-rule"], None);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(text(&output.stderr).contains("timeout-not-below-period"));
+
+    let output = probity(&["lint", "--list-rules"], None);
+    assert_eq!(output.status.code(), Some(0));
+    assert!(text(&output.stdout).contains("grace-period-below-drain"));
+}
+
+#[test]
+fn reads_contracts_and_rejects_bad_ones() {
+    let dir = temp_dir("contract");
+    let contract = write(
+        &dir,
+        "contract.json",
+        r#"{"version": 1, "service": "slow", "endpoints": [{"probe": "readiness", "path": "/livez", "checks": ["db"], "checks_dependencies": true}], "checks": [], "liveness": [], "startup": {"steps": []}, "shutdown": {"drain_delay_ms": 0}}"#,
+    );
+    let output = probity(
+        &["lint", "--format", "json", "--contract", &contract, "-"],
+        Some(WARNING),
+    );
+    let findings: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert!(
+        findings
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|finding| finding["rule"] == "liveness-checks-dependencies"),
+        "{findings}"
+    );
+
+    let bad = write(&dir, "bad.json", r#"{"version": 1, "endpointz": []}"#);
+    let output = probity(&["lint", "--contract", &bad, "-"], Some(CLEAN));
+    assert_eq!(output.status.code(), Some(2));
+    assert!(text(&output.stderr).contains("bad.json"));
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn needs_a_path_unless_explaining() {
+    let output = probity(&["lint"], None);
+    assert_eq!(output.status.code(), Some(2));
+}
