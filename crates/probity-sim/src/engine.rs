@@ -185,6 +185,7 @@ struct Sim<'a> {
     rotation_changes: u32,
     booting_on: Vec<u32>,
     instances_since: Millis,
+    initialising: bool,
 }
 
 impl<'a> Sim<'a> {
@@ -259,6 +260,7 @@ impl<'a> Sim<'a> {
             rotation_changes: 0,
             booting_on: vec![0; s.dependencies.len()],
             instances_since: 0,
+            initialising: true,
         }
     }
 
@@ -317,6 +319,7 @@ impl<'a> Sim<'a> {
         for i in 0..n {
             self.touch(i);
         }
+        self.initialising = false;
     }
 
     /// A pod that has run for a long time: booted, started, ready, probe tickers at random
@@ -1774,7 +1777,9 @@ impl<'a> Sim<'a> {
         let inst = &mut self.instances[i];
         if was != member {
             inst.in_rotation = member;
-            self.rotation_changes += 1;
+            if now > 0 || !self.initialising {
+                self.rotation_changes += 1;
+            }
             if !member && running_and_booted && !inst.manual_drained {
                 inst.drains += 1;
                 if let Some(onset) = self.first_onset
