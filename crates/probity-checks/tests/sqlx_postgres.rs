@@ -1,0 +1,208 @@
+//! `sqlx::PgPool` capacity and reachability against the real PostgreSQL on 127.0.0.1:5432.
+
+#![cfg(feature = "sqlx-postgres")]
+
+#[macro_use]
+mod support;
+
+use probity::Check;
+use probity_checks::sqlx::PoolCheck;
+use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
+use sqlx::{PgPool, Row};
+use std::time::Duration;
+use support::{assert_no_secret, failure, figure, poll, success};
+
+const ADDRESS: &str = "127.0.0.1:5432";
+const URL: &str = "postgres://postgres@127.0.0.1:5432/test";
+const TIMEOUT: Duration = Duration::from_secs(2);
+
+/// Waits until the pool's released connections are back (sqlx returns them from a task).
+async fn wait_idle(pool: &PgPool, idle: usize) {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+    while pool.num_idle() != idle && tokio::time::Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(pool.num_idle(), idle, "idle connections");
+}
+
+async fn new_pool(max: u32) -> PgPool {
+    PgPoolOptions::new()
+        .max_connections(max)
+        .acquire_timeout(Duration::from_secs(5))
+        .connect(URL)
+        .await
+        .expect("connect to postgres")
+}
+
+#[tokio::test]
+async fn passes_against_the_live_server_with_pool_figures() {
+    require!("postgres", ADDRESS);
+    let pool = new_pool(5).await;
+    wait_idle(&pool, 1).await;
+    let check = PoolCheck::new(pool.clone());
+    assert_eq!(check.dependency(), Some("postgres"));
+    assert!(check.default_timing().is_some());
+
+    let detail = success(poll(&check, TIMEOUT).await);
+    assert_eq!(figure(&detail.measurements, "max"), Some(5.0));
+    assert_eq!(figure(&detail.measurements, "connections"), Some(0.0));
+    assert_eq!(figure(&detail.measurements, "utilization"), Some(0.0));
+    assert!(
+        figure(&detail.measurements, "available").unwrap_or(0.0) >= 4.0,
+        "{detail:?}"
+    );
+    assert_eq!(figure(&detail.measurements, "idle"), Some(1.0));
+    // The ping went through the idle connection, which goes back into the pool.
+    wait_idle(&pool, 1).await;
+    assert_eq!(pool.size(), 1);
+}
+
+#[tokio::test]
+async fn exhausted_pool_fails_naming_the_figures_and_recovers_on_release() {
+    require!("postgres", ADDRESS);
+    let pool = new_pool(3).await;
+    let check = PoolCheck::new(pool.clone());
+    let mut held = Vec::new();
+    for _ in 0..3 {
+        held.push(pool.acquire().await.expect("acquire"));
+    }
+
+    let error = failure(poll(&check, TIMEOUT).await);
+    assert_eq!(error.message(), "no connection available: 3 of 3 in use");
+    assert_eq!(figure(error.measurements(), "connections"), Some(3.0));
+    assert_eq!(figure(error.measurements(), "available"), Some(0.0));
+    assert_eq!(figure(error.measurements(), "utilization"), Some(100.0));
+    // Checking did not take a place in the queue: nothing was taken from the pool.
+    assert_eq!(pool.size(), 3);
+
+    drop(held);
+    let detail = success(support::until_ok(&check, TIMEOUT, Duration::from_secs(5)).await);
+    assert_eq!(figure(&detail.measurements, "available"), Some(3.0));
+}
+
+#[tokio::test]
+async fn utilization_above_the_limit_fails() {
+    require!("postgres", ADDRESS);
+    let pool = new_pool(4).await;
+    let check = PoolCheck::new(pool.clone()).max_utilization(50.0);
+    let mut held = Vec::new();
+    for _ in 0..3 {
+        held.push(pool.acquire().await.expect("acquire"));
+    }
+    let error = failure(poll(&check, TIMEOUT).await);
+    assert_eq!(
+        error.message(),
+        "utilization 75% is above the 50% limit: 3 of 4 in use"
+    );
+    held.truncate(1);
+    success(support::until_ok(&check, TIMEOUT, Duration::from_secs(5)).await);
+}
+
+#[tokio::test]
+async fn closed_port_is_refused_by_address() {
+    let port = support::closed_port().await;
+    let options = PgConnectOptions::new()
+        .host("127.0.0.1")
+        .port(port)
+        .username("postgres");
+    let pool = PgPoolOptions::new()
+        .max_connections(2)
+        .connect_lazy_with(options);
+    let error = failure(poll(&PoolCheck::new(pool), TIMEOUT).await);
+    assert_eq!(
+        error.message(),
+        format!("connection refused (127.0.0.1:{port})")
+    );
+    assert_eq!(figure(error.measurements(), "max"), Some(2.0));
+}
+
+#[tokio::test]
+async fn server_that_never_answers_times_out() {
+    let address = support::silent_listener().await;
+    let options = PgConnectOptions::new()
+        .host("127.0.0.1")
+        .port(address.port())
+        .username("postgres");
+    let pool = PgPoolOptions::new()
+        .max_connections(2)
+        .connect_lazy_with(options);
+    let error = failure(poll(&PoolCheck::new(pool), Duration::from_millis(500)).await);
+    assert_eq!(error.message(), "timed out after 500ms");
+}
+
+#[tokio::test]
+async fn terminated_idle_connection_is_replaced_not_returned() {
+    require!("postgres", ADDRESS);
+    let pool = new_pool(2).await;
+    let check = PoolCheck::new(pool.clone());
+    // One idle connection in the pool, whose server process we know.
+    let pid: i32 = {
+        let mut connection = pool.acquire().await.expect("acquire");
+        sqlx::query("SELECT pg_backend_pid()")
+            .fetch_one(&mut *connection)
+            .await
+            .expect("pid")
+            .get(0)
+    };
+    wait_idle(&pool, 1).await;
+    let admin = new_pool(1).await;
+    let terminated: bool = sqlx::query("SELECT pg_terminate_backend($1)")
+        .bind(pid)
+        .fetch_one(&admin)
+        .await
+        .expect("terminate")
+        .get(0);
+    assert!(terminated);
+
+    // The check's ping hits the dead connection, closes it, and proves the server answers
+    // through a new one.
+    let detail = success(poll(&check, TIMEOUT).await);
+    let message = detail.message.unwrap_or_default();
+    assert!(
+        message.contains("closed a broken idle connection"),
+        "{message}"
+    );
+    // The dead connection did not go back into the pool.
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+    while pool.size() != 0 && tokio::time::Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(pool.size(), 0, "the broken connection stayed in the pool");
+    // And the next poll is an ordinary pass.
+    success(poll(&check, TIMEOUT).await);
+}
+
+#[tokio::test]
+async fn server_error_is_named_and_the_password_never_shows() {
+    require!("postgres", ADDRESS);
+    let url = "postgres://postgres:hunter2-s3cret@127.0.0.1:5432/probity_no_such_database";
+    let pool = PgPoolOptions::new()
+        .max_connections(2)
+        .connect_lazy(url)
+        .expect("parse url");
+    let error = failure(poll(&PoolCheck::new(pool), TIMEOUT).await);
+    assert_eq!(
+        error.message(),
+        "database error [3D000] (127.0.0.1:5432): database \"probity_no_such_database\" does not exist"
+    );
+    assert_no_secret(&error, &["hunter2-s3cret"]);
+
+    let port = support::closed_port().await;
+    let url = format!("postgres://app:hunter2-s3cret@127.0.0.1:{port}/test");
+    let pool = PgPoolOptions::new()
+        .max_connections(2)
+        .connect_lazy(&url)
+        .expect("parse url");
+    let error = failure(poll(&PoolCheck::new(pool), TIMEOUT).await);
+    assert_no_secret(&error, &["hunter2-s3cret"]);
+    assert!(error.message().starts_with("connection refused"));
+}
+
+#[tokio::test]
+async fn closed_pool_fails() {
+    require!("postgres", ADDRESS);
+    let pool = new_pool(2).await;
+    pool.close().await;
+    let error = failure(poll(&PoolCheck::new(pool), TIMEOUT).await);
+    assert_eq!(error.message(), "pool is closed");
+}
