@@ -1,0 +1,67 @@
+//! # probity-axum — probity's health endpoints on axum
+//!
+//! Mounts a [`probity::Health`] on an axum service:
+//!
+//! - [`Probes`]: a router for `GET|HEAD /livez`, `/readyz`, `/startupz` and their per-entry
+//!   sub-paths (`/readyz/db`), with `?verbose`, `?exclude=NAME` and `Accept` negotiation, all
+//!   answered by the core's renderer from the current snapshot;
+//! - [`QuietProbesLayer`]: keeps probe traffic out of access logs, traces and request metrics;
+//! - [`RequestMetricsLayer`]: counts `http_requests_total{status}` through the `metrics` facade,
+//!   for the per-instance error-rate alert;
+//! - [`serve()`]: `axum::serve` with the shutdown sequence — readiness fails, the drain delay
+//!   passes, the listener closes, in-flight requests finish up to a deadline.
+//!
+//! ## Example
+//!
+//! ```no_run
+//! use axum::{Router, routing::get};
+//! use probity::{CheckSpec, Detail, Health, Tier};
+//! use probity_axum::{Probes, QuietProbesLayer, RequestMetricsLayer, serve};
+//! use std::time::Duration;
+//!
+//! # #[tokio::main]
+//! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let health = Health::builder()
+//!     .service("checkout")
+//!     .check(CheckSpec::new("db", Tier::Hard, || async { Ok(Detail::new()) }))
+//!     .runtime_watchdog(Duration::from_secs(5))
+//!     .drain_delay(Duration::from_secs(12))
+//!     .build()?;
+//! health.start()?;
+//! health.shutdown_on_signals();
+//!
+//! let app = Router::new()
+//!     .route("/orders", get(|| async { "[]" }))
+//!     .merge(Probes::new(health.clone()).router())
+//!     .layer(QuietProbesLayer::new(RequestMetricsLayer::new()));
+//! let listener = tokio::net::TcpListener::bind("127.0.0.1:8080").await?;
+//! let report = serve(listener, app, &health).await?;
+//! assert!(report.within_deadline);
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! ## Detail policy
+//!
+//! A check's error message can say more than a public caller should read (hosts, users,
+//! versions). [`Probes::new`] withholds it (`[-]db failed: reason withheld`) while still naming
+//! what failed; [`Probes::admin`] shows it, for a listener only operators reach. Credentials are
+//! redacted by the core before anything is stored, whatever the policy.
+
+#![cfg_attr(docsrs, feature(doc_cfg))]
+
+mod probes;
+mod quiet;
+mod request_metrics;
+mod serve;
+
+pub use probes::Probes;
+pub use quiet::{DEFAULT_PROBE_PATHS, QuietFuture, QuietProbes, QuietProbesLayer};
+pub use request_metrics::{
+    DEFAULT_COUNTER, RequestMetrics, RequestMetricsFuture, RequestMetricsLayer,
+};
+pub use serve::{ShutdownReport, serve};
+
+/// Re-exported so a service can set the detail policy without depending on the core's module
+/// layout.
+pub use probity::render::Details;
