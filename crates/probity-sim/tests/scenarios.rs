@@ -46,7 +46,7 @@ fn malformed_scenarios_name_file_field_and_reason() {
         ("dependency: db, at: 30s", "dependency: dbx, at: 30s", "faults[0].dependency", "unknown dependency `dbx`"),
         ("at: 30s, duration: 20s", "at: 5m, duration: 20s", "faults[0].at", "not before the end"),
         ("at: 30s, duration: 20s", "at: 30x, duration: 20s", "faults[0]", "`30x`: unknown unit"),
-        ("kind: dependency-outage", "kind: meteor-strike", "faults[0]", "unknown variant `meteor-strike`"),
+        ("kind: dependency-outage", "kind: meteor-strike", "faults[0].kind", "unknown variant `meteor-strike`"),
         ("replicas: 2", "replicas: 0", "fleet.replicas", "between 1 and 100000"),
         ("checks: [db] }", "checks: [dbb] }", "app.endpoints./readyz.checks[0]", "neither a declared check"),
         ("duration: 2m", "duration: 0s", "duration", "longer than zero"),
