@@ -56,8 +56,13 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
     }
     if let Some(path) = &args.chart {
         let svg = path.extension().is_some_and(|ext| ext == "svg");
-        let text = if svg { chart::svg(&reports) } else { chart::html(&reports) };
-        std::fs::write(path, text).with_context(|| format!("writing the chart to {}", path.display()))?;
+        let text = if svg {
+            chart::svg(&reports)
+        } else {
+            chart::html(&reports)
+        };
+        std::fs::write(path, text)
+            .with_context(|| format!("writing the chart to {}", path.display()))?;
     }
     Ok(ExitCode::SUCCESS)
 }

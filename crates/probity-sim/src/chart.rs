@@ -52,7 +52,10 @@ fn group(report: &Report, offset_y: u32) -> String {
     let duration = report.duration_s.max(1e-9);
     let x = |seconds: f64| LEFT as f64 + seconds / duration * plot_width;
     let y = |rate: f64| (TOP + PLOT_HEIGHT) as f64 - rate.clamp(0.0, 1.0) * PLOT_HEIGHT as f64;
-    let _ = writeln!(out, r#"<g transform="translate(0,{offset_y})" class="scenario">"#);
+    let _ = writeln!(
+        out,
+        r#"<g transform="translate(0,{offset_y})" class="scenario">"#
+    );
     let _ = writeln!(
         out,
         r##"<text x="{LEFT}" y="22" font-size="15" font-weight="bold" fill="#222">{}</text>"##,
@@ -66,7 +69,13 @@ fn group(report: &Report, offset_y: u32) -> String {
     );
     // Faults, shaded behind the plot.
     for fault in &report.faults {
-        let until = fault.until_s.unwrap_or(report.duration_s);
+        let operator = fault.kind.starts_with("manual-");
+        let until = match fault.until_s {
+            Some(until) => until,
+            // An operator action is a moment, not a span.
+            None if operator => fault.at_s,
+            None => report.duration_s,
+        };
         let (x0, x1) = (x(fault.at_s), x(until).max(x(fault.at_s) + 1.0));
         let _ = writeln!(
             out,
@@ -104,7 +113,14 @@ fn group(report: &Report, offset_y: u32) -> String {
     for (b, rate) in report.error_rate_series.iter().enumerate() {
         let t0 = b as f64 * report.resolution_s;
         let t1 = ((b + 1) as f64 * report.resolution_s).min(duration);
-        let _ = write!(points, "{:.1},{:.1} {:.1},{:.1} ", x(t0), y(*rate), x(t1), y(*rate));
+        let _ = write!(
+            points,
+            "{:.1},{:.1} {:.1},{:.1} ",
+            x(t0),
+            y(*rate),
+            x(t1),
+            y(*rate)
+        );
     }
     let _ = writeln!(
         out,
@@ -142,7 +158,8 @@ fn group(report: &Report, offset_y: u32) -> String {
             );
         }
     }
-    let legend_y = lanes_top + report.instances.len().min(MAX_LANES) as u32 * (LANE_HEIGHT + LANE_GAP) + 16;
+    let legend_y =
+        lanes_top + report.instances.len().min(MAX_LANES) as u32 * (LANE_HEIGHT + LANE_GAP) + 16;
     if report.instances.len() > MAX_LANES {
         let _ = writeln!(
             out,

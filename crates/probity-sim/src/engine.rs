@@ -24,7 +24,11 @@ use probity::contract::ProbeKind;
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BinaryHeap};
 
-const KINDS: [ProbeKind; 3] = [ProbeKind::Liveness, ProbeKind::Readiness, ProbeKind::Startup];
+const KINDS: [ProbeKind; 3] = [
+    ProbeKind::Liveness,
+    ProbeKind::Readiness,
+    ProbeKind::Startup,
+];
 
 fn kind_index(kind: ProbeKind) -> usize {
     match kind {
@@ -43,21 +47,73 @@ pub fn run(scenario: &Scenario, seed: u64) -> Report {
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 enum Ev {
-    ProbeTick { inst: u32, kind: u8, epoch: u32 },
-    ProbeDone { inst: u32, kind: u8, container: u32, ok: bool },
-    PollStart { inst: u32, check: u16, process: u32 },
-    PollDone { inst: u32, check: u16, process: u32, ok: bool },
-    BootDone { inst: u32, process: u32, epoch: u32 },
-    KillDone { inst: u32, container: u32 },
-    StartContainer { inst: u32, epoch: u32 },
-    EndpointUpdate { inst: u32, ready: bool },
-    LbTick { inst: u32, epoch: u32 },
-    LbDone { inst: u32, epoch: u32, ok: bool, definitive: bool },
-    EjectEnd { inst: u32, epoch: u32 },
-    Eject { inst: u32, epoch: u32 },
-    HungEnd { inst: u32, process: u32 },
-    FaultStart { index: u32 },
-    FaultEnd { index: u32 },
+    ProbeTick {
+        inst: u32,
+        kind: u8,
+        epoch: u32,
+    },
+    ProbeDone {
+        inst: u32,
+        kind: u8,
+        container: u32,
+        ok: bool,
+    },
+    PollStart {
+        inst: u32,
+        check: u16,
+        process: u32,
+    },
+    PollDone {
+        inst: u32,
+        check: u16,
+        process: u32,
+        ok: bool,
+    },
+    BootDone {
+        inst: u32,
+        process: u32,
+        epoch: u32,
+    },
+    KillDone {
+        inst: u32,
+        container: u32,
+    },
+    StartContainer {
+        inst: u32,
+        epoch: u32,
+    },
+    EndpointUpdate {
+        inst: u32,
+        ready: bool,
+    },
+    LbTick {
+        inst: u32,
+        epoch: u32,
+    },
+    LbDone {
+        inst: u32,
+        epoch: u32,
+        ok: bool,
+        definitive: bool,
+    },
+    EjectEnd {
+        inst: u32,
+        epoch: u32,
+    },
+    Eject {
+        inst: u32,
+        epoch: u32,
+    },
+    HungEnd {
+        inst: u32,
+        process: u32,
+    },
+    FaultStart {
+        index: u32,
+    },
+    FaultEnd {
+        index: u32,
+    },
     Boundary,
 }
 
@@ -209,7 +265,11 @@ impl<'a> Sim<'a> {
                     busy: false,
                     pending: false,
                 }; 3],
-                results: [ProbeResult::Success, ProbeResult::Failure, ProbeResult::Unknown],
+                results: [
+                    ProbeResult::Success,
+                    ProbeResult::Failure,
+                    ProbeResult::Unknown,
+                ],
                 pod_ready: false,
                 endpoint_ready: false,
                 manual_drained: false,
@@ -276,9 +336,19 @@ impl<'a> Sim<'a> {
     fn run(&mut self) {
         self.init_fleet();
         for (index, fault) in self.s.faults.iter().enumerate() {
-            self.schedule(fault.at, Ev::FaultStart { index: index as u32 });
+            self.schedule(
+                fault.at,
+                Ev::FaultStart {
+                    index: index as u32,
+                },
+            );
             if let Some(until) = fault.until {
-                self.schedule(until, Ev::FaultEnd { index: index as u32 });
+                self.schedule(
+                    until,
+                    Ev::FaultEnd {
+                        index: index as u32,
+                    },
+                );
             }
             if let FaultKind::FlappingDependency { period, down, .. } = fault.kind {
                 let end = fault.until.unwrap_or(self.s.duration);
@@ -334,7 +404,11 @@ impl<'a> Sim<'a> {
         inst.started = true;
         inst.pod_ready = true;
         inst.endpoint_ready = true;
-        inst.results = [ProbeResult::Success, ProbeResult::Success, ProbeResult::Success];
+        inst.results = [
+            ProbeResult::Success,
+            ProbeResult::Success,
+            ProbeResult::Success,
+        ];
         inst.workers = KINDS.map(|kind| ProbeWorker::settled(kind, 1));
         inst.process = Some(Process {
             id: 1,
@@ -355,11 +429,14 @@ impl<'a> Sim<'a> {
         for k in 0..3 {
             if let Some(spec) = &self.probes[k] {
                 let phase = self.rng.u64(0..spec.period);
-                self.schedule(phase, Ev::ProbeTick {
-                    inst: i as u32,
-                    kind: k as u8,
-                    epoch: 0,
-                });
+                self.schedule(
+                    phase,
+                    Ev::ProbeTick {
+                        inst: i as u32,
+                        kind: k as u8,
+                        epoch: 0,
+                    },
+                );
             }
         }
         self.start_pollers(i, 1, true);
@@ -386,24 +463,32 @@ impl<'a> Sim<'a> {
         for k in 0..3 {
             if self.probes[k].is_some() {
                 let epoch = self.instances[i].clocks[k].epoch;
-                self.schedule(at, Ev::ProbeTick {
-                    inst: i as u32,
-                    kind: k as u8,
-                    epoch,
-                });
+                self.schedule(
+                    at,
+                    Ev::ProbeTick {
+                        inst: i as u32,
+                        kind: k as u8,
+                        epoch,
+                    },
+                );
             }
         }
         let epoch = self.instances[i].start_epoch;
-        self.schedule(at, Ev::StartContainer {
-            inst: i as u32,
-            epoch,
-        });
+        self.schedule(
+            at,
+            Ev::StartContainer {
+                inst: i as u32,
+                epoch,
+            },
+        );
     }
 
     fn init_lb(&mut self, i: usize) {
         let steady = self.s.fleet.start == Start::Steady;
         let (interval, initial) = match &self.s.routing {
-            Routing::Haproxy { inter, rise, fall, .. } => {
+            Routing::Haproxy {
+                inter, rise, fall, ..
+            } => {
                 // Running servers are fully UP; new ones start at `rise` ("start OK but check
                 // immediately": one failure marks them DOWN).
                 let lb = &mut self.instances[i].lb;
@@ -425,15 +510,20 @@ impl<'a> Sim<'a> {
         };
         let _ = initial;
         let phase = self.rng.u64(0..interval);
-        self.schedule(phase, Ev::LbTick {
-            inst: i as u32,
-            epoch: 0,
-        });
+        self.schedule(
+            phase,
+            Ev::LbTick {
+                inst: i as u32,
+                epoch: 0,
+            },
+        );
     }
 
     fn handle(&mut self, ev: Ev) {
         match ev {
-            Ev::ProbeTick { inst, kind, epoch } => self.probe_tick(inst as usize, kind as usize, epoch),
+            Ev::ProbeTick { inst, kind, epoch } => {
+                self.probe_tick(inst as usize, kind as usize, epoch)
+            }
             Ev::ProbeDone {
                 inst,
                 kind,
@@ -537,10 +627,13 @@ impl<'a> Sim<'a> {
         };
         self.instances[i].start_epoch += 1;
         let epoch = self.instances[i].start_epoch;
-        self.schedule(at.max(self.now), Ev::StartContainer {
-            inst: i as u32,
-            epoch,
-        });
+        self.schedule(
+            at.max(self.now),
+            Ev::StartContainer {
+                inst: i as u32,
+                epoch,
+            },
+        );
     }
 
     fn start_container(&mut self, i: usize) {
@@ -568,7 +661,11 @@ impl<'a> Sim<'a> {
         inst.started_at = now;
         inst.restart_after_kill = None;
         // A new container ID: readiness starts failing, liveness passing, startup unknown.
-        inst.results = [ProbeResult::Success, ProbeResult::Failure, ProbeResult::Unknown];
+        inst.results = [
+            ProbeResult::Success,
+            ProbeResult::Failure,
+            ProbeResult::Unknown,
+        ];
         inst.started = self.probes[2].is_none();
         inst.process = Some(Process {
             id,
@@ -612,12 +709,19 @@ impl<'a> Sim<'a> {
             if !polled {
                 continue;
             }
-            let offset = if steady { self.rng.u64(0..check.interval) } else { 0 };
-            self.schedule(self.now + offset, Ev::PollStart {
-                inst: i as u32,
-                check: c as u16,
-                process,
-            });
+            let offset = if steady {
+                self.rng.u64(0..check.interval)
+            } else {
+                0
+            };
+            self.schedule(
+                self.now + offset,
+                Ev::PollStart {
+                    inst: i as u32,
+                    check: c as u16,
+                    process,
+                },
+            );
         }
     }
 
@@ -675,11 +779,14 @@ impl<'a> Sim<'a> {
         let (id, epoch, remaining) = (p.id, p.boot_epoch, p.boot_remaining);
         if rate > 0.0 {
             let at = now + (remaining as f64 / rate).ceil() as Millis;
-            self.schedule(at, Ev::BootDone {
-                inst: i as u32,
-                process: id,
-                epoch,
-            });
+            self.schedule(
+                at,
+                Ev::BootDone {
+                    inst: i as u32,
+                    process: id,
+                    epoch,
+                },
+            );
         }
     }
 
@@ -736,16 +843,21 @@ impl<'a> Sim<'a> {
             exit_after += if wedged {
                 after_pre_stop
             } else {
-                app.drain_delay.unwrap_or(app.exit_after_sigterm).min(after_pre_stop)
+                app.drain_delay
+                    .unwrap_or(app.exit_after_sigterm)
+                    .min(after_pre_stop)
             };
             if app.drain_delay.is_none() && !wedged {
                 p.listening = false;
             }
         }
-        self.schedule(now + exit_after, Ev::KillDone {
-            inst: i as u32,
-            container,
-        });
+        self.schedule(
+            now + exit_after,
+            Ev::KillDone {
+                inst: i as u32,
+                container,
+            },
+        );
         self.dirty = true;
         self.touch(i);
     }
@@ -816,11 +928,14 @@ impl<'a> Sim<'a> {
         if self.instances[i].clocks[k].epoch != epoch {
             return;
         }
-        self.schedule(self.now + period, Ev::ProbeTick {
-            inst: i as u32,
-            kind: k as u8,
-            epoch,
-        });
+        self.schedule(
+            self.now + period,
+            Ev::ProbeTick {
+                inst: i as u32,
+                kind: k as u8,
+                epoch,
+            },
+        );
         // Go's ticker buffers one tick: a tick during a slow probe runs right after it.
         if self.instances[i].clocks[k].busy {
             self.instances[i].clocks[k].pending = true;
@@ -838,11 +953,14 @@ impl<'a> Sim<'a> {
         let clock = &mut self.instances[i].clocks[1];
         clock.epoch += 1;
         let epoch = clock.epoch;
-        self.schedule(self.now + period, Ev::ProbeTick {
-            inst: i as u32,
-            kind: 1,
-            epoch,
-        });
+        self.schedule(
+            self.now + period,
+            Ev::ProbeTick {
+                inst: i as u32,
+                kind: 1,
+                epoch,
+            },
+        );
         if self.instances[i].clocks[1].busy {
             self.instances[i].clocks[1].pending = true;
         } else {
@@ -856,7 +974,8 @@ impl<'a> Sim<'a> {
         };
         let view = self.view(i);
         let mut sets: Vec<SetResult> = Vec::new();
-        let gate = self.instances[i].workers[k].gate(&spec, self.now, view, &mut |set| sets.push(set));
+        let gate =
+            self.instances[i].workers[k].gate(&spec, self.now, view, &mut |set| sets.push(set));
         for set in sets {
             self.set_result(i, k, set);
         }
@@ -870,12 +989,15 @@ impl<'a> Sim<'a> {
             self.apply_probe(i, k, container, ok);
         } else {
             self.instances[i].clocks[k].busy = true;
-            self.schedule(self.now + duration, Ev::ProbeDone {
-                inst: i as u32,
-                kind: k as u8,
-                container,
-                ok,
-            });
+            self.schedule(
+                self.now + duration,
+                Ev::ProbeDone {
+                    inst: i as u32,
+                    kind: k as u8,
+                    container,
+                    ok,
+                },
+            );
         }
     }
 
@@ -912,13 +1034,13 @@ impl<'a> Sim<'a> {
         match (KINDS[k], set.result) {
             (ProbeKind::Liveness, ProbeResult::Failure) => self.kill(i, KillReason::Liveness),
             (ProbeKind::Startup, ProbeResult::Failure) => self.kill(i, KillReason::Startup),
-            (ProbeKind::Startup, ProbeResult::Success) => {
-                if self.instances[i].container == Container::Running {
-                    self.instances[i].started = true;
-                    self.manual_readiness_trigger(i);
-                    self.update_pod_ready(i);
-                    self.touch(i);
-                }
+            (ProbeKind::Startup, ProbeResult::Success)
+                if self.instances[i].container == Container::Running =>
+            {
+                self.instances[i].started = true;
+                self.manual_readiness_trigger(i);
+                self.update_pod_ready(i);
+                self.touch(i);
             }
             (ProbeKind::Readiness, _) => self.update_pod_ready(i),
             _ => {}
@@ -946,10 +1068,13 @@ impl<'a> Sim<'a> {
         };
         if let Some(delay) = propagation {
             // kubelet status → EndpointSlice controller → kube-proxy (minSyncPeriod 1 s).
-            self.schedule(self.now + delay, Ev::EndpointUpdate {
-                inst: i as u32,
-                ready,
-            });
+            self.schedule(
+                self.now + delay,
+                Ev::EndpointUpdate {
+                    inst: i as u32,
+                    ready,
+                },
+            );
         }
     }
 
@@ -967,7 +1092,12 @@ impl<'a> Sim<'a> {
 
     /// A call to an endpoint with a caller timeout: (time until the caller has an answer,
     /// success).
-    fn respond_with_timeout(&mut self, i: usize, handler: Handler, timeout: Millis) -> (Millis, bool) {
+    fn respond_with_timeout(
+        &mut self,
+        i: usize,
+        handler: Handler,
+        timeout: Millis,
+    ) -> (Millis, bool) {
         match self.respond(i, handler) {
             None => (timeout, false),
             Some((latency, _)) if latency >= timeout => (timeout, false),
@@ -996,7 +1126,8 @@ impl<'a> Sim<'a> {
         if let Some(at) = p.deadlocked_at {
             let detector = endpoint.checks.iter().find_map(|&c| {
                 let check = &self.s.app.checks[c];
-                (check.target == CheckTarget::Internal(InternalKind::Deadlock)).then_some(check.detect_after)
+                (check.target == CheckTarget::Internal(InternalKind::Deadlock))
+                    .then_some(check.detect_after)
             });
             return match detector {
                 // The detector's thread answers once it has seen the deadlock.
@@ -1020,7 +1151,9 @@ impl<'a> Sim<'a> {
                     match kind {
                         InternalKind::Boot => p.booted,
                         InternalKind::Shutdown => p.sigterm_at.is_none_or(|at| now < at),
-                        InternalKind::Deadlock | InternalKind::RuntimeStall | InternalKind::AppState => true,
+                        InternalKind::Deadlock
+                        | InternalKind::RuntimeStall
+                        | InternalKind::AppState => true,
                     }
                 }
                 CheckTarget::Dependency(dep) => match mode {
@@ -1059,20 +1192,28 @@ impl<'a> Sim<'a> {
     }
 
     /// A call a health check makes to a dependency: (latency, success).
-    fn call_dependency(&mut self, i: usize, dep: usize, uses_pool: bool, count: bool) -> (Millis, bool) {
+    fn call_dependency(
+        &mut self,
+        i: usize,
+        dep: usize,
+        uses_pool: bool,
+        count: bool,
+    ) -> (Millis, bool) {
         if count {
             self.dependency_calls[dep] += 1;
         }
         let d = &self.s.dependencies[dep];
-        if uses_pool
-            && let Some(p) = self.instances[i].process.as_ref()
-        {
+        if uses_pool && let Some(p) = self.instances[i].process.as_ref() {
             if p.pool_exhausted & (1 << dep) != 0 {
                 // pool.available() == 0: fails at once.
                 return (0, false);
             }
             if let Some(size) = self.s.app.pool_size {
-                let held = p.inflight.iter().filter(|(_, on)| *on as usize == dep).count();
+                let held = p
+                    .inflight
+                    .iter()
+                    .filter(|(_, on)| *on as usize == dep)
+                    .count();
                 if held as u32 >= size {
                     return (d.connect_timeout, false);
                 }
@@ -1117,10 +1258,13 @@ impl<'a> Sim<'a> {
         let id = p.id;
         self.max_inflight = self.max_inflight.max(count);
         if pool {
-            self.schedule(until, Ev::HungEnd {
-                inst: i as u32,
-                process: id,
-            });
+            self.schedule(
+                until,
+                Ev::HungEnd {
+                    inst: i as u32,
+                    process: id,
+                },
+            );
             self.dirty = true;
         }
         if let Some(limit) = max
@@ -1143,10 +1287,16 @@ impl<'a> Sim<'a> {
                 continue;
             }
             match fault.kind {
-                FaultKind::DependencyOutage { dependency, behaviour } if dependency == dep => {
+                FaultKind::DependencyOutage {
+                    dependency,
+                    behaviour,
+                } if dependency == dep => {
                     return Condition::Down(behaviour);
                 }
-                FaultKind::SlowDependency { dependency, latency } if dependency == dep => {
+                FaultKind::SlowDependency {
+                    dependency,
+                    latency,
+                } if dependency == dep => {
                     condition = Condition::Slow(latency);
                 }
                 FaultKind::FlappingDependency {
@@ -1174,14 +1324,19 @@ impl<'a> Sim<'a> {
     // ------------------------------------------------------------------------------------
 
     fn poll_start(&mut self, i: usize, c: usize, process: u32) {
-        if self.instances[i].process.as_ref().is_none_or(|p| p.id != process) {
+        if self.instances[i]
+            .process
+            .as_ref()
+            .is_none_or(|p| p.id != process)
+        {
             return;
         }
         let check = &self.s.app.checks[c];
         let CheckTarget::Dependency(dep) = check.target else {
             return;
         };
-        let (interval, jitter, timeout, uses_pool) = (check.interval, check.jitter, check.timeout, check.uses_pool);
+        let (interval, jitter, timeout, uses_pool) =
+            (check.interval, check.jitter, check.timeout, check.uses_pool);
         let (latency, success) = self.call_dependency(i, dep, uses_pool, true);
         let (cost, ok) = match timeout {
             Some(limit) if latency > limit => (limit, false),
@@ -1199,18 +1354,24 @@ impl<'a> Sim<'a> {
         if cost == 0 {
             self.poll_done(i, c, process, ok);
         } else {
-            self.schedule(self.now + cost, Ev::PollDone {
+            self.schedule(
+                self.now + cost,
+                Ev::PollDone {
+                    inst: i as u32,
+                    check: c as u16,
+                    process,
+                    ok,
+                },
+            );
+        }
+        self.schedule(
+            next.max(self.now + 1),
+            Ev::PollStart {
                 inst: i as u32,
                 check: c as u16,
                 process,
-                ok,
-            });
-        }
-        self.schedule(next.max(self.now + 1), Ev::PollStart {
-            inst: i as u32,
-            check: c as u16,
-            process,
-        });
+            },
+        );
     }
 
     /// Hysteresis as probity has it: fall after `fall` failures, rise after `rise`
@@ -1269,12 +1430,15 @@ impl<'a> Sim<'a> {
         self.probe_requests += nodes as u64;
         self.instances[i].lb.epoch += 1;
         let epoch = self.instances[i].lb.epoch;
-        self.schedule(self.now + duration, Ev::LbDone {
-            inst: i as u32,
-            epoch,
-            ok,
-            definitive,
-        });
+        self.schedule(
+            self.now + duration,
+            Ev::LbDone {
+                inst: i as u32,
+                epoch,
+                ok,
+                definitive,
+            },
+        );
     }
 
     fn lb_done(&mut self, i: usize, epoch: u32, ok: bool, definitive: bool) {
@@ -1329,7 +1493,13 @@ impl<'a> Sim<'a> {
                     lb.ok_run += 1;
                     lb.fail_run = 0;
                     // During startup a single success marks a host healthy.
-                    if !lb.healthy && (lb.ok_run >= *healthy_threshold || lb.ejections == 0 && !lb.ejected && lb.ok_run >= 1 && was_never_checked(lb)) {
+                    if !lb.healthy
+                        && (lb.ok_run >= *healthy_threshold
+                            || lb.ejections == 0
+                                && !lb.ejected
+                                && lb.ok_run >= 1
+                                && was_never_checked(lb))
+                    {
                         lb.healthy = true;
                     }
                     // A successful active check unejects the host.
@@ -1375,10 +1545,13 @@ impl<'a> Sim<'a> {
             _ => return,
         };
         let epoch = self.instances[i].lb.epoch;
-        self.schedule(self.now + next_in, Ev::LbTick {
-            inst: i as u32,
-            epoch,
-        });
+        self.schedule(
+            self.now + next_in,
+            Ev::LbTick {
+                inst: i as u32,
+                epoch,
+            },
+        );
         if self.instances[i].lb.healthy != was || !ok {
             self.routing_changed(i);
         }
@@ -1400,7 +1573,9 @@ impl<'a> Sim<'a> {
         let n = self.instances.len();
         let ejected = self.instances.iter().filter(|x| x.lb.ejected).count();
         // max_ejection_percent, but at least one host is always ejectable.
-        let allowed = ((outlier.max_ejection_percent / 100.0) * n as f64).floor().max(1.0) as usize;
+        let allowed = ((outlier.max_ejection_percent / 100.0) * n as f64)
+            .floor()
+            .max(1.0) as usize;
         if ejected >= allowed {
             return;
         }
@@ -1408,12 +1583,16 @@ impl<'a> Sim<'a> {
         lb.ejections += 1;
         lb.ejected = true;
         lb.eject_epoch += 1;
-        let time = (outlier.base_ejection_time * lb.ejections as u64).min(outlier.max_ejection_time);
+        let time =
+            (outlier.base_ejection_time * lb.ejections as u64).min(outlier.max_ejection_time);
         let epoch = lb.eject_epoch;
-        self.schedule(self.now + time, Ev::EjectEnd {
-            inst: i as u32,
-            epoch,
-        });
+        self.schedule(
+            self.now + time,
+            Ev::EjectEnd {
+                inst: i as u32,
+                epoch,
+            },
+        );
         self.routing_changed(i);
     }
 
@@ -1432,7 +1611,10 @@ impl<'a> Sim<'a> {
             self.reference_end = Some(self.reference_end.map_or(end, |e| e.max(end)));
         }
         match fault.kind.clone() {
-            FaultKind::PoolExhausted { instance, dependency } => {
+            FaultKind::PoolExhausted {
+                instance,
+                dependency,
+            } => {
                 if let Some(p) = self.instances[instance].process.as_mut() {
                     p.pool_exhausted |= 1 << dependency;
                 }
@@ -1535,7 +1717,11 @@ impl<'a> Sim<'a> {
         let Some(p) = inst.process.as_ref() else {
             return 1.0;
         };
-        if inst.container == Container::Waiting || !p.listening || p.stalled || p.deadlocked_at.is_some() {
+        if inst.container == Container::Waiting
+            || !p.listening
+            || p.stalled
+            || p.deadlocked_at.is_some()
+        {
             return 1.0;
         }
         let pool_exhausted = p.pool_exhausted;
@@ -1594,6 +1780,7 @@ impl<'a> Sim<'a> {
         (1.0 - ok_share).clamp(0.0, 1.0)
     }
 
+    #[allow(clippy::needless_range_loop)] // shares, members and instances share one index
     fn recompute(&mut self) {
         let n = self.instances.len();
         let now = self.last;
@@ -1628,7 +1815,9 @@ impl<'a> Sim<'a> {
                     }
                 }
             }
-            Routing::Envoy { panic_threshold, .. } => {
+            Routing::Envoy {
+                panic_threshold, ..
+            } => {
                 let healthy_percent = 100.0 * member_count as f64 / n as f64;
                 if healthy_percent < *panic_threshold {
                     // Panic: balance across every host, healthy or not.
@@ -1662,7 +1851,8 @@ impl<'a> Sim<'a> {
             Routing::ConsistentHash { virtual_nodes, .. } => {
                 if members != self.ring_members {
                     self.ring_members = members.clone();
-                    self.ring_shares = ring_shares(&members, *virtual_nodes, self.s.requests.users, self.seed);
+                    self.ring_shares =
+                        ring_shares(&members, *virtual_nodes, self.s.requests.users, self.seed);
                 }
                 if member_count == 0 {
                     refused = 1.0;
@@ -1703,10 +1893,13 @@ impl<'a> Sim<'a> {
                 let wait = (o.consecutive_5xx as f64 / per_second * 1000.0).ceil() as Millis;
                 inst.lb.eject_pending = true;
                 let epoch = inst.lb.eject_epoch;
-                self.schedule(now + wait, Ev::Eject {
-                    inst: i as u32,
-                    epoch,
-                });
+                self.schedule(
+                    now + wait,
+                    Ev::Eject {
+                        inst: i as u32,
+                        epoch,
+                    },
+                );
             }
         }
         self.fleet_failure = fleet.clamp(0.0, 1.0);
@@ -1771,8 +1964,8 @@ impl<'a> Sim<'a> {
             (Container::Running, Some(_)) => LaneState::OutOfRotation,
             _ => LaneState::Restarting,
         };
-        let running_and_booted = inst.container == Container::Running
-            && inst.process.as_ref().is_some_and(|p| p.booted);
+        let running_and_booted =
+            inst.container == Container::Running && inst.process.as_ref().is_some_and(|p| p.booted);
         let was = inst.in_rotation;
         let inst = &mut self.instances[i];
         if was != member {
@@ -1805,7 +1998,13 @@ impl<'a> Sim<'a> {
         let series: Vec<f64> = self
             .buckets
             .iter()
-            .map(|(requests, failed)| if *requests > 0.0 { failed / requests } else { 0.0 })
+            .map(|(requests, failed)| {
+                if *requests > 0.0 {
+                    failed / requests
+                } else {
+                    0.0
+                }
+            })
             .collect();
         let bucket_of = |t: Millis| (t / resolution) as usize;
 
@@ -1816,7 +2015,9 @@ impl<'a> Sim<'a> {
         let mut never_recovered = false;
         if let Some(onset) = onset {
             let first = bucket_of(onset);
-            let last_bad = (first..series.len()).rev().find(|&b| series[b] > s.measure.recovered_below);
+            let last_bad = (first..series.len())
+                .rev()
+                .find(|&b| series[b] > s.measure.recovered_below);
             match last_bad {
                 None => recovered_at = Some(onset),
                 Some(b) if b + 1 >= series.len() => never_recovered = true,
@@ -1843,7 +2044,8 @@ impl<'a> Sim<'a> {
                 },
             ),
         };
-        let (window_requests, window_failed) = self.buckets[bucket_of(from).min(self.buckets.len() - 1)
+        let (window_requests, window_failed) = self.buckets[bucket_of(from)
+            .min(self.buckets.len() - 1)
             ..bucket_of(to.saturating_sub(1)).min(self.buckets.len() - 1) + 1]
             .iter()
             .fold((0.0, 0.0), |acc, b| (acc.0 + b.0, acc.1 + b.1));
@@ -1878,7 +2080,11 @@ impl<'a> Sim<'a> {
 
         // Time to drain: every instance the fault broke left rotation because of a check.
         let time_to_drain_s = onset.and_then(|onset| {
-            let affected: Vec<&Instance> = self.instances.iter().filter(|x| x.affected_at.is_some()).collect();
+            let affected: Vec<&Instance> = self
+                .instances
+                .iter()
+                .filter(|x| x.affected_at.is_some())
+                .collect();
             if affected.is_empty() {
                 return None;
             }
@@ -1895,7 +2101,12 @@ impl<'a> Sim<'a> {
             .iter()
             .enumerate()
             .filter(|(d, _)| self.dependency_calls[*d] > 0)
-            .map(|(d, dep)| (dep.name.clone(), round(self.dependency_calls[d] as f64 / seconds, 3)))
+            .map(|(d, dep)| {
+                (
+                    dep.name.clone(),
+                    round(self.dependency_calls[d] as f64 / seconds, 3),
+                )
+            })
             .collect::<BTreeMap<_, _>>();
 
         let instances = self
@@ -1918,7 +2129,14 @@ impl<'a> Sim<'a> {
                     name: s.fleet.names[i].clone(),
                     requests: inst.requests.round() as u64,
                     failed: inst.failed.round() as u64,
-                    error_rate: round(if inst.requests > 0.0 { inst.failed / inst.requests } else { 0.0 }, 4),
+                    error_rate: round(
+                        if inst.requests > 0.0 {
+                            inst.failed / inst.requests
+                        } else {
+                            0.0
+                        },
+                        4,
+                    ),
                     restarts: inst.restarts,
                     drains: inst.drains,
                     lanes,

@@ -365,12 +365,21 @@ mod tests {
         assert!(worker.record(&spec, false).is_none());
         assert!(worker.record(&spec, false).is_none());
         // A success in between restarts the count.
-        assert_eq!(worker.record(&spec, true).map(|s| s.result), Some(ProbeResult::Success));
+        assert_eq!(
+            worker.record(&spec, true).map(|s| s.result),
+            Some(ProbeResult::Success)
+        );
         assert!(worker.record(&spec, false).is_none());
         assert!(worker.record(&spec, false).is_none());
-        assert_eq!(worker.record(&spec, false).map(|s| s.result), Some(ProbeResult::Failure));
+        assert_eq!(
+            worker.record(&spec, false).map(|s| s.result),
+            Some(ProbeResult::Failure)
+        );
         // Readiness keeps probing and keeps reporting failures past the threshold.
-        assert_eq!(worker.record(&spec, false).map(|s| s.result), Some(ProbeResult::Failure));
+        assert_eq!(
+            worker.record(&spec, false).map(|s| s.result),
+            Some(ProbeResult::Failure)
+        );
         assert!(!worker.on_hold());
     }
 
@@ -379,10 +388,16 @@ mod tests {
         let spec = spec(1, 3);
         let mut worker = ProbeWorker::new(ProbeKind::Readiness);
         worker.gate(&spec, 0, running(1, 0, true), &mut |_| {});
-        assert_eq!(worker.record(&spec, false).map(|s| s.result), Some(ProbeResult::Failure));
+        assert_eq!(
+            worker.record(&spec, false).map(|s| s.result),
+            Some(ProbeResult::Failure)
+        );
         assert!(worker.record(&spec, true).is_none());
         assert!(worker.record(&spec, true).is_none());
-        assert_eq!(worker.record(&spec, true).map(|s| s.result), Some(ProbeResult::Success));
+        assert_eq!(
+            worker.record(&spec, true).map(|s| s.result),
+            Some(ProbeResult::Success)
+        );
     }
 
     #[test]
@@ -391,7 +406,10 @@ mod tests {
         let mut worker = ProbeWorker::new(ProbeKind::Liveness);
         worker.gate(&spec, 0, running(1, 0, true), &mut |_| {});
         assert!(worker.record(&spec, false).is_none());
-        assert_eq!(worker.record(&spec, false).map(|s| s.result), Some(ProbeResult::Failure));
+        assert_eq!(
+            worker.record(&spec, false).map(|s| s.result),
+            Some(ProbeResult::Failure)
+        );
         assert!(worker.on_hold());
         assert_eq!(worker.result_run(), 0);
         assert_eq!(
@@ -415,7 +433,10 @@ mod tests {
         worker.gate(&spec, 0, running(1, 0, true), &mut |_| {});
         assert!(worker.record(&spec, true).is_none());
         worker.gate(&spec, 1_000, running(2, 1_000, true), &mut |_| {});
-        assert_eq!(worker.record(&spec, true).map(|s| s.result), Some(ProbeResult::Success));
+        assert_eq!(
+            worker.record(&spec, true).map(|s| s.result),
+            Some(ProbeResult::Success)
+        );
     }
 
     #[test]
@@ -496,7 +517,10 @@ mod tests {
             let start = match backoff.decide(Some(finished), now) {
                 RestartDecision::StartNow => now,
                 RestartDecision::WaitUntil(until) => {
-                    assert_eq!(backoff.decide(Some(finished), until), RestartDecision::StartNow);
+                    assert_eq!(
+                        backoff.decide(Some(finished), until),
+                        RestartDecision::StartNow
+                    );
                     until
                 }
             };
@@ -517,13 +541,25 @@ mod tests {
     #[test]
     fn backoff_resets_after_ten_minutes_of_running() {
         let mut backoff = CrashLoopBackOff::default();
-        assert_eq!(backoff.decide(Some(1_000), 1_000), RestartDecision::StartNow);
-        assert_eq!(backoff.decide(Some(2_000), 2_000), RestartDecision::WaitUntil(12_000));
-        assert_eq!(backoff.decide(Some(2_000), 12_000), RestartDecision::StartNow);
+        assert_eq!(
+            backoff.decide(Some(1_000), 1_000),
+            RestartDecision::StartNow
+        );
+        assert_eq!(
+            backoff.decide(Some(2_000), 2_000),
+            RestartDecision::WaitUntil(12_000)
+        );
+        assert_eq!(
+            backoff.decide(Some(2_000), 12_000),
+            RestartDecision::StartNow
+        );
         assert_eq!(backoff.current(), Some(20_000));
         // Ran 601 s after that restart: the entry has expired, back to 10 s.
         let finished = 12_000 + 601_000;
-        assert_eq!(backoff.decide(Some(finished), finished), RestartDecision::StartNow);
+        assert_eq!(
+            backoff.decide(Some(finished), finished),
+            RestartDecision::StartNow
+        );
         assert_eq!(backoff.current(), Some(10_000));
         // Ran 599 s: no reset, the sequence goes on.
         let mut backoff = CrashLoopBackOff::default();
@@ -543,11 +579,20 @@ mod tests {
         assert_eq!(backoff.current(), None);
         // The second kill sees the first dead instance: no entry yet, so it starts at once and
         // the entry begins at 10 s.
-        assert_eq!(backoff.decide(Some(30_000), 60_000), RestartDecision::StartNow);
+        assert_eq!(
+            backoff.decide(Some(30_000), 60_000),
+            RestartDecision::StartNow
+        );
         assert_eq!(backoff.current(), Some(10_000));
         // A kill 30 s after the previous one is past a 10 s and a 20 s backoff: immediate.
-        assert_eq!(backoff.decide(Some(60_000), 90_000), RestartDecision::StartNow);
-        assert_eq!(backoff.decide(Some(90_000), 120_000), RestartDecision::StartNow);
+        assert_eq!(
+            backoff.decide(Some(60_000), 90_000),
+            RestartDecision::StartNow
+        );
+        assert_eq!(
+            backoff.decide(Some(90_000), 120_000),
+            RestartDecision::StartNow
+        );
         assert_eq!(backoff.current(), Some(40_000));
         // Now 30 s < 40 s: the kill happens, the start waits.
         assert_eq!(

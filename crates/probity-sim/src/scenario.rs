@@ -1236,11 +1236,13 @@ impl Scenario {
     /// inside the scenario (a contract) are resolved against its directory.
     pub fn parse(text: &str, format: Format, file: &Path) -> Result<Scenario, ScenarioError> {
         let value: serde_json::Value = match format {
-            Format::Yaml => serde_saphyr::from_str(text).map_err(|error| ScenarioError::Syntax {
-                file: file.to_path_buf(),
-                format: "YAML",
-                reason: error.to_string(),
-            })?,
+            Format::Yaml => {
+                serde_saphyr::from_str(text).map_err(|error| ScenarioError::Syntax {
+                    file: file.to_path_buf(),
+                    format: "YAML",
+                    reason: error.to_string(),
+                })?
+            }
             Format::Toml => toml::from_str(text).map_err(|error| ScenarioError::Syntax {
                 file: file.to_path_buf(),
                 format: "TOML",
@@ -1415,9 +1417,10 @@ fn validate(raw: ScenarioFile, base: &Path) -> Checked<Scenario> {
     let mut check_index: BTreeMap<String, usize> = BTreeMap::new();
     for (name, (field, check)) in &check_files {
         let target = match (&check.dependency, check.internal) {
-            (Some(dependency), None) => {
-                CheckTarget::Dependency(dependency_index(dependency, &format!("{field}.dependency"))?)
-            }
+            (Some(dependency), None) => CheckTarget::Dependency(dependency_index(
+                dependency,
+                &format!("{field}.dependency"),
+            )?),
             (None, Some(kind)) => CheckTarget::Internal(kind),
             (Some(_), Some(_)) => {
                 return Err(Invalid::new(
@@ -1448,7 +1451,8 @@ fn validate(raw: ScenarioFile, base: &Path) -> Checked<Scenario> {
                 None => {
                     // An undeclared name may be a dependency (checked with defaults) or a
                     // built-in internal condition.
-                    let target = if let Some(dep) = dependency_names.iter().position(|d| d == name) {
+                    let target = if let Some(dep) = dependency_names.iter().position(|d| d == name)
+                    {
                         CheckTarget::Dependency(dep)
                     } else if let Some(kind) = internal_by_name(name) {
                         CheckTarget::Internal(kind)
@@ -1507,16 +1511,31 @@ fn validate(raw: ScenarioFile, base: &Path) -> Checked<Scenario> {
     };
 
     // Probes.
-    let probe = |file: &Option<ProbeFile>, kind: ProbeKind, field: &str| -> Checked<Option<ProbeSpec>> {
-        match file {
-            None => Ok(None),
-            Some(file) => checked_probe(file, kind, field, &endpoint_index, &app.endpoints).map(Some),
-        }
-    };
+    let probe =
+        |file: &Option<ProbeFile>, kind: ProbeKind, field: &str| -> Checked<Option<ProbeSpec>> {
+            match file {
+                None => Ok(None),
+                Some(file) => {
+                    checked_probe(file, kind, field, &endpoint_index, &app.endpoints).map(Some)
+                }
+            }
+        };
     let probes = Probes {
-        liveness: probe(&raw.container.liveness_probe, ProbeKind::Liveness, "container.livenessProbe")?,
-        readiness: probe(&raw.container.readiness_probe, ProbeKind::Readiness, "container.readinessProbe")?,
-        startup: probe(&raw.container.startup_probe, ProbeKind::Startup, "container.startupProbe")?,
+        liveness: probe(
+            &raw.container.liveness_probe,
+            ProbeKind::Liveness,
+            "container.livenessProbe",
+        )?,
+        readiness: probe(
+            &raw.container.readiness_probe,
+            ProbeKind::Readiness,
+            "container.readinessProbe",
+        )?,
+        startup: probe(
+            &raw.container.startup_probe,
+            ProbeKind::Startup,
+            "container.startupProbe",
+        )?,
     };
     let pre_stop_sleep = match raw
         .container
@@ -1545,7 +1564,10 @@ fn validate(raw: ScenarioFile, base: &Path) -> Checked<Scenario> {
     let requests = {
         let r = &raw.requests;
         if !(r.rate.is_finite() && r.rate > 0.0) {
-            return Err(Invalid::new("requests.rate", "must be a positive number of requests per second"));
+            return Err(Invalid::new(
+                "requests.rate",
+                "must be a positive number of requests per second",
+            ));
         }
         if r.users == 0 {
             return Err(Invalid::new("requests.users", "must be at least 1"));
@@ -1560,12 +1582,18 @@ fn validate(raw: ScenarioFile, base: &Path) -> Checked<Scenario> {
             let mut total = 0.0;
             for (i, class) in r.mix.iter().enumerate() {
                 if !(class.share.is_finite() && class.share >= 0.0) {
-                    return Err(Invalid::new(format!("requests.mix[{i}].share"), "must be ≥ 0"));
+                    return Err(Invalid::new(
+                        format!("requests.mix[{i}].share"),
+                        "must be ≥ 0",
+                    ));
                 }
                 total += class.share;
                 let mut needs = Vec::new();
                 for (j, name) in class.needs.iter().enumerate() {
-                    needs.push(dependency_index(name, &format!("requests.mix[{i}].needs[{j}]"))?);
+                    needs.push(dependency_index(
+                        name,
+                        &format!("requests.mix[{i}].needs[{j}]"),
+                    )?);
                 }
                 mix.push(RequestClass {
                     share: class.share,
@@ -1642,12 +1670,18 @@ fn validate(raw: ScenarioFile, base: &Path) -> Checked<Scenario> {
             at_least_one(*unhealthy_threshold, "routing.unhealthy_threshold")?;
             at_least_one(*healthy_threshold, "routing.healthy_threshold")?;
             if !(0.0..=100.0).contains(panic_threshold) {
-                return Err(Invalid::new("routing.panic_threshold", "a percentage between 0 and 100"));
+                return Err(Invalid::new(
+                    "routing.panic_threshold",
+                    "a percentage between 0 and 100",
+                ));
             }
             let outlier = match outlier_detection {
                 None => None,
                 Some(o) => {
-                    at_least_one(o.consecutive_5xx, "routing.outlier_detection.consecutive_5xx")?;
+                    at_least_one(
+                        o.consecutive_5xx,
+                        "routing.outlier_detection.consecutive_5xx",
+                    )?;
                     if !(0.0..=100.0).contains(&o.max_ejection_percent) {
                         return Err(Invalid::new(
                             "routing.outlier_detection.max_ejection_percent",
@@ -1657,7 +1691,10 @@ fn validate(raw: ScenarioFile, base: &Path) -> Checked<Scenario> {
                     Some(Outlier {
                         consecutive_5xx: o.consecutive_5xx,
                         base_ejection_time: o.base_ejection_time.as_millis(),
-                        max_ejection_time: o.max_ejection_time.as_millis().max(o.base_ejection_time.as_millis()),
+                        max_ejection_time: o
+                            .max_ejection_time
+                            .as_millis()
+                            .max(o.base_ejection_time.as_millis()),
                         max_ejection_percent: o.max_ejection_percent,
                     })
                 }
@@ -1682,11 +1719,17 @@ fn validate(raw: ScenarioFile, base: &Path) -> Checked<Scenario> {
         } => {
             let seconds = interval.as_millis() / 1000;
             if !(5..=300).contains(&seconds) || interval.as_millis() % 1000 != 0 {
-                return Err(Invalid::new("routing.interval", "AWS accepts 5 to 300 whole seconds"));
+                return Err(Invalid::new(
+                    "routing.interval",
+                    "AWS accepts 5 to 300 whole seconds",
+                ));
             }
             let timeout_s = timeout.as_millis() / 1000;
             if !(2..=120).contains(&timeout_s) || timeout.as_millis() % 1000 != 0 {
-                return Err(Invalid::new("routing.timeout", "AWS accepts 2 to 120 whole seconds"));
+                return Err(Invalid::new(
+                    "routing.timeout",
+                    "AWS accepts 2 to 120 whole seconds",
+                ));
             }
             for (value, field) in [
                 (*healthy_threshold, "routing.healthy_threshold"),
@@ -1712,7 +1755,10 @@ fn validate(raw: ScenarioFile, base: &Path) -> Checked<Scenario> {
             propagation,
         } => {
             if *virtual_nodes == 0 || *virtual_nodes > 10_000 {
-                return Err(Invalid::new("routing.virtual_nodes", "must be between 1 and 10000"));
+                return Err(Invalid::new(
+                    "routing.virtual_nodes",
+                    "must be between 1 and 10000",
+                ));
             }
             Routing::ConsistentHash {
                 virtual_nodes: *virtual_nodes,
@@ -1725,14 +1771,21 @@ fn validate(raw: ScenarioFile, base: &Path) -> Checked<Scenario> {
     // Faults.
     let instance = |reference: &InstanceRefFile, field: &str| -> Checked<usize> {
         match reference {
-            InstanceRefFile::Index(index) if (*index as usize) < fleet.replicas => Ok(*index as usize),
+            InstanceRefFile::Index(index) if (*index as usize) < fleet.replicas => {
+                Ok(*index as usize)
+            }
             InstanceRefFile::Index(index) => Err(Invalid::new(
                 field,
-                format!("instance {index} does not exist: the fleet has {} (0-based)", fleet.replicas),
+                format!(
+                    "instance {index} does not exist: the fleet has {} (0-based)",
+                    fleet.replicas
+                ),
             )),
-            InstanceRefFile::Name(name) => fleet.names.iter().position(|n| n == name).ok_or_else(|| {
-                Invalid::new(field, format!("no instance named `{name}` in fleet.names"))
-            }),
+            InstanceRefFile::Name(name) => {
+                fleet.names.iter().position(|n| n == name).ok_or_else(|| {
+                    Invalid::new(field, format!("no instance named `{name}` in fleet.names"))
+                })
+            }
         }
     };
     let mut faults = Vec::new();
@@ -1787,13 +1840,22 @@ fn validate(raw: ScenarioFile, base: &Path) -> Checked<Scenario> {
                 flicker,
             } => {
                 if period.as_millis() == 0 {
-                    return Err(Invalid::new(format!("{field}.period"), "must be longer than zero"));
+                    return Err(Invalid::new(
+                        format!("{field}.period"),
+                        "must be longer than zero",
+                    ));
                 }
                 if down > period {
-                    return Err(Invalid::new(format!("{field}.down"), "must not exceed the period"));
+                    return Err(Invalid::new(
+                        format!("{field}.down"),
+                        "must not exceed the period",
+                    ));
                 }
                 if !(0.0..=1.0).contains(flicker) {
-                    return Err(Invalid::new(format!("{field}.flicker"), "a probability between 0 and 1"));
+                    return Err(Invalid::new(
+                        format!("{field}.flicker"),
+                        "a probability between 0 and 1",
+                    ));
                 }
                 (
                     *at,
@@ -1830,14 +1892,20 @@ fn validate(raw: ScenarioFile, base: &Path) -> Checked<Scenario> {
                     ignores_sigterm: *ignores_sigterm,
                 },
             ),
-            FaultFile::RuntimeStall { instance: reference, at } => (
+            FaultFile::RuntimeStall {
+                instance: reference,
+                at,
+            } => (
                 *at,
                 None,
                 FaultKind::RuntimeStall {
                     instance: instance(reference, &format!("{field}.instance"))?,
                 },
             ),
-            FaultFile::ManualDrain { instance: reference, at } => (
+            FaultFile::ManualDrain {
+                instance: reference,
+                at,
+            } => (
                 *at,
                 None,
                 FaultKind::ManualDrain {
@@ -1873,7 +1941,10 @@ fn validate(raw: ScenarioFile, base: &Path) -> Checked<Scenario> {
     }
     let rate_window = m.rate_window.unwrap_or(m.resolution).as_millis();
     if rate_window < m.resolution.as_millis() {
-        return Err(Invalid::new("measure.rate_window", "must not be shorter than measure.resolution"));
+        return Err(Invalid::new(
+            "measure.rate_window",
+            "must not be shorter than measure.resolution",
+        ));
     }
     for (value, field) in [
         (m.outage_threshold, "measure.outage_threshold"),
@@ -1964,10 +2035,16 @@ fn checked_check(check: &CheckFile, field: &str) -> Checked<()> {
         }
     }
     if check.jitter >= check.interval {
-        return Err(Invalid::new(format!("{field}.jitter"), "must be shorter than the interval"));
+        return Err(Invalid::new(
+            format!("{field}.jitter"),
+            "must be shorter than the interval",
+        ));
     }
     if let Some(0) = check.passive_failure_threshold {
-        return Err(Invalid::new(format!("{field}.passive_failure_threshold"), "must be at least 1"));
+        return Err(Invalid::new(
+            format!("{field}.passive_failure_threshold"),
+            "must be at least 1",
+        ));
     }
     Ok(())
 }
@@ -2055,17 +2132,15 @@ fn import_contract(
         );
     }
     for step in &contract.startup.steps {
-        checks
-            .entry(step.clone())
-            .or_insert_with(|| {
-                (
-                    format!("app.contract: startup.steps.{step}"),
-                    CheckFile {
-                        internal: Some(InternalKind::Boot),
-                        ..CheckFile::default()
-                    },
-                )
-            });
+        checks.entry(step.clone()).or_insert_with(|| {
+            (
+                format!("app.contract: startup.steps.{step}"),
+                CheckFile {
+                    internal: Some(InternalKind::Boot),
+                    ..CheckFile::default()
+                },
+            )
+        });
     }
     for endpoint in &contract.endpoints {
         let mut names = endpoint.checks.clone();
@@ -2138,7 +2213,10 @@ fn checked_probe(
         ));
     }
     if handlers > 1 {
-        return Err(Invalid::new(field, "may not specify more than 1 handler type"));
+        return Err(Invalid::new(
+            field,
+            "may not specify more than 1 handler type",
+        ));
     }
     let known = || list_or_none(&endpoints.iter().map(|e| e.path.clone()).collect::<Vec<_>>());
     let handler = if let Some(http) = &file.http_get {
@@ -2166,7 +2244,10 @@ fn checked_probe(
             None => {
                 return Err(Invalid::new(
                     format!("{field}.grpc.service"),
-                    format!("no endpoint `{path}` in app.endpoints (declared: {})", known()),
+                    format!(
+                        "no endpoint `{path}` in app.endpoints (declared: {})",
+                        known()
+                    ),
                 ));
             }
         }
@@ -2180,8 +2261,14 @@ fn checked_probe(
     let seconds = |value: Option<i64>, name: &str, default: u64| -> Checked<u64> {
         match value {
             None | Some(0) => Ok(default),
-            Some(v) if v < 0 => Err(Invalid::new(format!("{field}.{name}"), "must be greater than or equal to 0")),
-            Some(v) if v > 86_400 => Err(Invalid::new(format!("{field}.{name}"), "more than a day cannot be simulated")),
+            Some(v) if v < 0 => Err(Invalid::new(
+                format!("{field}.{name}"),
+                "must be greater than or equal to 0",
+            )),
+            Some(v) if v > 86_400 => Err(Invalid::new(
+                format!("{field}.{name}"),
+                "more than a day cannot be simulated",
+            )),
             Some(v) => Ok(v as u64),
         }
     };
@@ -2202,7 +2289,10 @@ fn checked_probe(
     let failure_threshold = seconds(file.failure_threshold, "failureThreshold", 3)? as u32;
     if success_threshold != 1 && kind != ProbeKind::Readiness {
         // validation.go: successThreshold "must be 1" for liveness and startup probes.
-        return Err(Invalid::new(format!("{field}.successThreshold"), "must be 1"));
+        return Err(Invalid::new(
+            format!("{field}.successThreshold"),
+            "must be 1",
+        ));
     }
     let termination_grace = match file.termination_grace_period_seconds {
         None => None,

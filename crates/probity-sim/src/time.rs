@@ -51,7 +51,9 @@ impl Span {
                 .find(|c: char| !(c.is_ascii_digit() || c == '.'))
                 .unwrap_or(rest.len());
             if number_len == 0 {
-                return Err(format!("`{text}` is not a duration (expected e.g. 500ms, 40s, 1m30s)"));
+                return Err(format!(
+                    "`{text}` is not a duration (expected e.g. 500ms, 40s, 1m30s)"
+                ));
             }
             let number: f64 = rest[..number_len]
                 .parse()
@@ -93,14 +95,14 @@ impl Span {
 impl fmt::Display for Span {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let ms = self.0;
-        if ms % 1000 != 0 {
+        if !ms.is_multiple_of(1000) {
             if ms < 1000 {
                 return write!(f, "{ms}ms");
             }
             return write!(f, "{:.3}s", ms as f64 / 1000.0);
         }
         let seconds = ms / 1000;
-        if seconds >= 60 && seconds % 60 == 0 {
+        if seconds >= 60 && seconds.is_multiple_of(60) {
             write!(f, "{}m", seconds / 60)
         } else if seconds >= 60 {
             write!(f, "{}m{}s", seconds / 60, seconds % 60)
@@ -122,7 +124,9 @@ impl<'de> Deserialize<'de> for Span {
         impl Visitor<'_> for SpanVisitor {
             type Value = Span;
             fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str("a duration such as \"40s\", \"500ms\", \"1m30s\" or a number of seconds")
+                f.write_str(
+                    "a duration such as \"40s\", \"500ms\", \"1m30s\" or a number of seconds",
+                )
             }
             fn visit_u64<E: de::Error>(self, v: u64) -> Result<Span, E> {
                 Span::from_secs_f64(v as f64).map_err(E::custom)

@@ -4,7 +4,9 @@
 //! Needs the Debian package `chromium`. Under CI (`CI=true`) a missing browser fails the test;
 //! elsewhere the test is skipped with a message.
 
-use probity_sim::chart::{self, CURVE_COLOUR, LANE_HEIGHT, LEFT, PLOT_HEIGHT, TOP, WIDTH, lane_colour};
+use probity_sim::chart::{
+    self, CURVE_COLOUR, LANE_HEIGHT, LEFT, PLOT_HEIGHT, TOP, WIDTH, lane_colour,
+};
 use probity_sim::report::{LaneState, Report};
 use probity_sim::{Scenario, effective_seed, simulate};
 use std::path::{Path, PathBuf};
@@ -37,7 +39,8 @@ struct Image {
 
 impl Image {
     fn load(path: &Path) -> Image {
-        let decoder = png::Decoder::new(std::io::BufReader::new(std::fs::File::open(path).unwrap()));
+        let decoder =
+            png::Decoder::new(std::io::BufReader::new(std::fs::File::open(path).unwrap()));
         let mut reader = decoder.read_info().unwrap();
         let mut buffer = vec![0; reader.output_buffer_size().unwrap()];
         let info = reader.next_frame(&mut buffer).unwrap();
@@ -55,10 +58,17 @@ impl Image {
             return false;
         }
         let px = self.rgb[y * self.width + x];
-        px.iter().zip(colour).all(|(a, b)| (*a as i32 - b as i32).abs() <= 24)
+        px.iter()
+            .zip(colour)
+            .all(|(a, b)| (*a as i32 - b as i32).abs() <= 24)
     }
 
-    fn count_in(&self, xs: std::ops::Range<usize>, ys: std::ops::Range<usize>, colour: [u8; 3]) -> usize {
+    fn count_in(
+        &self,
+        xs: std::ops::Range<usize>,
+        ys: std::ops::Range<usize>,
+        colour: [u8; 3],
+    ) -> usize {
         let mut count = 0;
         for y in ys {
             for x in xs.clone() {
@@ -111,7 +121,8 @@ fn screenshot(chromium: &Path, html: &Path, png: &Path, height: u32) {
 }
 
 fn report() -> Report {
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../scenarios/seed-000-db-in-liveness-before.yaml");
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../scenarios/seed-000-db-in-liveness-before.yaml");
     let scenario = Scenario::load(&path).unwrap();
     simulate(&scenario, effective_seed(&scenario, None))
 }
@@ -122,7 +133,9 @@ fn html_chart_renders_curve_and_lanes_in_chromium() {
         if std::env::var("CI").is_ok_and(|v| v == "true") {
             panic!("chromium is not installed: `apt-get install -y chromium` (required in CI)");
         }
-        eprintln!("!!! SKIPPED: chromium is not installed (apt-get install -y chromium); the chart was not checked in a browser");
+        eprintln!(
+            "!!! SKIPPED: chromium is not installed (apt-get install -y chromium); the chart was not checked in a browser"
+        );
         return;
     };
     let report = report();
@@ -145,11 +158,20 @@ fn html_chart_renders_curve_and_lanes_in_chromium() {
     // Before the blip (0–55 s) the curve lies on the 0% line; during the crash loop
     // (2m–7m) it sits at 100%, the top of the plot.
     let quiet = image.count_in(x_at(5.0)..x_at(50.0), bottom - 4..bottom + 3, red);
-    assert!(quiet > 20, "curve missing along 0% before the incident ({quiet} red pixels)");
+    assert!(
+        quiet > 20,
+        "curve missing along 0% before the incident ({quiet} red pixels)"
+    );
     let loud_top = image.count_in(x_at(150.0)..x_at(400.0), top - 3..top + 4, red);
-    assert!(loud_top > 100, "curve missing at 100% during the crash loop ({loud_top} red pixels)");
+    assert!(
+        loud_top > 100,
+        "curve missing at 100% during the crash loop ({loud_top} red pixels)"
+    );
     let loud_bottom = image.count_in(x_at(150.0)..x_at(400.0), bottom - 4..bottom + 3, red);
-    assert!(loud_bottom < loud_top / 10, "curve drawn at 0% during the outage");
+    assert!(
+        loud_bottom < loud_top / 10,
+        "curve drawn at 0% during the outage"
+    );
 
     // Lanes: each instance is ready before the blip, restarting or booting during the crash
     // loop, ready again at the end.
@@ -157,12 +179,31 @@ fn html_chart_renders_curve_and_lanes_in_chromium() {
     for (i, instance) in report.instances.iter().enumerate() {
         let y = lanes_top + i * (LANE_HEIGHT as usize + 3) + LANE_HEIGHT as usize / 2;
         let ready = hex(lane_colour(LaneState::Ready));
-        assert!(image.is(x_at(20.0), y, ready), "{}: not ready before the blip", instance.name);
-        assert!(image.is(x_at(report.duration_s - 20.0), y, ready), "{}: not ready at the end", instance.name);
-        let troubled = image.count_in(x_at(120.0)..x_at(460.0), y..y + 1, hex(lane_colour(LaneState::Booting)))
-            + image.count_in(x_at(120.0)..x_at(460.0), y..y + 1, hex(lane_colour(LaneState::Restarting)));
+        assert!(
+            image.is(x_at(20.0), y, ready),
+            "{}: not ready before the blip",
+            instance.name
+        );
+        assert!(
+            image.is(x_at(report.duration_s - 20.0), y, ready),
+            "{}: not ready at the end",
+            instance.name
+        );
+        let troubled = image.count_in(
+            x_at(120.0)..x_at(460.0),
+            y..y + 1,
+            hex(lane_colour(LaneState::Booting)),
+        ) + image.count_in(
+            x_at(120.0)..x_at(460.0),
+            y..y + 1,
+            hex(lane_colour(LaneState::Restarting)),
+        );
         let span = x_at(460.0) - x_at(120.0);
-        assert!(troubled * 10 > span * 9, "{}: lane not booting/restarting during the crash loop", instance.name);
+        assert!(
+            troubled * 10 > span * 9,
+            "{}: lane not booting/restarting during the crash loop",
+            instance.name
+        );
     }
     std::fs::remove_dir_all(&dir).ok();
 }
@@ -172,9 +213,19 @@ fn svg_and_html_are_self_contained() {
     let report = report();
     let html = chart::html(std::slice::from_ref(&report));
     assert!(html.starts_with("<!DOCTYPE html>"));
-    assert!(!html.contains("http://") || !html.contains("<script"), "no scripts");
+    assert!(
+        !html.contains("http://") || !html.contains("<script"),
+        "no scripts"
+    );
     assert!(!html.contains("https://"), "no network references");
     let svg = chart::svg(std::slice::from_ref(&report));
     assert!(svg.contains("class=\"curve\""));
-    assert_eq!(svg.matches("class=\"lane ").count(), report.instances.iter().map(|i| i.lanes.len()).sum::<usize>());
+    assert_eq!(
+        svg.matches("class=\"lane ").count(),
+        report
+            .instances
+            .iter()
+            .map(|i| i.lanes.len())
+            .sum::<usize>()
+    );
 }

@@ -36,20 +36,90 @@ fn the_base_scenario_is_valid() {
 #[test]
 fn malformed_scenarios_name_file_field_and_reason() {
     let cases: &[(&str, &str, &str, &str)] = &[
-        ("periodSeconds: 5 }", "periodSeconds: -5 }", "container.readinessProbe.periodSeconds", "greater than or equal to 0"),
-        ("periodSeconds: 5 }", "periodSeconds: ten }", "container.readinessProbe.periodSeconds", "invalid type"),
-        ("periodSeconds: 5 }", "periodSecond: 5 }", "container.readinessProbe.periodSecond", "unknown field `periodSecond`"),
-        ("{ httpGet: { path: /livez, port: 8080 } }", "{ httpGet: { path: /livez, port: 8080 }, successThreshold: 2 }", "container.livenessProbe.successThreshold", "must be 1"),
-        ("{ httpGet: { path: /livez, port: 8080 } }", "{ httpGet: { path: /nope, port: 8080 } }", "container.livenessProbe.httpGet.path", "no endpoint `/nope`"),
-        ("{ httpGet: { path: /livez, port: 8080 } }", "{ httpGet: { path: /livez }, tcpSocket: { port: 8080 } }", "container.livenessProbe", "more than 1 handler"),
-        ("{ httpGet: { path: /livez, port: 8080 } }", "{ exec: { command: [cat, /tmp/ok] } }", "container.livenessProbe.exec", "cannot model"),
-        ("dependency: db, at: 30s", "dependency: dbx, at: 30s", "faults[0].dependency", "unknown dependency `dbx`"),
-        ("at: 30s, duration: 20s", "at: 5m, duration: 20s", "faults[0].at", "not before the end"),
-        ("at: 30s, duration: 20s", "at: 30x, duration: 20s", "faults[0]", "`30x`: unknown unit"),
-        ("kind: dependency-outage", "kind: meteor-strike", "faults[0].kind", "unknown variant `meteor-strike`"),
-        ("replicas: 2", "replicas: 0", "fleet.replicas", "between 1 and 100000"),
-        ("checks: [db] }", "checks: [dbb] }", "app.endpoints./readyz.checks[0]", "neither a declared check"),
-        ("duration: 2m", "duration: 0s", "duration", "longer than zero"),
+        (
+            "periodSeconds: 5 }",
+            "periodSeconds: -5 }",
+            "container.readinessProbe.periodSeconds",
+            "greater than or equal to 0",
+        ),
+        (
+            "periodSeconds: 5 }",
+            "periodSeconds: ten }",
+            "container.readinessProbe.periodSeconds",
+            "invalid type",
+        ),
+        (
+            "periodSeconds: 5 }",
+            "periodSecond: 5 }",
+            "container.readinessProbe.periodSecond",
+            "unknown field `periodSecond`",
+        ),
+        (
+            "{ httpGet: { path: /livez, port: 8080 } }",
+            "{ httpGet: { path: /livez, port: 8080 }, successThreshold: 2 }",
+            "container.livenessProbe.successThreshold",
+            "must be 1",
+        ),
+        (
+            "{ httpGet: { path: /livez, port: 8080 } }",
+            "{ httpGet: { path: /nope, port: 8080 } }",
+            "container.livenessProbe.httpGet.path",
+            "no endpoint `/nope`",
+        ),
+        (
+            "{ httpGet: { path: /livez, port: 8080 } }",
+            "{ httpGet: { path: /livez }, tcpSocket: { port: 8080 } }",
+            "container.livenessProbe",
+            "more than 1 handler",
+        ),
+        (
+            "{ httpGet: { path: /livez, port: 8080 } }",
+            "{ exec: { command: [cat, /tmp/ok] } }",
+            "container.livenessProbe.exec",
+            "cannot model",
+        ),
+        (
+            "dependency: db, at: 30s",
+            "dependency: dbx, at: 30s",
+            "faults[0].dependency",
+            "unknown dependency `dbx`",
+        ),
+        (
+            "at: 30s, duration: 20s",
+            "at: 5m, duration: 20s",
+            "faults[0].at",
+            "not before the end",
+        ),
+        (
+            "at: 30s, duration: 20s",
+            "at: 30x, duration: 20s",
+            "faults[0]",
+            "`30x`: unknown unit",
+        ),
+        (
+            "kind: dependency-outage",
+            "kind: meteor-strike",
+            "faults[0].kind",
+            "unknown variant `meteor-strike`",
+        ),
+        (
+            "replicas: 2",
+            "replicas: 0",
+            "fleet.replicas",
+            "between 1 and 100000",
+        ),
+        (
+            "checks: [db] }",
+            "checks: [dbb] }",
+            "app.endpoints./readyz.checks[0]",
+            "neither a declared check",
+        ),
+        (
+            "duration: 2m",
+            "duration: 0s",
+            "duration",
+            "longer than zero",
+        ),
     ];
     for (from, to, field, reason) in cases {
         let yaml = BASE.replacen(from, to, 1);
@@ -62,10 +132,8 @@ fn malformed_scenarios_name_file_field_and_reason() {
 
 #[test]
 fn a_check_timeout_must_be_shorter_than_its_interval() {
-    let yaml = format!("{BASE}\n").replace(
-        "dependencies: { db: {} }",
-        "dependencies: { db: {} }\n",
-    ) + "";
+    let yaml =
+        format!("{BASE}\n").replace("dependencies: { db: {} }", "dependencies: { db: {} }\n") + "";
     let yaml = yaml.replace(
         "    /readyz: { mode: cached, checks: [db] }",
         "    /readyz: { mode: cached, checks: [db] }\n  checks:\n    db: { dependency: db, interval: 5s, timeout: 5s }",
@@ -77,11 +145,18 @@ fn a_check_timeout_must_be_shorter_than_its_interval() {
 
 #[test]
 fn syntax_errors_carry_the_parser_position() {
-    let error = Scenario::parse("name: [unclosed\n", Format::Yaml, Path::new("x.yaml")).unwrap_err();
+    let error =
+        Scenario::parse("name: [unclosed\n", Format::Yaml, Path::new("x.yaml")).unwrap_err();
     assert!(matches!(error, ScenarioError::Syntax { .. }));
-    assert!(error.to_string().starts_with("x.yaml: not valid YAML"), "{error}");
+    assert!(
+        error.to_string().starts_with("x.yaml: not valid YAML"),
+        "{error}"
+    );
     let error = Scenario::parse("name = \n", Format::Toml, Path::new("x.toml")).unwrap_err();
-    assert!(error.to_string().starts_with("x.toml: not valid TOML"), "{error}");
+    assert!(
+        error.to_string().starts_with("x.toml: not valid TOML"),
+        "{error}"
+    );
 }
 
 #[test]
@@ -131,7 +206,10 @@ fn same_seed_same_report_other_seed_other_phases() {
     let two = serde_json::to_string(&simulate(&scenario, 42)).unwrap();
     assert_eq!(one, two);
     let other = serde_json::to_string(&simulate(&scenario, 43)).unwrap();
-    assert_ne!(one, other, "the seed sets probe phases, so drain times differ");
+    assert_ne!(
+        one, other,
+        "the seed sets probe phases, so drain times differ"
+    );
 }
 
 #[test]
@@ -180,9 +258,14 @@ faults:
     let recover = report.time_to_recover_s.unwrap();
     assert!((2.0..=9.0).contains(&recover), "{recover}");
 
-    let broken = yaml.replace("postgres: {}", "redis: {}").replace("dependency: postgres", "dependency: redis");
+    let broken = yaml
+        .replace("postgres: {}", "redis: {}")
+        .replace("dependency: postgres", "dependency: redis");
     std::fs::write(&path, broken).unwrap();
     let error = Scenario::load(&path).unwrap_err().to_string();
-    assert!(error.contains("app.contract") && error.contains("postgres"), "{error}");
+    assert!(
+        error.contains("app.contract") && error.contains("postgres"),
+        "{error}"
+    );
     std::fs::remove_dir_all(&dir).ok();
 }

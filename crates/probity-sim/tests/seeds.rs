@@ -37,12 +37,20 @@ fn entered(report: &Report, instance: usize, state: LaneState, after_s: f64) -> 
 fn seed_000_pool_leak_before_keeps_a_third_of_traffic_failing() {
     let report = run("seed-000-pool-leak-before");
     // "fleet error rate 33.4%", stated to a tenth of a percent.
-    assert!((report.fleet_error_rate - 0.334).abs() <= 0.005, "{}", report.fleet_error_rate);
+    assert!(
+        (report.fleet_error_rate - 0.334).abs() <= 0.005,
+        "{}",
+        report.fleet_error_rate
+    );
     assert_eq!(report.drains, 0);
     assert_eq!(report.time_to_drain_s, None);
     assert_eq!(report.restarts, 0);
     // 26 minutes of impact (09:14:02 to 09:40:11), until the manual drain.
-    assert!((report.outage_s - 1569.0).abs() <= 60.0, "{}", report.outage_s);
+    assert!(
+        (report.outage_s - 1569.0).abs() <= 60.0,
+        "{}",
+        report.outage_s
+    );
     // instance-7 fails everything it gets; -8 and -9 nothing.
     assert!(report.instances[0].error_rate > 0.9);
     assert_eq!(report.instances[1].failed, 0);
@@ -59,7 +67,11 @@ fn seed_000_pool_leak_after_drains_within_period_times_threshold() {
     assert_eq!(report.restarts, 0);
     assert_eq!(report.drains, 1);
     // "fleet error rate peak: 2.1% for 9 seconds" over a 2-minute rate window.
-    assert!((0.01..=0.03).contains(&report.peak_error_rate), "{}", report.peak_error_rate);
+    assert!(
+        (0.01..=0.03).contains(&report.peak_error_rate),
+        "{}",
+        report.peak_error_rate
+    );
     assert!(report.outage_s <= 11.0, "{}", report.outage_s);
 }
 
@@ -84,10 +96,23 @@ fn seed_000_database_in_liveness_kills_every_instance_and_crash_loops() {
         assert!(kills >= 3, "{name}: {kills} kills");
     }
     // The third cycle lands around 11:03:40 (t = 150 s) in the seed.
-    let third: Vec<f64> = report.kills.iter().skip(6).take(3).map(|k| k.at_s).collect();
-    assert!(third.iter().all(|t| (130.0..=170.0).contains(t)), "{third:?}");
+    let third: Vec<f64> = report
+        .kills
+        .iter()
+        .skip(6)
+        .take(3)
+        .map(|k| k.at_s)
+        .collect();
+    assert!(
+        third.iter().all(|t| (130.0..=170.0).contains(t)),
+        "{third:?}"
+    );
     // "7 min outage": stated in whole minutes.
-    assert!((360.0..=480.0).contains(&report.outage_s), "{}", report.outage_s);
+    assert!(
+        (360.0..=480.0).contains(&report.outage_s),
+        "{}",
+        report.outage_s
+    );
     assert!(report.restarts >= 9);
 }
 
@@ -112,7 +137,8 @@ fn seed_000_deadlock_is_restarted_by_liveness() {
     // "pod restarted at t+32s": detection is the next tick + 2 periods + the detector's second.
     assert!((20.0..=33.0).contains(&kill), "{kill}");
     // "recovered at t+67s": restart + 35 s cold start + startup and readiness probes.
-    let back = entered(&report, 0, LaneState::Ready, onset + kill).expect("back in rotation") - onset;
+    let back =
+        entered(&report, 0, LaneState::Ready, onset + kill).expect("back in rotation") - onset;
     assert!((kill + 35.0..=kill + 41.0).contains(&back), "{back}");
     assert!((55.0..=75.0).contains(&back), "{back}");
     // Readiness (on the deadlocked pool) drained it before the kill.
@@ -143,7 +169,11 @@ fn seed_001_outage_after_drains_without_restarts_and_recovers_by_itself() {
 fn seed_003_dead_pod_behind_consistent_hashing_fails_its_users() {
     let report = run("seed-003-consistent-hash-dead-pod-before");
     // "about 2.5% of users" for one pod in ~40.
-    assert!((0.015..=0.035).contains(&report.fleet_error_rate), "{}", report.fleet_error_rate);
+    assert!(
+        (0.015..=0.035).contains(&report.fleet_error_rate),
+        "{}",
+        report.fleet_error_rate
+    );
     assert_eq!(report.time_to_drain_s, None);
     assert_eq!(report.time_to_recover_s, None);
     let after = run("seed-003-consistent-hash-dead-pod-after");
@@ -158,14 +188,21 @@ fn seed_003_deep_check_drains_the_fleet_over_a_billing_outage() {
     let before = run("seed-003-deep-check-billing-before");
     // "one probe every two seconds across fifty pods is twenty-five queries per second".
     for dep in ["db", "cache", "billing", "flags"] {
-        assert!((before.dependency_check_qps[dep] - 25.0).abs() < 0.5, "{dep}");
+        assert!(
+            (before.dependency_check_qps[dep] - 25.0).abs() < 0.5,
+            "{dep}"
+        );
     }
     assert_eq!(before.drains, 50);
     assert!(before.fleet_error_rate > 0.9, "{}", before.fleet_error_rate);
     let after = run("seed-003-deep-check-billing-after");
     assert_eq!(after.drains, 0);
     // Only the ~10% of requests that use billing fail.
-    assert!((after.fleet_error_rate - 0.10).abs() < 0.01, "{}", after.fleet_error_rate);
+    assert!(
+        (after.fleet_error_rate - 0.10).abs() < 0.01,
+        "{}",
+        after.fleet_error_rate
+    );
     assert!((after.dependency_check_qps["db"] - 10.0).abs() < 0.5);
 }
 
@@ -220,7 +257,11 @@ fn seed_003_model_load_crash_loops_without_a_startup_probe() {
 fn seed_003_probe_cost_at_2000_pods() {
     let report = run("seed-003-probe-cost-2000-pods");
     // "2000 pods with both probes at 2-second intervals is 2000 requests per second".
-    assert!((report.probe_rps - 2000.0).abs() < 1.0, "{}", report.probe_rps);
+    assert!(
+        (report.probe_rps - 2000.0).abs() < 1.0,
+        "{}",
+        report.probe_rps
+    );
     // The snapshot decouples the database from the probe rate: one poll per pod every 5 s.
     assert!((report.dependency_check_qps["db"] - 400.0).abs() < 5.0);
 }
@@ -255,7 +296,11 @@ fn fleet_wide_readiness_failure_depends_on_the_router() {
     // ALB fails open and Envoy panics: only the requests that need the database fail.
     for report in [&alb, &envoy] {
         assert_eq!(report.requests_refused, 0);
-        assert!((report.peak_error_rate - 0.7).abs() < 0.01, "{}", report.name);
+        assert!(
+            (report.peak_error_rate - 0.7).abs() < 0.01,
+            "{}",
+            report.name
+        );
     }
     assert!(envoy.time_to_drain_s.unwrap() < alb.time_to_drain_s.unwrap());
 }
