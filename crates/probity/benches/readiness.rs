@@ -1,5 +1,8 @@
 //! The cost of a readiness decision and of each render format, for 20 checks.
 
+// criterion_group! generates an undocumented public function.
+#![allow(missing_docs)]
+
 use criterion::{Criterion, criterion_group, criterion_main};
 use probity::render::{Clock, Details, Format, Query, Request, render};
 use probity::{CheckError, CheckSpec, Detail, Health, ProbeKind, Tier};

@@ -87,12 +87,13 @@ impl Watchdog {
 
 /// Starts the heartbeat task (with a runtime watchdog) and the watchdog thread (with a runtime
 /// watchdog or deadlock detection).
-pub(crate) fn start(
-    inner: &std::sync::Arc<Inner>,
-) -> std::io::Result<(
+/// What [`start`] spawned: the heartbeat task and the watchdog thread, either optional.
+pub(crate) type Started = (
     Option<tokio::task::JoinHandle<()>>,
     Option<std::thread::JoinHandle<()>>,
-)> {
+);
+
+pub(crate) fn start(inner: &std::sync::Arc<Inner>) -> std::io::Result<Started> {
     let watchdog = inner.watchdog.clone();
     if watchdog.is_none() && inner.deadlock_interval.is_none() {
         return Ok((None, None));
@@ -141,19 +142,19 @@ fn watch_loop(inner: &Weak<Inner>, watchdog: Option<&Watchdog>, check_every: Dur
             }
         }
         #[cfg(feature = "deadlock")]
-        if let Some(every) = inner.deadlock_interval {
-            if std::time::Instant::now() >= next_deadlock_check {
-                next_deadlock_check = std::time::Instant::now() + every;
-                let cycles = parking_lot::deadlock::check_deadlock();
-                if !cycles.is_empty() {
-                    let threads: usize = cycles.iter().map(Vec::len).sum();
-                    let reason = format!(
-                        "deadlock: {} cycle(s) between {threads} threads",
-                        cycles.len()
-                    );
-                    tracing::error!(target: "probity::liveness", "{reason}");
-                    inner.set_deadlock(reason);
-                }
+        if let Some(every) = inner.deadlock_interval
+            && std::time::Instant::now() >= next_deadlock_check
+        {
+            next_deadlock_check = std::time::Instant::now() + every;
+            let cycles = parking_lot::deadlock::check_deadlock();
+            if !cycles.is_empty() {
+                let threads: usize = cycles.iter().map(Vec::len).sum();
+                let reason = format!(
+                    "deadlock: {} cycle(s) between {threads} threads",
+                    cycles.len()
+                );
+                tracing::error!(target: "probity::liveness", "{reason}");
+                inner.set_deadlock(reason);
             }
         }
         drop(inner);

@@ -28,10 +28,16 @@ use crate::check::format_duration;
 use crate::contract::ProbeKind;
 use crate::policy::Tier;
 use crate::snapshot::{Entry, Snapshot, Status, Verdict};
-use serde::Serialize;
 use std::borrow::Cow;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use tokio::time::Instant;
+
+/// A JSON member name with its quotes and colon, as bytes.
+macro_rules! key {
+    ($name:literal) => {
+        concat!("\"", $name, "\":").as_bytes()
+    };
+}
 
 /// The body format of an answer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -241,8 +247,12 @@ impl Clock {
         }
     }
 
-    fn wall_at(&self, at: Instant) -> SystemTime {
-        self.wall - self.now.saturating_duration_since(at)
+    /// Microseconds since the Unix epoch of the wall clock now.
+    fn wall_micros(&self) -> u64 {
+        self.wall
+            .duration_since(UNIX_EPOCH)
+            .unwrap_or_default()
+            .as_micros() as u64
     }
 }
 
@@ -290,17 +300,19 @@ pub fn render_error(status: u16, format: Format, message: &str, known: &[&str]) 
             }
         }
         Format::Json | Format::HealthJson => {
-            #[derive(Serialize)]
-            struct ErrorBody<'a> {
-                error: &'a str,
-                #[serde(skip_serializing_if = "<[_]>::is_empty")]
-                known: &'a [&'a str],
+            let mut json = Json::with_capacity(64 + message.len() + known.len() * 16);
+            json.open(b'{');
+            json.field_str(key!("error"), message);
+            if !known.is_empty() {
+                json.key(key!("known"));
+                json.open(b'[');
+                for name in known {
+                    json.string(name);
+                }
+                json.close(b']');
             }
-            serde_json::to_string(&ErrorBody {
-                error: message,
-                known,
-            })
-            .unwrap_or_default()
+            json.close(b'}');
+            json.finish()
         }
     };
     let format = if format == Format::HealthJson {
@@ -446,13 +458,230 @@ fn write_line(body: &mut String, entry: &Entry<'_>, details: Details) {
     };
 }
 
-fn rfc3339(time: SystemTime) -> String {
-    let since_epoch = time.duration_since(UNIX_EPOCH).unwrap_or_default();
-    let secs = since_epoch.as_secs() as i64;
-    let millis = since_epoch.subsec_millis();
-    let days = secs.div_euclid(86_400);
-    let seconds_of_day = secs.rem_euclid(86_400);
-    // Civil-from-days (Howard Hinnant's algorithm).
+/// A minimal JSON writer into one preallocated buffer: probes are hot, and a full JSON render
+/// of 20 checks should cost a few microseconds, not an allocation per field.
+struct Json {
+    out: Vec<u8>,
+    first: bool,
+    /// The last date written, `"YYYY-MM-DD` and its day number: timestamps of one render
+    /// share their date almost always.
+    day_cache: Option<(i64, [u8; 11])>,
+}
+
+/// "00" to "99", for writing two digits at once.
+const PAIRS: &[u8; 200] = b"0001020304050607080910111213141516171819\
+2021222324252627282930313233343536373839\
+4041424344454647484950515253545556575859\
+6061626364656667686970717273747576777879\
+8081828384858687888990919293949596979899";
+
+impl Json {
+    fn with_capacity(capacity: usize) -> Self {
+        Json {
+            out: Vec::with_capacity(capacity),
+            first: true,
+            day_cache: None,
+        }
+    }
+
+    fn separate(&mut self) {
+        if !self.first {
+            self.out.push(b',');
+        }
+        self.first = false;
+    }
+
+    fn open(&mut self, bracket: u8) {
+        self.separate();
+        self.out.push(bracket);
+        self.first = true;
+    }
+
+    fn close(&mut self, bracket: u8) {
+        self.out.push(bracket);
+        self.first = false;
+    }
+
+    /// A member name, given quoted with its colon (`key!("status")` → `"status":`). Names are
+    /// this module's own identifiers: no escaping needed.
+    fn key(&mut self, quoted: &'static [u8]) {
+        self.separate();
+        self.out.extend_from_slice(quoted);
+        self.first = true;
+    }
+
+    /// A string known to need no escaping: entry names are validated (`[a-z0-9_.-]`) and
+    /// statuses, kinds and tiers are constants.
+    fn plain(&mut self, value: &str) {
+        self.separate();
+        self.out.push(b'"');
+        self.out.extend_from_slice(value.as_bytes());
+        self.out.push(b'"');
+    }
+
+    fn string(&mut self, value: &str) {
+        self.separate();
+        self.escaped(value);
+    }
+
+    fn escaped(&mut self, value: &str) {
+        self.out.reserve(value.len() + 2);
+        self.out.push(b'"');
+        self.escape_into(value);
+        self.out.push(b'"');
+    }
+
+    fn escape_into(&mut self, value: &str) {
+        let bytes = value.as_bytes();
+        if !bytes.iter().any(|&b| b < 0x20 || b == b'"' || b == b'\\') {
+            self.out.extend_from_slice(bytes);
+            return;
+        }
+        let mut copied = 0;
+        for (at, &byte) in bytes.iter().enumerate() {
+            let escape: &[u8] = match byte {
+                b'"' => b"\\\"",
+                b'\\' => b"\\\\",
+                b'\n' => b"\\n",
+                b'\r' => b"\\r",
+                b'\t' => b"\\t",
+                0..=0x1f => b"",
+                _ => continue,
+            };
+            self.out.extend_from_slice(&bytes[copied..at]);
+            if escape.is_empty() {
+                self.out.extend_from_slice(b"\\u00");
+                self.out.push(b"0123456789abcdef"[usize::from(byte >> 4)]);
+                self.out.push(b"0123456789abcdef"[usize::from(byte & 0xf)]);
+            } else {
+                self.out.extend_from_slice(escape);
+            }
+            copied = at + 1;
+        }
+        self.out.extend_from_slice(&bytes[copied..]);
+    }
+
+    fn digits(&mut self, mut value: u64) {
+        let mut buffer = [0u8; 20];
+        let mut at = buffer.len();
+        loop {
+            at -= 1;
+            buffer[at] = b'0' + (value % 10) as u8;
+            value /= 10;
+            if value == 0 {
+                break;
+            }
+        }
+        self.out.extend_from_slice(&buffer[at..]);
+    }
+
+    fn unsigned(&mut self, value: u64) {
+        self.separate();
+        self.digits(value);
+    }
+
+    fn number(&mut self, value: f64) {
+        self.separate();
+        if value.is_finite() && value.fract() == 0.0 && value.abs() < 1e15 {
+            if value < 0.0 {
+                self.out.push(b'-');
+            }
+            self.digits(value.abs() as u64);
+        } else if value.is_finite() {
+            use std::io::Write;
+            let _ = write!(self.out, "{value}");
+        } else {
+            self.out.extend_from_slice(b"null");
+        }
+    }
+
+    /// Milliseconds with microsecond precision: `3`, `0.25`, `1.5`.
+    fn millis(&mut self, duration: Duration) {
+        self.separate();
+        let micros = duration.as_micros() as u64;
+        self.digits(micros / 1000);
+        let fraction = micros % 1000;
+        if fraction != 0 {
+            let buffer = [
+                b'.',
+                b'0' + (fraction / 100) as u8,
+                b'0' + (fraction / 10 % 10) as u8,
+                b'0' + (fraction % 10) as u8,
+            ];
+            let mut len = 4;
+            while buffer[len - 1] == b'0' {
+                len -= 1;
+            }
+            self.out.extend_from_slice(&buffer[..len]);
+        }
+    }
+
+    fn boolean(&mut self, value: bool) {
+        self.separate();
+        self.out
+            .extend_from_slice(if value { b"true" } else { b"false" });
+    }
+
+    /// RFC 3339 in UTC with milliseconds (`"2026-11-30T12:00:00.123Z"`) of a time given in
+    /// microseconds since the Unix epoch.
+    fn timestamp_micros(&mut self, micros: u64) {
+        self.separate();
+        let secs = micros / 1_000_000;
+        let day_number = (secs / 86_400) as i64;
+        let mut buffer = *b"\"0000-00-00T00:00:00.000Z\"";
+        let date = match self.day_cache {
+            Some((cached, date)) if cached == day_number => date,
+            _ => {
+                let (year, month, day) = civil_from_days(day_number);
+                let mut date = [0u8; 11];
+                date.copy_from_slice(&buffer[..11]);
+                let year = year.clamp(0, 9999) as usize;
+                put_pair(&mut date, 1, year / 100);
+                put_pair(&mut date, 3, year % 100);
+                put_pair(&mut date, 6, month as usize);
+                put_pair(&mut date, 9, day as usize);
+                self.day_cache = Some((day_number, date));
+                date
+            }
+        };
+        buffer[..11].copy_from_slice(&date);
+        let seconds_of_day = (secs % 86_400) as usize;
+        put_pair(&mut buffer, 12, seconds_of_day / 3600);
+        put_pair(&mut buffer, 15, seconds_of_day % 3600 / 60);
+        put_pair(&mut buffer, 18, seconds_of_day % 60);
+        let millis = (micros % 1_000_000 / 1000) as usize;
+        buffer[21] = b'0' + (millis / 100) as u8;
+        put_pair(&mut buffer, 22, millis % 100);
+        self.out.extend_from_slice(&buffer);
+    }
+
+    fn field_str(&mut self, key: &'static [u8], value: &str) {
+        self.key(key);
+        self.string(value);
+    }
+
+    fn field_plain(&mut self, key: &'static [u8], value: &str) {
+        self.key(key);
+        self.plain(value);
+    }
+
+    fn finish(self) -> String {
+        // Everything written came from `&str`s and ASCII: the buffer is UTF-8.
+        String::from_utf8(self.out)
+            .unwrap_or_else(|error| String::from_utf8_lossy(error.as_bytes()).into_owned())
+    }
+}
+
+/// Writes `value % 100` as two digits at `at`.
+fn put_pair(buffer: &mut [u8], at: usize, value: usize) {
+    let pair = value % 100 * 2;
+    buffer[at] = PAIRS[pair];
+    buffer[at + 1] = PAIRS[pair + 1];
+}
+
+/// (year, month, day) of a day number since 1970-01-01, by Howard Hinnant's civil-from-days
+/// algorithm.
+fn civil_from_days(days: i64) -> (i64, u64, u64) {
     let z = days + 719_468;
     let era = z.div_euclid(146_097);
     let day_of_era = z.rem_euclid(146_097);
@@ -460,71 +689,26 @@ fn rfc3339(time: SystemTime) -> String {
         (day_of_era - day_of_era / 1460 + day_of_era / 36_524 - day_of_era / 146_096) / 365;
     let day_of_year = day_of_era - (365 * year_of_era + year_of_era / 4 - year_of_era / 100);
     let mp = (5 * day_of_year + 2) / 153;
-    let day = day_of_year - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let day = (day_of_year - (153 * mp + 2) / 5 + 1) as u64;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 } as u64;
     let year = year_of_era + era * 400 + i64::from(month <= 2);
-    format!(
-        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{millis:03}Z",
-        seconds_of_day / 3600,
-        seconds_of_day % 3600 / 60,
-        seconds_of_day % 60
-    )
+    (year, month, day)
 }
 
-fn millis_f64(duration: Duration) -> f64 {
-    (duration.as_micros() as f64) / 1000.0
+#[cfg(test)]
+fn rfc3339(time: SystemTime) -> String {
+    let mut json = Json::with_capacity(32);
+    json.timestamp_micros(
+        time.duration_since(UNIX_EPOCH)
+            .unwrap_or_default()
+            .as_micros() as u64,
+    );
+    json.finish().trim_matches('"').to_owned()
 }
 
-#[derive(Serialize)]
-struct JsonMeasurement<'a> {
-    name: &'a str,
-    value: f64,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    unit: Option<&'a str>,
-}
-
-#[derive(Serialize)]
-struct JsonEntry<'a> {
-    name: &'a str,
-    kind: &'static str,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    tier: Option<Tier>,
-    status: &'static str,
-    #[serde(skip_serializing_if = "std::ops::Not::not")]
-    excluded: bool,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    reason: Option<Cow<'a, str>>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    dependency: Option<&'a str>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    healthy: Option<bool>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    stale: Option<bool>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    duration_ms: Option<f64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    consecutive_successes: Option<u32>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    consecutive_failures: Option<u32>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    last_checked: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    last_success: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    last_transition: Option<String>,
-    #[serde(skip_serializing_if = "<[_]>::is_empty")]
-    measurements: Vec<JsonMeasurement<'a>>,
-}
-
-#[derive(Serialize)]
-struct JsonBody<'a> {
-    status: &'static str,
-    probe: &'static str,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    service: Option<&'a str>,
-    failing: &'a [String],
-    degraded: &'a [String],
-    checks: Vec<JsonEntry<'a>>,
+/// Wall-clock microseconds since the epoch of monotonic instant `at`.
+fn wall_micros_at(wall_now: u64, clock: Clock, at: Instant) -> u64 {
+    wall_now.saturating_sub(clock.now.saturating_duration_since(at).as_micros() as u64)
 }
 
 fn entry_kind(probe: ProbeKind, entry: &Entry<'_>) -> &'static str {
@@ -538,6 +722,15 @@ fn entry_kind(probe: ProbeKind, entry: &Entry<'_>) -> &'static str {
     }
 }
 
+fn names(json: &mut Json, key: &'static [u8], names: &[String]) {
+    json.key(key);
+    json.open(b'[');
+    for name in names {
+        json.plain(name);
+    }
+    json.close(b']');
+}
+
 fn json_body(
     snapshot: &Snapshot,
     request: &Request<'_>,
@@ -545,89 +738,86 @@ fn json_body(
     verdict: &Verdict,
     clock: Clock,
 ) -> String {
-    let checks = entries
-        .iter()
-        .map(|entry| {
-            let check = entry.check;
-            let last = check.and_then(|c| c.last());
-            JsonEntry {
-                name: entry.name,
-                kind: entry_kind(request.probe, entry),
-                tier: entry.tier,
-                status: if entry.excluded {
-                    "excluded"
-                } else {
-                    entry.status.as_str()
-                },
-                excluded: entry.excluded,
-                reason: shown_reason(entry, request.details),
-                dependency: check.and_then(|c| c.dependency()),
-                healthy: check.map(|c| c.is_healthy()),
-                stale: check.map(|c| c.is_stale(clock.now)),
-                duration_ms: last.map(|l| millis_f64(l.duration)),
-                consecutive_successes: check.map(|c| c.consecutive_successes()),
-                consecutive_failures: check.map(|c| c.consecutive_failures()),
-                last_checked: last.map(|l| rfc3339(clock.wall_at(l.at))),
-                last_success: check
-                    .and_then(|c| c.last_success())
-                    .map(|at| rfc3339(clock.wall_at(at))),
-                last_transition: check
-                    .and_then(|c| c.last_transition())
-                    .map(|at| rfc3339(clock.wall_at(at))),
-                measurements: last
-                    .map(|l| {
-                        l.measurements
-                            .iter()
-                            .map(|m| JsonMeasurement {
-                                name: &m.name,
-                                value: m.value,
-                                unit: m.unit.as_deref(),
-                            })
-                            .collect()
-                    })
-                    .unwrap_or_default(),
+    let mut json = Json::with_capacity(256 + entries.len() * 320);
+    let wall_now = clock.wall_micros();
+    json.open(b'{');
+    json.field_plain(key!("status"), verdict.status.as_str());
+    json.field_plain(key!("probe"), request.probe.as_str());
+    if let Some(service) = snapshot.service() {
+        json.field_str(key!("service"), service);
+    }
+    names(&mut json, key!("failing"), &verdict.failing);
+    names(&mut json, key!("degraded"), &verdict.degraded);
+    json.key(key!("checks"));
+    json.open(b'[');
+    for entry in entries {
+        json.open(b'{');
+        json.field_plain(key!("name"), entry.name);
+        json.field_plain(key!("kind"), entry_kind(request.probe, entry));
+        if let Some(tier) = entry.tier {
+            json.field_plain(key!("tier"), tier.as_str());
+        }
+        json.field_plain(
+            key!("status"),
+            if entry.excluded {
+                "excluded"
+            } else {
+                entry.status.as_str()
+            },
+        );
+        if let Some(reason) = shown_reason(entry, request.details) {
+            json.field_str(key!("reason"), &reason);
+        }
+        if let Some(check) = entry.check {
+            if let Some(dependency) = check.dependency() {
+                json.field_str(key!("dependency"), dependency);
             }
-        })
-        .collect();
-    serde_json::to_string(&JsonBody {
-        status: verdict.status.as_str(),
-        probe: request.probe.as_str(),
-        service: snapshot.service(),
-        failing: &verdict.failing,
-        degraded: &verdict.degraded,
-        checks,
-    })
-    .unwrap_or_default()
-}
-
-#[derive(Serialize)]
-#[serde(rename_all = "camelCase")]
-struct HealthCheckItem<'a> {
-    #[serde(skip_serializing_if = "Option::is_none")]
-    component_type: Option<&'static str>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    observed_value: Option<f64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    observed_unit: Option<&'a str>,
-    status: &'static str,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    time: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    output: Option<Cow<'a, str>>,
-}
-
-#[derive(Serialize)]
-#[serde(rename_all = "camelCase")]
-struct HealthBody<'a> {
-    status: &'static str,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    service_id: Option<&'a str>,
-    description: String,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    output: Option<String>,
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    notes: Vec<String>,
-    checks: serde_json::Map<String, serde_json::Value>,
+            json.key(key!("healthy"));
+            json.boolean(check.is_healthy());
+            json.key(key!("stale"));
+            json.boolean(check.is_stale(clock.now));
+            let last = check.last();
+            if let Some(last) = last {
+                json.key(key!("duration_ms"));
+                json.millis(last.duration);
+            }
+            json.key(key!("consecutive_successes"));
+            json.unsigned(u64::from(check.consecutive_successes()));
+            json.key(key!("consecutive_failures"));
+            json.unsigned(u64::from(check.consecutive_failures()));
+            if let Some(last) = last {
+                json.key(key!("last_checked"));
+                json.timestamp_micros(wall_micros_at(wall_now, clock, last.at));
+            }
+            if let Some(at) = check.last_success() {
+                json.key(key!("last_success"));
+                json.timestamp_micros(wall_micros_at(wall_now, clock, at));
+            }
+            if let Some(at) = check.last_transition() {
+                json.key(key!("last_transition"));
+                json.timestamp_micros(wall_micros_at(wall_now, clock, at));
+            }
+            if let Some(last) = last.filter(|last| !last.measurements.is_empty()) {
+                json.key(key!("measurements"));
+                json.open(b'[');
+                for measurement in &last.measurements {
+                    json.open(b'{');
+                    json.field_str(key!("name"), &measurement.name);
+                    json.key(key!("value"));
+                    json.number(measurement.value);
+                    if let Some(unit) = &measurement.unit {
+                        json.field_str(key!("unit"), unit);
+                    }
+                    json.close(b'}');
+                }
+                json.close(b']');
+            }
+        }
+        json.close(b'}');
+    }
+    json.close(b']');
+    json.close(b'}');
+    json.finish()
 }
 
 fn component_type(dependency: Option<&str>) -> &'static str {
@@ -641,6 +831,55 @@ fn component_type(dependency: Option<&str>) -> &'static str {
     }
 }
 
+/// One `checks` member of `application/health+json`: `"key": [{...}]`.
+#[allow(clippy::too_many_arguments)]
+fn health_item(
+    json: &mut Json,
+    key_prefix: &str,
+    key_suffix: Option<&str>,
+    component_type: &str,
+    observed: Option<(f64, Option<&str>)>,
+    observed_millis: Option<Duration>,
+    status: &str,
+    time: Option<u64>,
+    output: Option<&str>,
+) {
+    json.separate();
+    json.out.push(b'"');
+    json.out.extend_from_slice(key_prefix.as_bytes());
+    if let Some(suffix) = key_suffix {
+        json.out.push(b':');
+        json.escape_into(suffix);
+    }
+    json.out.extend_from_slice(b"\":");
+    json.first = true;
+    json.open(b'[');
+    json.open(b'{');
+    json.field_plain(key!("componentType"), component_type);
+    if let Some((value, unit)) = observed {
+        json.key(key!("observedValue"));
+        json.number(value);
+        if let Some(unit) = unit {
+            json.field_str(key!("observedUnit"), unit);
+        }
+    }
+    if let Some(duration) = observed_millis {
+        json.key(key!("observedValue"));
+        json.millis(duration);
+        json.field_str(key!("observedUnit"), "ms");
+    }
+    json.field_plain(key!("status"), status);
+    if let Some(time) = time {
+        json.key(key!("time"));
+        json.timestamp_micros(time);
+    }
+    if let Some(output) = output {
+        json.field_str(key!("output"), output);
+    }
+    json.close(b'}');
+    json.close(b']');
+}
+
 fn health_json_body(
     snapshot: &Snapshot,
     request: &Request<'_>,
@@ -648,7 +887,42 @@ fn health_json_body(
     verdict: &Verdict,
     clock: Clock,
 ) -> String {
-    let mut checks = serde_json::Map::new();
+    let mut json = Json::with_capacity(256 + entries.len() * 480);
+    let wall_now = clock.wall_micros();
+    json.open(b'{');
+    json.field_plain(key!("status"), verdict.status.as_str());
+    if let Some(service) = snapshot.service() {
+        json.field_str(key!("serviceId"), service);
+    }
+    json.key(key!("description"));
+    json.separate();
+    json.out.push(b'"');
+    json.out
+        .extend_from_slice(request.probe.as_str().as_bytes());
+    if let Some(service) = snapshot.service() {
+        json.out.extend_from_slice(b" of ");
+        json.escape_into(service);
+    }
+    json.out.push(b'"');
+    match verdict.status {
+        Status::Pass => {}
+        Status::Warn => json.field_str(
+            key!("output"),
+            &format!("degraded: {}", verdict.degraded.join(", ")),
+        ),
+        Status::Fail => json.field_str(
+            key!("output"),
+            &format!("failing: {}", verdict.failing.join(", ")),
+        ),
+    }
+    if verdict.status == Status::Fail && !verdict.degraded.is_empty() {
+        json.key(key!("notes"));
+        json.open(b'[');
+        json.string(&format!("degraded: {}", verdict.degraded.join(", ")));
+        json.close(b']');
+    }
+    json.key(key!("checks"));
+    json.open(b'{');
     for entry in entries {
         let status = if entry.excluded {
             "pass"
@@ -660,77 +934,52 @@ fn health_json_body(
         } else {
             shown_reason(entry, request.details)
         };
-        let mut push = |key: String, item: HealthCheckItem<'_>| {
-            if let Ok(value) = serde_json::to_value(item) {
-                checks.insert(key, serde_json::Value::Array(vec![value]));
-            }
-        };
         match entry.check {
             Some(check) => {
                 let last = check.last();
                 let kind = component_type(check.dependency());
-                let time = last.map(|l| rfc3339(clock.wall_at(l.at)));
-                push(
-                    format!("{}:responseTime", entry.name),
-                    HealthCheckItem {
-                        component_type: Some(kind),
-                        observed_value: last.map(|l| millis_f64(l.duration)),
-                        observed_unit: last.map(|_| "ms"),
-                        status,
-                        time: time.clone(),
-                        output: output.clone(),
-                    },
+                let time = last.map(|l| wall_micros_at(wall_now, clock, l.at));
+                health_item(
+                    &mut json,
+                    entry.name,
+                    Some("responseTime"),
+                    kind,
+                    None,
+                    last.map(|l| l.duration),
+                    status,
+                    time,
+                    output.as_deref(),
                 );
                 for measurement in last.map(|l| l.measurements.as_slice()).unwrap_or(&[]) {
-                    push(
-                        format!("{}:{}", entry.name, measurement.name),
-                        HealthCheckItem {
-                            component_type: Some(kind),
-                            observed_value: Some(measurement.value),
-                            observed_unit: measurement.unit.as_deref(),
-                            status,
-                            time: time.clone(),
-                            output: None,
-                        },
+                    health_item(
+                        &mut json,
+                        entry.name,
+                        Some(&measurement.name),
+                        kind,
+                        Some((measurement.value, measurement.unit.as_deref())),
+                        None,
+                        status,
+                        time,
+                        None,
                     );
                 }
             }
-            None => push(
-                entry.name.to_owned(),
-                HealthCheckItem {
-                    component_type: Some("system"),
-                    observed_value: None,
-                    observed_unit: None,
-                    status,
-                    time: None,
-                    output,
-                },
+            None => health_item(
+                &mut json,
+                entry.name,
+                None,
+                "system",
+                None,
+                None,
+                status,
+                None,
+                output.as_deref(),
             ),
         }
     }
-    let output = match verdict.status {
-        Status::Pass => None,
-        Status::Warn => Some(format!("degraded: {}", verdict.degraded.join(", "))),
-        Status::Fail => Some(format!("failing: {}", verdict.failing.join(", "))),
-    };
-    let notes = if verdict.status == Status::Fail && !verdict.degraded.is_empty() {
-        vec![format!("degraded: {}", verdict.degraded.join(", "))]
-    } else {
-        Vec::new()
-    };
-    let description = match snapshot.service() {
-        Some(service) => format!("{} of {service}", request.probe),
-        None => request.probe.as_str().to_owned(),
-    };
-    serde_json::to_string(&HealthBody {
-        status: verdict.status.as_str(),
-        service_id: snapshot.service(),
-        description,
-        output,
-        notes,
-        checks,
-    })
-    .unwrap_or_default()
+    json.close(b'}');
+    json.close(b'}');
+    json.finish()
 }
 
 /// Formats a probe's verdict in one line for logs: `fail: db (no result yet)`.
@@ -811,6 +1060,29 @@ mod tests {
             Query::parse(Some("exclude=%ff")),
             Err(QueryError::Malformed(_))
         ));
+    }
+
+    #[test]
+    fn writes_json_values() {
+        let mut json = Json::with_capacity(64);
+        json.open(b'[');
+        json.string("a\"b\\c\n\u{1}");
+        json.number(3.0);
+        json.number(-2.0);
+        json.number(0.25);
+        json.number(f64::NAN);
+        json.millis(Duration::from_micros(1500));
+        json.millis(Duration::from_micros(3));
+        json.millis(Duration::from_millis(7));
+        json.boolean(false);
+        json.close(b']');
+        let text = json.finish();
+        assert_eq!(
+            text,
+            r#"["a\"b\\c\n\u0001",3,-2,0.25,null,1.5,0.003,7,false]"#
+        );
+        let parsed: serde_json::Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(parsed[0], "a\"b\\c\n\u{1}");
     }
 
     #[test]

@@ -336,6 +336,11 @@ async fn no_output_ever_carries_the_password() {
                 for query in ["", "verbose"] {
                     let body = answer(&f, probe, None, query, accept, details);
                     assert!(!body.contains("hunter2"), "{body}");
+                    if accept.is_some() {
+                        let json = body.split_once("\n\n").unwrap().1;
+                        serde_json::from_str::<serde_json::Value>(json)
+                            .unwrap_or_else(|e| panic!("invalid JSON ({e}): {json}"));
+                    }
                 }
             }
         }
