@@ -123,3 +123,8 @@ pub use policy::{CheckSpec, Tier};
 pub use registry::{BuildError, Health, HealthBuilder, StartError};
 pub use snapshot::{CheckState, Snapshot, Status, Verdict};
 pub use startup::UnknownStep;
+
+/// The repository README's Rust examples, compiled as doc tests so they cannot drift.
+#[cfg(doctest)]
+#[doc = include_str!("../../../README.md")]
+struct ReadmeDoctests;

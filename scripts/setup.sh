@@ -1,0 +1,88 @@
+#!/usr/bin/env bash
+# Prepares a machine for the test suite: system packages, Python tools, and the local services
+# the tests talk to (PostgreSQL, MariaDB, Redis, RabbitMQ, Mosquitto, NATS).
+#
+# Idempotent: installs only what is missing and starts only what is down. With CI=true a
+# service that cannot be started fails the run here, before any test is built.
+set -euo pipefail
+
+log() { printf '\033[1m==> %s\033[0m\n' "$*" >&2; }
+
+# --- system packages -------------------------------------------------------------------------
+# command → Debian package
+declare -A PACKAGES=(
+  [haproxy]=haproxy
+  [promtool]=prometheus
+  [chromium]=chromium
+  [wrk]=wrk
+  [protoc]=protobuf-compiler
+)
+missing=()
+for command in "${!PACKAGES[@]}"; do
+  command -v "$command" >/dev/null 2>&1 || missing+=("${PACKAGES[$command]}")
+done
+if ((${#missing[@]})); then
+  log "installing Debian packages: ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq >/dev/null
+  apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+# --- Python tools (manifest validation, a gRPC health client nobody here wrote) -------------
+VENV="${PROBITY_VENV:-$PWD/target/venv}"
+if [ ! -x "$VENV/bin/python" ]; then
+  log "creating Python venv at $VENV"
+  python3 -m venv "$VENV"
+fi
+need_pip=()
+"$VENV/bin/python" -c 'import kubernetes_validate' 2>/dev/null || need_pip+=(kubernetes-validate)
+"$VENV/bin/python" -c 'import grpc_health.v1' 2>/dev/null || need_pip+=(grpcio grpcio-health-checking)
+if ((${#need_pip[@]})); then
+  log "installing Python packages: ${need_pip[*]}"
+  "$VENV/bin/pip" install -q "${need_pip[@]}"
+fi
+export PATH="$VENV/bin:$PATH"
+
+# --- services --------------------------------------------------------------------------------
+port_open() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+
+start_service() {
+  local name=$1 port=$2
+  shift 2
+  if port_open "$port"; then
+    return 0
+  fi
+  log "starting $name (port $port is closed)"
+  "$@" >/dev/null 2>&1 || true
+}
+
+start_service postgresql 5432 bash -c 'pg_ctlcluster --skip-systemctl-redirect $(ls /etc/postgresql) main start'
+start_service mariadb 3306 start-stop-daemon --start --oknodo --background --exec /usr/sbin/mariadbd
+start_service redis 6379 redis-server --daemonize yes --bind 127.0.0.1 -::1 --port 6379 --save "" --appendonly no --dir /var/lib/redis --logfile /var/log/redis/ci.log
+start_service rabbitmq 5672 rabbitmq-server -detached
+start_service mosquitto 1883 mosquitto -d -c /etc/mosquitto/mosquitto.conf
+start_service nats 4222 start-stop-daemon --start --oknodo --background --exec /usr/sbin/nats-server -- -a 127.0.0.1 -p 4222 -js -sd /var/lib/nats-server -l /var/log/nats-server.log
+
+failed=()
+for entry in postgresql:5432 mariadb:3306 redis:6379 rabbitmq:5672 mosquitto:1883 nats:4222; do
+  name=${entry%%:*} port=${entry##*:}
+  deadline=$((SECONDS + 90))
+  until port_open "$port"; do
+    if ((SECONDS > deadline)); then
+      failed+=("$name (127.0.0.1:$port)")
+      break
+    fi
+    sleep 1
+  done
+done
+if ((${#failed[@]})); then
+  if [ "${CI:-}" = "true" ]; then
+    log "services unreachable: ${failed[*]}"
+    exit 1
+  fi
+  log "warning: services unreachable (tests that need them will skip outside CI): ${failed[*]}"
+fi
+
+# The database the tests use.
+psql -h 127.0.0.1 -U postgres -d test -c 'select 1' >/dev/null 2>&1 ||
+  psql -h 127.0.0.1 -U postgres -c 'create database test' >/dev/null 2>&1 || true

@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# The one test command: setup, formatting, lints, every test, docs, and the deploy files.
+#
+#   scripts/test.sh
+#
+# CI runs it through .ci/run with CI=true, where a missing service fails the run instead of
+# skipping the tests that need it.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+log() { printf '\033[1m==> %s\033[0m\n' "$*" >&2; }
+
+log "setup: packages and services"
+source scripts/setup.sh
+
+log "cargo fmt --check"
+cargo fmt --all --check
+
+log "cargo clippy (all targets, all features, -D warnings)"
+cargo clippy --workspace --all-targets --all-features --locked -- -D warnings
+
+log "tests"
+if command -v cargo-nextest >/dev/null 2>&1; then
+  cargo nextest run --workspace --all-features --locked --no-fail-fast
+  cargo test --workspace --all-features --locked --doc
+else
+  cargo test --workspace --all-features --locked --no-fail-fast
+fi
+
+log "cargo doc (-D warnings)"
+RUSTDOCFLAGS="-D warnings" cargo doc --workspace --all-features --no-deps --locked
+
+if [ -x scripts/check-deploy.sh ]; then
+  log "deploy files"
+  scripts/check-deploy.sh
+fi
+
+log "all checks passed"
