@@ -47,5 +47,26 @@
 
 mod error;
 pub mod pool;
+
 #[cfg(feature = "_sqlx")]
 pub mod sqlx;
+
+#[cfg(feature = "redis")]
+pub mod redis;
+
+#[cfg(feature = "disk")]
+pub mod disk;
+#[cfg(feature = "dns")]
+pub mod dns;
+#[cfg(feature = "http")]
+pub mod http;
+#[cfg(feature = "jwks")]
+pub mod jwks;
+#[cfg(feature = "tcp")]
+pub mod tcp;
+
+/// Milliseconds with one decimal, for `*_time` measurements.
+#[allow(dead_code)]
+pub(crate) fn millis(duration: std::time::Duration) -> f64 {
+    (duration.as_secs_f64() * 10_000.0).round() / 10.0
+}

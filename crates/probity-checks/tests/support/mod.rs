@@ -130,3 +130,59 @@ pub fn assert_no_secret(error: &CheckError, secrets: &[&str]) {
         );
     }
 }
+
+/// A lock on one service's server-wide state, held across test processes (nextest runs each
+/// test in its own process, so an in-process mutex would not do). Tests that change what every
+/// client of the server sees (`CLIENT PAUSE`, a RabbitMQ memory alarm) take it exclusively;
+/// the other tests of that service take it shared, so they never run during such a fault.
+pub struct ServiceLock(std::fs::File);
+
+impl ServiceLock {
+    pub async fn shared(service: &str) -> Self {
+        Self::take(service, false).await
+    }
+
+    pub async fn exclusive(service: &str) -> Self {
+        Self::take(service, true).await
+    }
+
+    async fn take(service: &str, exclusive: bool) -> Self {
+        let path = std::env::temp_dir().join(format!("probity-checks-{service}.lock"));
+        tokio::task::spawn_blocking(move || {
+            let file = std::fs::OpenOptions::new()
+                .create(true)
+                .truncate(false)
+                .write(true)
+                .open(&path)
+                .expect("open lock file");
+            if exclusive {
+                file.lock().expect("lock");
+            } else {
+                file.lock_shared().expect("lock");
+            }
+            Self(file)
+        })
+        .await
+        .expect("lock task")
+    }
+}
+
+/// A listener whose accept queue is full: new connections are never even accepted, so a
+/// connect hangs until the caller gives up (the kernel drops the SYNs).
+pub async fn full_backlog_listener() -> (SocketAddr, Vec<TcpStream>, tokio::net::TcpListener) {
+    let socket = tokio::net::TcpSocket::new_v4().expect("socket");
+    socket
+        .bind("127.0.0.1:0".parse().expect("addr"))
+        .expect("bind");
+    let listener = socket.listen(1).expect("listen");
+    let address = listener.local_addr().expect("local addr");
+    let mut filling = Vec::new();
+    // Connections the kernel completes without accept() until the queue is full.
+    for _ in 0..8 {
+        match tokio::time::timeout(Duration::from_millis(200), TcpStream::connect(address)).await {
+            Ok(Ok(stream)) => filling.push(stream),
+            _ => break,
+        }
+    }
+    (address, filling, listener)
+}
