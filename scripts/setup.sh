@@ -9,17 +9,18 @@ set -euo pipefail
 log() { printf '\033[1m==> %s\033[0m\n' "$*" >&2; }
 
 # --- system packages -------------------------------------------------------------------------
-# command → Debian package
-declare -A PACKAGES=(
-  [haproxy]=haproxy
-  [promtool]=prometheus
-  [chromium]=chromium
-  [wrk]=wrk
-  [protoc]=protobuf-compiler
+packages=(
+  haproxy            # probity drill: the load balancer in front of the fleet
+  prometheus         # promtool: unit tests of the alert rules
+  chromium           # probity simulate: the HTML chart rendered headless
+  fonts-dejavu-core  # ... with a font to render
+  wrk                # scripts/bench-http.sh
+  protobuf-compiler  # grpc.health.v1 code generation
 )
 missing=()
-for command in "${!PACKAGES[@]}"; do
-  command -v "$command" >/dev/null 2>&1 || missing+=("${PACKAGES[$command]}")
+for package in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" ||
+    missing+=("$package")
 done
 if ((${#missing[@]})); then
   log "installing Debian packages: ${missing[*]}"
