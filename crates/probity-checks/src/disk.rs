@@ -233,7 +233,9 @@ mod tests {
 
     #[test]
     fn byte_minimum_applies_on_large_disks() {
-        let check = DiskCheck::new("/data").min_free_percent(0.5).min_free_bytes(10 << 30);
+        let check = DiskCheck::new("/data")
+            .min_free_percent(0.5)
+            .min_free_bytes(10 << 30);
         let error = check.judge(usage(8, 1000, 900, 1000)).unwrap_err();
         assert_eq!(
             error.message(),

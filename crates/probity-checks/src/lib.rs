@@ -51,6 +51,13 @@ pub mod pool;
 #[cfg(feature = "_sqlx")]
 pub mod sqlx;
 
+#[cfg(feature = "bb8-postgres")]
+pub mod bb8;
+#[cfg(feature = "deadpool-postgres")]
+pub mod deadpool;
+#[cfg(feature = "_postgres")]
+pub mod postgres;
+
 #[cfg(feature = "redis")]
 pub mod redis;
 
