@@ -43,9 +43,10 @@ const MAX_LIST_DEPTH: usize = 8;
 /// Lints every document of every source.
 pub fn lint(sources: &[Source], options: &Options) -> Report {
     let mut report = Report::default();
-    let parsed: Vec<Vec<yaml::Document>> = sources
-        .iter()
-        .map(|source| match yaml::parse_documents(&source.text) {
+    let parsed: Vec<Vec<yaml::Document>> = parse_all(sources)
+        .into_iter()
+        .zip(sources)
+        .map(|(parsed, source)| match parsed {
             Ok(documents) => documents,
             Err(error) => {
                 report.errors.push(InputError {
@@ -101,12 +102,12 @@ pub fn lint(sources: &[Source], options: &Options) -> Report {
         .collect();
     for (index, object) in objects.iter().enumerate() {
         rules::api::check(&mut cx, index, object);
-        if let Body::Workload(workload) = &object.body {
-            if let Some(pod) = &workload.pod {
-                let facts = &all_facts[index];
-                rules::probes::check(&mut cx, index, object, workload, pod, facts, &service_names);
-                rules::termination::check(&mut cx, index, object, workload, pod, facts);
-            }
+        if let Body::Workload(workload) = &object.body
+            && let Some(pod) = &workload.pod
+        {
+            let facts = &all_facts[index];
+            rules::probes::check(&mut cx, index, object, workload, pod, facts, &service_names);
+            rules::termination::check(&mut cx, index, object, workload, pod, facts);
         }
     }
     rules::fleet::check(&mut cx, &objects, &all_facts);
@@ -133,6 +134,46 @@ pub fn lint(sources: &[Source], options: &Options) -> Report {
     kept.dedup_by(|(_, a), (_, b)| a == b);
     report.findings = kept.into_iter().map(|(_, finding)| finding).collect();
     report
+}
+
+/// Inputs smaller than this together are parsed on the calling thread.
+const PARALLEL_PARSE_BYTES: usize = 256 * 1024;
+
+/// Parses every source, on several threads when there is enough text to be worth it (parsing is
+/// most of the linter's time, and sources are independent).
+fn parse_all(sources: &[Source]) -> Vec<Result<Vec<yaml::Document>, yaml::YamlError>> {
+    let total: usize = sources.iter().map(|source| source.text.len()).sum();
+    let threads = std::thread::available_parallelism()
+        .map_or(1, usize::from)
+        .min(sources.len());
+    if threads <= 1 || total < PARALLEL_PARSE_BYTES {
+        return sources
+            .iter()
+            .map(|source| yaml::parse_documents(&source.text))
+            .collect();
+    }
+    let chunk = sources.len().div_ceil(threads);
+    std::thread::scope(|scope| {
+        let handles: Vec<_> = sources
+            .chunks(chunk)
+            .map(|chunk| {
+                scope.spawn(move || {
+                    chunk
+                        .iter()
+                        .map(|source| yaml::parse_documents(&source.text))
+                        .collect::<Vec<_>>()
+                })
+            })
+            .collect();
+        let mut parsed = Vec::with_capacity(sources.len());
+        for handle in handles {
+            match handle.join() {
+                Ok(results) => parsed.extend(results),
+                Err(panic) => std::panic::resume_unwind(panic),
+            }
+        }
+        parsed
+    })
 }
 
 fn is_suppressed(suppressions: &[Suppression], finding: &Finding) -> bool {

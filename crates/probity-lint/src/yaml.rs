@@ -408,10 +408,10 @@ fn apply_merges(entries: &mut Vec<Entry>, merges: Vec<Node>) {
 }
 
 fn resolve_scalar(text: &str, style: ScalarStyle, tag: Option<&str>) -> Value {
-    if let Some(tag) = tag {
-        if tag.ends_with(":str") || tag == "!" {
-            return Value::String(text.to_owned());
-        }
+    if let Some(tag) = tag
+        && (tag.ends_with(":str") || tag == "!")
+    {
+        return Value::String(text.to_owned());
     }
     if style != ScalarStyle::Plain {
         return Value::String(text.to_owned());
@@ -432,10 +432,9 @@ fn resolve_scalar(text: &str, style: ScalarStyle, tag: Option<&str>) -> Value {
     let first = text.as_bytes().first().copied().unwrap_or(b'x');
     if (first.is_ascii_digit() || matches!(first, b'-' | b'+' | b'.'))
         && text.bytes().any(|byte| byte.is_ascii_digit())
+        && let Ok(number) = text.parse::<f64>()
     {
-        if let Ok(number) = text.parse::<f64>() {
-            return Value::Float(number);
-        }
+        return Value::Float(number);
     }
     Value::String(text.to_owned())
 }

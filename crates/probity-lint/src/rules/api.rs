@@ -63,25 +63,23 @@ fn check_probes(cx: &mut Cx<'_>, index: usize, object: &Object<'_>) {
                     }
                 }
             }
-            if probe.kind != ProbeKind::Readiness {
-                if let (Some(written), Some(position)) =
+            if probe.kind != ProbeKind::Readiness
+                && let (Some(written), Some(position)) =
                     (probe.success.written, probe.success.position)
-                {
-                    if written > 1 {
-                        cx.report(
-                            index,
-                            object,
-                            &rule::REJECTED_BY_API_SERVER,
-                            position,
-                            name,
-                            format!(
-                                "`{key}.successThreshold` is {written}; on {} probes it \"must \
+                && written > 1
+            {
+                cx.report(
+                    index,
+                    object,
+                    &rule::REJECTED_BY_API_SERVER,
+                    position,
+                    name,
+                    format!(
+                        "`{key}.successThreshold` is {written}; on {} probes it \"must \
                                  be 1\"",
-                                probe.kind
-                            ),
-                        );
-                    }
-                }
+                        probe.kind
+                    ),
+                );
             }
             for (field, setting) in [
                 ("initialDelaySeconds", &probe.initial_delay),
@@ -90,20 +88,20 @@ fn check_probes(cx: &mut Cx<'_>, index: usize, object: &Object<'_>) {
                 ("successThreshold", &probe.success),
                 ("failureThreshold", &probe.failure),
             ] {
-                if let (Some(written), Some(position)) = (setting.written, setting.position) {
-                    if written < 0 {
-                        cx.report(
-                            index,
-                            object,
-                            &rule::REJECTED_BY_API_SERVER,
-                            position,
-                            name,
-                            format!(
-                                "`{key}.{field}` is {written}; it \"must be greater than or equal \
+                if let (Some(written), Some(position)) = (setting.written, setting.position)
+                    && written < 0
+                {
+                    cx.report(
+                        index,
+                        object,
+                        &rule::REJECTED_BY_API_SERVER,
+                        position,
+                        name,
+                        format!(
+                            "`{key}.{field}` is {written}; it \"must be greater than or equal \
                                  to 0\""
-                            ),
-                        );
-                    }
+                        ),
+                    );
                 }
             }
             if let Some((grace, position)) = probe.termination_grace {
@@ -567,8 +565,8 @@ fn edit_distance(a: &str, b: &str) -> usize {
     for (i, row) in rows.iter_mut().enumerate() {
         row[0] = i;
     }
-    for j in 0..=b.len() {
-        rows[0][j] = j;
+    for (j, cell) in rows[0].iter_mut().enumerate() {
+        *cell = j;
     }
     for i in 1..=a.len() {
         for j in 1..=b.len() {

@@ -7,6 +7,7 @@ use crate::facts::Facts;
 use crate::model::{Autoscaler, Body, Budget, Kind, Object, Probe, Service, Workload};
 use crate::yaml::Position;
 use probity::contract::ProbeKind;
+use std::collections::HashMap;
 
 /// Objects without a namespace are deployed wherever the others are: they match any namespace.
 fn same_namespace(a: &Object<'_>, b: &Object<'_>) -> bool {
@@ -22,6 +23,42 @@ fn has_readiness(workload: &Workload) -> bool {
             .iter()
             .any(|container| container.probe(ProbeKind::Readiness).is_some())
     })
+}
+
+/// Positions in a list of selecting objects, indexed by one `key=value` pair each selector
+/// requires, so matching a workload only looks at the objects that could select it (inputs of
+/// thousands of objects stay linear).
+#[derive(Default)]
+struct SelectorIndex<'s> {
+    by_label: HashMap<(&'s str, &'s str), Vec<usize>>,
+    /// Selectors without a required pair (an empty selector, or expressions only).
+    always: Vec<usize>,
+}
+
+impl<'s> SelectorIndex<'s> {
+    fn insert(&mut self, position: usize, required: Option<&'s (String, String)>) {
+        match required {
+            Some((key, value)) => self
+                .by_label
+                .entry((key.as_str(), value.as_str()))
+                .or_default()
+                .push(position),
+            None => self.always.push(position),
+        }
+    }
+
+    /// The positions that may select a pod with `labels`, in order.
+    fn candidates(&self, labels: &[(String, String)]) -> Vec<usize> {
+        let mut found = self.always.clone();
+        for (key, value) in labels {
+            if let Some(positions) = self.by_label.get(&(key.as_str(), value.as_str())) {
+                found.extend_from_slice(positions);
+            }
+        }
+        found.sort_unstable();
+        found.dedup();
+        found
+    }
 }
 
 pub(crate) fn check(cx: &mut Cx<'_>, objects: &[Object<'_>], facts: &[Facts<'_>]) {
@@ -58,6 +95,29 @@ pub(crate) fn check(cx: &mut Cx<'_>, objects: &[Object<'_>], facts: &[Facts<'_>]
         })
         .collect();
 
+    let mut service_selectors = SelectorIndex::default();
+    for (position, (_, _, service)) in services.iter().enumerate() {
+        if let Some(selector) = &service.selector {
+            service_selectors.insert(position, selector.first());
+        }
+    }
+    let mut budget_selectors = SelectorIndex::default();
+    for (position, (_, _, budget)) in budgets.iter().enumerate() {
+        if let Some(selector) = &budget.selector {
+            budget_selectors.insert(position, selector.labels.first());
+        }
+    }
+    let mut autoscaler_index: HashMap<(&str, &str), Vec<usize>> = HashMap::new();
+    for (position, (_, autoscaler)) in autoscalers.iter().enumerate() {
+        autoscaler_index
+            .entry((
+                autoscaler.target_kind.as_str(),
+                autoscaler.target_name.as_str(),
+            ))
+            .or_default()
+            .push(position);
+    }
+
     let selects = |service_object: &Object<'_>,
                    service: &Service,
                    object: &Object<'_>,
@@ -79,8 +139,10 @@ pub(crate) fn check(cx: &mut Cx<'_>, objects: &[Object<'_>], facts: &[Facts<'_>]
         if pod.containers.is_empty() || has_readiness(workload) {
             continue;
         }
-        if let Some((_, service_object, _)) = services
-            .iter()
+        if let Some((_, service_object, _)) = service_selectors
+            .candidates(&workload.pod_labels)
+            .into_iter()
+            .map(|position| services[position])
             .find(|(_, service_object, service)| selects(service_object, service, object, workload))
         {
             cx.report(
@@ -134,7 +196,8 @@ pub(crate) fn check(cx: &mut Cx<'_>, objects: &[Object<'_>], facts: &[Facts<'_>]
         };
         let count = replicas.value;
         let mut covered = false;
-        for &(budget_index, budget_object, budget) in &budgets {
+        for position in budget_selectors.candidates(&workload.pod_labels) {
+            let (budget_index, budget_object, budget) = budgets[position];
             let matches = same_namespace(budget_object, object)
                 && budget
                     .selector
@@ -201,8 +264,11 @@ pub(crate) fn check(cx: &mut Cx<'_>, objects: &[Object<'_>], facts: &[Facts<'_>]
         let Some(replicas) = workload.replicas else {
             continue;
         };
-        let autoscaler = autoscalers
-            .iter()
+        let autoscaler = autoscaler_index
+            .get(&(object.kind.as_str(), object.name.as_str()))
+            .into_iter()
+            .flatten()
+            .map(|&position| autoscalers[position])
             .find_map(|(autoscaler_object, autoscaler)| {
                 (autoscaler.target_kind == object.kind.as_str()
                     && autoscaler.target_name == object.name

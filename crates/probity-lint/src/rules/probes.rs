@@ -192,29 +192,28 @@ pub(crate) fn check(
             }
         }
 
-        if let Some(ready) = readiness {
-            if ready.success.value == 1
-                && ready.failure.value == 1
-                && ready.period.value < SHORT_READINESS_PERIOD_SECONDS
-            {
-                cx.report(
-                    index,
-                    object,
-                    &rule::READINESS_FLAPPING,
-                    ready
-                        .failure
-                        .position
-                        .or(ready.period.position)
-                        .unwrap_or(ready.position),
-                    name,
-                    format!(
-                        "readiness flips on every single result every {} s (successThreshold 1, \
+        if let Some(ready) = readiness
+            && ready.success.value == 1
+            && ready.failure.value == 1
+            && ready.period.value < SHORT_READINESS_PERIOD_SECONDS
+        {
+            cx.report(
+                index,
+                object,
+                &rule::READINESS_FLAPPING,
+                ready
+                    .failure
+                    .position
+                    .or(ready.period.position)
+                    .unwrap_or(ready.position),
+                name,
+                format!(
+                    "readiness flips on every single result every {} s (successThreshold 1, \
                          failureThreshold 1): a flapping dependency flaps the pod in and out of \
                          rotation",
-                        ready.period.value
-                    ),
-                );
-            }
+                    ready.period.value
+                ),
+            );
         }
     }
 }
