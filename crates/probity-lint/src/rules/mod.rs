@@ -1,8 +1,8 @@
 //! The rules: what each one means ([`catalogue`]) and the checks that apply them.
 //!
-//! Each check module owns one concern: [`probes`] judges each probe and each pair of probes of a
-//! container, [`api`] re-implements the API server's validation and the unknown-field walk,
-//! [`termination`] the grace period, [`fleet`] what only shows across objects (Services,
+//! Each check module owns one concern: `probes` judges each probe and each pair of probes of a
+//! container, `api` re-implements the API server's validation and the unknown-field walk,
+//! `termination` the grace period, `fleet` what only shows across objects (Services,
 //! disruption budgets, autoscalers, probe load at fleet size).
 
 pub mod catalogue;
