@@ -116,3 +116,17 @@ fn seed_manifests_produce_exactly_the_expected_findings() {
     assert!(count >= 8, "seed fixtures missing: {count}");
     assert!(failures.is_empty(), "\n{}", failures.join("\n\n"));
 }
+
+#[test]
+fn well_wired_manifests_are_clean() {
+    let mut entries: Vec<_> = std::fs::read_dir(fixtures().join("clean"))
+        .unwrap()
+        .map(|entry| entry.unwrap().path())
+        .collect();
+    entries.sort();
+    assert!(!entries.is_empty());
+    for path in entries {
+        let found = check(&path).unwrap_or_else(|failure| panic!("{failure}"));
+        assert!(found.is_empty());
+    }
+}
