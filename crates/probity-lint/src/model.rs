@@ -441,6 +441,7 @@ pub(crate) struct Budget {
 pub(crate) struct Autoscaler {
     pub(crate) target_kind: String,
     pub(crate) target_name: String,
+    pub(crate) min_replicas: Option<i64>,
     pub(crate) max_replicas: Option<(i64, Position)>,
 }
 
@@ -1013,6 +1014,9 @@ fn read_autoscaler(spec: Option<&Node>, problems: &mut Vec<Problem>) -> Autoscal
     Autoscaler {
         target_kind: text("kind"),
         target_name: text("name"),
+        min_replicas: spec
+            .and_then(|spec| read_int(spec, "minReplicas", problems, None))
+            .map(|(count, _)| count),
         max_replicas: spec.and_then(|spec| read_int(spec, "maxReplicas", problems, None)),
     }
 }

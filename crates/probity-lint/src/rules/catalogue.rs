@@ -280,7 +280,9 @@ pub const PDB_BLOCKS_EVERY_DRAIN: Rule = Rule {
 API refuses every eviction of the selected pods, so `kubectl drain`, node upgrades and cluster \
 autoscaler scale-down hang until someone deletes the budget by hand — which is when budgets get \
 deleted and forgotten. A budget exists to keep some pods while others move (seed 004 adds \
-`minAvailable: 50%` so \"not everything can be unavailable simultaneously\").",
+`minAvailable: 50%` so \"not everything can be unavailable simultaneously\"). An autoscaled \
+workload is judged at its HorizontalPodAutoscaler's `minReplicas`, where the budget bites \
+hardest.",
     fix: "Allow at least one disruption: `maxUnavailable: 1`, or a `minAvailable` below the \
 replica count (a percentage such as `50%` follows scaling).",
 };

@@ -118,6 +118,16 @@ pub(crate) fn check(cx: &mut Cx<'_>, objects: &[Object<'_>], facts: &[Facts<'_>]
             .push(position);
     }
 
+    let autoscaler_for = |object: &Object<'_>| {
+        autoscaler_index
+            .get(&(object.kind.as_str(), object.name.as_str()))
+            .into_iter()
+            .flatten()
+            .map(|&position| autoscalers[position])
+            .find(|(autoscaler_object, _)| same_namespace(autoscaler_object, object))
+            .map(|(_, autoscaler)| autoscaler)
+    };
+
     let selects = |service_object: &Object<'_>,
                    service: &Service,
                    object: &Object<'_>,
@@ -194,7 +204,11 @@ pub(crate) fn check(cx: &mut Cx<'_>, objects: &[Object<'_>], facts: &[Facts<'_>]
         let Some(replicas) = workload.replicas else {
             continue;
         };
-        let count = replicas.value;
+        // An autoscaled workload runs between the autoscaler's bounds: a budget is judged at
+        // the minimum, where it bites hardest.
+        let count = autoscaler_for(object).map_or(replicas.value, |autoscaler| {
+            autoscaler.min_replicas.unwrap_or(1)
+        });
         let mut covered = false;
         for position in budget_selectors.candidates(&workload.pod_labels) {
             let (budget_index, budget_object, budget) = budgets[position];
@@ -264,18 +278,7 @@ pub(crate) fn check(cx: &mut Cx<'_>, objects: &[Object<'_>], facts: &[Facts<'_>]
         let Some(replicas) = workload.replicas else {
             continue;
         };
-        let autoscaler = autoscaler_index
-            .get(&(object.kind.as_str(), object.name.as_str()))
-            .into_iter()
-            .flatten()
-            .map(|&position| autoscalers[position])
-            .find_map(|(autoscaler_object, autoscaler)| {
-                (autoscaler.target_kind == object.kind.as_str()
-                    && autoscaler.target_name == object.name
-                    && same_namespace(autoscaler_object, object))
-                .then_some(autoscaler.max_replicas)
-                .flatten()
-            });
+        let autoscaler = autoscaler_for(object).and_then(|autoscaler| autoscaler.max_replicas);
         let (fleet, fleet_source) = match autoscaler {
             Some((max, _)) => (max, "the autoscaler's `maxReplicas`"),
             None => (replicas.value, "`replicas`"),
