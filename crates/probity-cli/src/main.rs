@@ -6,10 +6,11 @@
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
 
+mod drill;
 mod lint;
 mod simulate;
 
-/// Health checks that tell the truth: lint probe wiring, simulate incidents.
+/// Health checks that tell the truth: lint probe wiring, simulate incidents, drill a real fleet.
 #[derive(Debug, Parser)]
 #[command(name = "probity", version, about, long_about = None)]
 struct Cli {
@@ -23,6 +24,8 @@ enum Command {
     Lint(lint::Args),
     /// Replay incidents against probe configurations in a simulated fleet.
     Simulate(simulate::Args),
+    /// Inject real faults into a local fleet of checkout instances behind HAProxy.
+    Drill(drill::Args),
 }
 
 fn main() -> ExitCode {
@@ -30,6 +33,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Lint(args) => lint::run(args),
         Command::Simulate(args) => simulate::run(args),
+        Command::Drill(args) => drill::run(args),
     };
     match result {
         Ok(code) => code,
