@@ -55,6 +55,30 @@ pub(crate) fn find_io<'a>(error: &'a (dyn StdError + 'static)) -> Option<&'a io:
     None
 }
 
+/// `host:port` of a URL, without credentials: `amqp://u:p@broker/%2f` → `broker:5672`, the
+/// port from `default_port(scheme)` when the URL has none.
+#[allow(dead_code)]
+pub(crate) fn url_target(url: &str, default_port: impl Fn(&str) -> u16) -> String {
+    let (scheme, rest) = url.split_once("://").unwrap_or(("", url));
+    let authority = rest.split(['/', '?']).next().unwrap_or_default();
+    let host_port = authority
+        .rsplit_once('@')
+        .map_or(authority, |(_, host)| host);
+    let port = default_port(scheme);
+    if host_port.is_empty() {
+        return format!("localhost:{port}");
+    }
+    let has_port = match host_port.rsplit_once(':') {
+        Some((_, tail)) => !tail.is_empty() && tail.bytes().all(|b| b.is_ascii_digit()),
+        None => false,
+    };
+    if has_port {
+        host_port.to_owned()
+    } else {
+        format!("{host_port}:{port}")
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -58,6 +58,9 @@ pub mod deadpool;
 #[cfg(feature = "_postgres")]
 pub mod postgres;
 
+#[cfg(feature = "mysql-async")]
+pub mod mysql_async;
+
 #[cfg(feature = "redis")]
 pub mod redis;
 
@@ -65,6 +68,14 @@ pub mod redis;
 pub mod disk;
 #[cfg(feature = "dns")]
 pub mod dns;
+#[cfg(feature = "lapin")]
+pub mod rabbitmq;
+
+#[cfg(feature = "mqtt")]
+pub mod mqtt;
+#[cfg(feature = "nats")]
+pub mod nats;
+
 #[cfg(feature = "http")]
 pub mod http;
 #[cfg(feature = "jwks")]
