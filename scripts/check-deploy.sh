@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Validates everything under deploy/:
+#   - the Kubernetes manifests against the Kubernetes schemas, strict (unknown fields fail);
+#   - the alert rules with `promtool check rules` and their unit tests with `promtool test rules`;
+#   - the HAProxy configuration with `haproxy -c`;
+#   - the manifests with probity's own linter, which must find nothing.
+# Needs what scripts/setup.sh installs.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+VENV="${PROBITY_VENV:-$PWD/target/venv}"
+export PATH="$VENV/bin:$PATH"
+work=target/deploy-check
+rm -rf "$work" && mkdir -p "$work"
+
+for version in 1.30.0 1.37.0; do
+  kubernetes-validate --strict --quiet -k "$version" deploy/kubernetes/*.yaml
+done
+
+# promtool reads plain rule files: take the PrometheusRule's spec.
+python3 - deploy/kubernetes/prometheusrule.yaml "$work/rules.yml" <<'PY'
+import sys, yaml
+with open(sys.argv[1]) as source:
+    documents = [d for d in yaml.safe_load_all(source) if d]
+rules = [d for d in documents if d.get("kind") == "PrometheusRule"]
+if len(rules) != 1:
+    sys.exit(f"{sys.argv[1]}: expected one PrometheusRule, found {len(rules)}")
+with open(sys.argv[2], "w") as target:
+    yaml.safe_dump(rules[0]["spec"], target, sort_keys=False)
+PY
+cp deploy/prometheus/alerts.test.yml "$work/"
+promtool check rules "$work/rules.yml"
+promtool test rules "$work/alerts.test.yml"
+
+haproxy -c -q -f deploy/haproxy/haproxy.cfg
+
+cargo run --quiet --locked -p probity-cli -- lint deploy/kubernetes
+echo "deploy files valid"
