@@ -186,3 +186,21 @@ pub async fn full_backlog_listener() -> (SocketAddr, Vec<TcpStream>, tokio::net:
     }
     (address, filling, listener)
 }
+
+/// Polls until the check fails with a message `matches` accepts (10 s at most); returns the
+/// last result.
+pub async fn until_err_matching(
+    check: &impl Check,
+    timeout: Duration,
+    matches: impl Fn(&str) -> bool,
+) -> CheckResult {
+    let end = tokio::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        let result = poll(check, timeout).await;
+        let done = matches!(&result, Err(error) if matches(error.message()));
+        if done || tokio::time::Instant::now() >= end {
+            return result;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
