@@ -381,7 +381,7 @@ impl Context<'_> {
         let restarts_before = self.total_restarts();
         victim.set_next_start_args(vec![
             "--boot-delay".to_owned(),
-            format!("{}", boot.as_secs()),
+            format!("{}ms", boot.as_millis()),
         ]);
         let start = Instant::now();
         victim.start(&self.events).await.map_err(DrillError::Io)?;
@@ -490,6 +490,8 @@ async fn run_in(
             "--chaos".to_owned(),
             "--data-dir".to_owned(),
             data_dir.display().to_string(),
+            "--pool-size".to_owned(),
+            config.pool_size.to_string(),
         ];
         args.extend(config.checkout_args.iter().cloned());
         if let Some(url) = &database_url {
@@ -572,7 +574,10 @@ async fn run_in(
         LoadRequest {
             method: reqwest::Method::POST,
             path: "/orders".to_owned(),
-            body: Some(r#"{"item":"drill","quantity":1}"#.to_owned()),
+            body: Some(
+                r#"{"customer":"drill","items":[{"sku":"book-1","quantity":1,"price_cents":1299}]}"#
+                    .to_owned(),
+            ),
         },
         config.rate,
         config.concurrency,
