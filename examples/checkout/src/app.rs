@@ -1,0 +1,256 @@
+//! The HTTP API and the two routers: the public one (API, probes, gRPC health) and the admin
+//! one (metrics, probes with details, fault injection).
+
+use crate::cache::Cache;
+use crate::chaos::Chaos;
+use crate::db::{self, Database, Item};
+use crate::recommendations::Recommendations;
+use axum::extract::rejection::JsonRejection;
+use axum::extract::{Path, Query, State};
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use metrics_exporter_prometheus::PrometheusHandle;
+use probity::render::Details;
+use probity::{Health, Reporter};
+use probity_axum::{Probes, QuietProbesLayer, RequestMetricsLayer};
+use probity_grpc::HealthService;
+use serde::Deserialize;
+use serde_json::json;
+use tower_http::trace::{DefaultMakeSpan, DefaultOnResponse, TraceLayer};
+use tracing::Level;
+
+/// The header that marks an answer served without a soft dependency.
+pub const DEGRADED_HEADER: &str = "x-degraded";
+
+/// What the handlers share.
+#[derive(Debug, Clone)]
+pub struct AppState {
+    /// The orders database.
+    pub db: Database,
+    /// Passive reports for the `db` check.
+    pub db_reporter: Reporter,
+    /// The order cache, if configured.
+    pub cache: Option<Cache>,
+    /// The recommendations service, if configured.
+    pub recommendations: Option<Recommendations>,
+}
+
+/// The public listener: the API, `/livez` `/readyz` `/startupz` (details withheld unless
+/// `details` says otherwise) and `grpc.health.v1` on the same port. Probes stay out of the
+/// access log and of `http_requests_total`.
+pub fn public_router(state: AppState, health: &Health, details: Details) -> Router {
+    Router::new()
+        .route("/orders", post(create_order))
+        .route("/orders/{id}", get(get_order))
+        .route("/recommendations", get(recommendations))
+        .with_state(state)
+        .merge(Probes::new(health.clone()).details(details).router())
+        .merge(HealthService::new(health.clone()).into_router())
+        .layer(QuietProbesLayer::new(
+            tower::ServiceBuilder::new()
+                .layer(
+                    TraceLayer::new_for_http()
+                        .make_span_with(DefaultMakeSpan::new().level(Level::INFO))
+                        .on_response(DefaultOnResponse::new().level(Level::INFO)),
+                )
+                .layer(RequestMetricsLayer::new())
+                .into_inner(),
+        ))
+}
+
+/// The admin listener: `/metrics`, the probes with details, and `/chaos/*` when enabled.
+pub fn admin_router(health: &Health, metrics: PrometheusHandle, chaos: Option<Chaos>) -> Router {
+    let mut router = Router::new()
+        .route(
+            "/metrics",
+            get(move || {
+                let metrics = metrics.clone();
+                async move {
+                    (
+                        [(
+                            header::CONTENT_TYPE,
+                            "text/plain; version=0.0.4; charset=utf-8",
+                        )],
+                        metrics.render(),
+                    )
+                }
+            }),
+        )
+        .route(
+            "/contract",
+            get({
+                let health = health.clone();
+                move || {
+                    let contract = health.contract().to_json_pretty();
+                    async move { ([(header::CONTENT_TYPE, "application/json")], contract) }
+                }
+            }),
+        )
+        .merge(Probes::admin(health.clone()).router());
+    if let Some(chaos) = chaos {
+        router = router.merge(chaos.router());
+    }
+    router
+}
+
+fn error_response(status: StatusCode, message: impl Into<String>) -> Response {
+    (status, Json(json!({ "error": message.into() }))).into_response()
+}
+
+fn database_error(error: &sqlx::Error) -> Response {
+    if db::is_unavailable(error) {
+        let mut response = error_response(
+            StatusCode::SERVICE_UNAVAILABLE,
+            format!("database unavailable: {}", db::describe(error)),
+        );
+        response
+            .headers_mut()
+            .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+        response
+    } else {
+        tracing::error!(error = %db::describe(error), "database query failed");
+        error_response(StatusCode::INTERNAL_SERVER_ERROR, "database query failed")
+    }
+}
+
+/// `POST /orders` body.
+#[derive(Debug, Deserialize)]
+pub struct NewOrder {
+    /// Who orders.
+    pub customer: String,
+    /// What.
+    pub items: Vec<Item>,
+}
+
+impl NewOrder {
+    fn validate(&self) -> Result<(), String> {
+        if self.customer.trim().is_empty() || self.customer.len() > 128 {
+            return Err("`customer` must be 1 to 128 characters".into());
+        }
+        if self.items.is_empty() || self.items.len() > 100 {
+            return Err("`items` must hold 1 to 100 lines".into());
+        }
+        for (line, item) in self.items.iter().enumerate() {
+            if item.sku.trim().is_empty() || item.sku.len() > 64 {
+                return Err(format!("items[{line}].sku must be 1 to 64 characters"));
+            }
+            if !(1..=10_000).contains(&item.quantity) {
+                return Err(format!("items[{line}].quantity must be 1 to 10000"));
+            }
+            if !(0..=100_000_000).contains(&item.price_cents) {
+                return Err(format!("items[{line}].price_cents must be 0 to 100000000"));
+            }
+        }
+        Ok(())
+    }
+}
+
+async fn create_order(
+    State(state): State<AppState>,
+    body: Result<Json<NewOrder>, JsonRejection>,
+) -> Response {
+    let Json(order) = match body {
+        Ok(body) => body,
+        Err(rejection) => return error_response(rejection.status(), rejection.body_text()),
+    };
+    if let Err(message) = order.validate() {
+        return error_response(StatusCode::UNPROCESSABLE_ENTITY, message);
+    }
+    let stored = state.db.create_order(&order.customer, &order.items).await;
+    db::report(&state.db_reporter, &stored);
+    match stored {
+        Ok(stored) => {
+            if let Some(cache) = &state.cache {
+                cache.store(&stored).await;
+            }
+            let location = format!("/orders/{}", stored.id);
+            let mut response = (StatusCode::CREATED, Json(stored)).into_response();
+            if let Ok(location) = HeaderValue::from_str(&location) {
+                response.headers_mut().insert(header::LOCATION, location);
+            }
+            response
+        }
+        Err(failure) => database_error(&failure),
+    }
+}
+
+async fn get_order(State(state): State<AppState>, Path(id): Path<String>) -> Response {
+    let Ok(id) = id.parse::<i64>() else {
+        return error_response(
+            StatusCode::BAD_REQUEST,
+            format!("`{id}` is not an order number"),
+        );
+    };
+    if let Some(cache) = &state.cache
+        && let Some(order) = cache.order(id).await
+    {
+        return ([("x-cache", "hit")], Json(order)).into_response();
+    }
+    let found = state.db.order(id).await;
+    db::report(&state.db_reporter, &found);
+    match found {
+        Ok(Some(order)) => {
+            if let Some(cache) = &state.cache {
+                cache.store(&order).await;
+            }
+            ([("x-cache", "miss")], Json(order)).into_response()
+        }
+        Ok(None) => error_response(StatusCode::NOT_FOUND, format!("no order {id}")),
+        Err(failure) => database_error(&failure),
+    }
+}
+
+/// `GET /recommendations` query.
+#[derive(Debug, Deserialize)]
+pub struct RecommendationsQuery {
+    /// Who to recommend to.
+    #[serde(default)]
+    pub customer: String,
+}
+
+/// How many popular items the fallback lists.
+const POPULAR_ITEMS: i64 = 5;
+
+async fn recommendations(
+    State(state): State<AppState>,
+    Query(query): Query<RecommendationsQuery>,
+) -> Response {
+    let mut degraded = None;
+    if let Some(service) = &state.recommendations {
+        match service.for_customer(&query.customer).await {
+            Ok(items) => {
+                return Json(json!({
+                    "customer": query.customer,
+                    "source": "service",
+                    "items": items,
+                }))
+                .into_response();
+            }
+            Err(reason) => {
+                tracing::warn!(%reason, "recommendations unavailable; answering with popular items");
+                degraded = Some(reason);
+            }
+        }
+    }
+    let popular = state.db.popular(POPULAR_ITEMS).await;
+    db::report(&state.db_reporter, &popular);
+    match popular {
+        Ok(items) => {
+            let mut response = Json(json!({
+                "customer": query.customer,
+                "source": "popular",
+                "items": items,
+            }))
+            .into_response();
+            if degraded.is_some() {
+                response
+                    .headers_mut()
+                    .insert(DEGRADED_HEADER, HeaderValue::from_static("recommendations"));
+            }
+            response
+        }
+        Err(failure) => database_error(&failure),
+    }
+}

@@ -1,0 +1,361 @@
+//! Command-line flags, validated into a [`Config`].
+//!
+//! URLs that may hold credentials (`--database-url`, `--redis-url`) are taken as plain strings
+//! and validated here, not by clap: clap's own errors repeat the offending value, and a
+//! database password must never reach a terminal or a log.
+
+use anyhow::{Context, bail};
+use clap::Parser;
+use probity::redact::redact;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// checkout: a small order service whose health checks tell the truth.
+///
+/// Serves orders and recommendations on --listen, with /livez, /readyz, /startupz and gRPC
+/// health beside them; /metrics, the same probes with error details, and (with --chaos) fault
+/// injection on --admin-listen.
+#[derive(Debug, Parser)]
+#[command(name = "checkout", version, about, long_about)]
+pub struct Args {
+    /// Address of the public listener (HTTP/1.1 and HTTP/2: the API, the probes, gRPC health).
+    #[arg(
+        long,
+        env = "CHECKOUT_LISTEN",
+        default_value = "127.0.0.1:8080",
+        value_name = "ADDR"
+    )]
+    pub listen: SocketAddr,
+
+    /// Address of the admin listener (/metrics, probes with details, /chaos/* with --chaos).
+    #[arg(
+        long,
+        env = "CHECKOUT_ADMIN_LISTEN",
+        default_value = "127.0.0.1:8081",
+        value_name = "ADDR"
+    )]
+    pub admin_listen: SocketAddr,
+
+    /// Database URL: sqlite://PATH or postgres://USER[:PASSWORD]@HOST[:PORT]/DB. Default: an
+    /// SQLite file in --data-dir.
+    #[arg(
+        long,
+        env = "CHECKOUT_DATABASE_URL",
+        value_name = "URL",
+        hide_env_values = true
+    )]
+    pub database_url: Option<String>,
+
+    /// Directory for the embedded SQLite database.
+    #[arg(
+        long,
+        env = "CHECKOUT_DATA_DIR",
+        default_value = "data",
+        value_name = "DIR"
+    )]
+    pub data_dir: PathBuf,
+
+    /// Connections in the database pool.
+    #[arg(long, default_value_t = 5, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=100))]
+    pub pool_size: u32,
+
+    /// How long a request waits for a pooled connection before failing with 503.
+    #[arg(long, default_value = "500ms", value_name = "DURATION", value_parser = parse_duration)]
+    pub acquire_timeout: Duration,
+
+    /// How often the database check polls (reachability and pool capacity).
+    #[arg(long, default_value = "500ms", value_name = "DURATION", value_parser = parse_duration)]
+    pub db_check_interval: Duration,
+
+    /// Redis URL for the order cache (soft: served from the database while it is down).
+    #[arg(
+        long,
+        env = "CHECKOUT_REDIS_URL",
+        value_name = "URL",
+        hide_env_values = true
+    )]
+    pub redis_url: Option<String>,
+
+    /// Base URL of the recommendations service (soft: popular items while it is down).
+    #[arg(long, env = "CHECKOUT_RECOMMENDATIONS_URL", value_name = "URL")]
+    pub recommendations_url: Option<String>,
+
+    /// How long a call to the recommendations service may take before falling back.
+    #[arg(long, default_value = "2s", value_name = "DURATION", value_parser = parse_duration)]
+    pub recommendations_timeout: Duration,
+
+    /// Serve fault injection on the admin listener: /chaos/leak-connections,
+    /// /chaos/release-connections, /chaos/stall, /chaos/deadlock.
+    #[arg(long)]
+    pub chaos: bool,
+
+    /// Hold startup (and so readiness) for this long after migrations, as a slow warm-up would.
+    #[arg(long, default_value = "0s", value_name = "DURATION", value_parser = parse_duration)]
+    pub boot_delay: Duration,
+
+    /// After SIGTERM, keep serving (readiness failing) this long before closing the listener.
+    #[arg(long, env = "CHECKOUT_DRAIN_DELAY", default_value = "5s", value_name = "DURATION", value_parser = parse_duration)]
+    pub drain_delay: Duration,
+
+    /// After the listener closes, how long in-flight requests may run.
+    #[arg(long, default_value = "10s", value_name = "DURATION", value_parser = parse_duration)]
+    pub in_flight_deadline: Duration,
+
+    /// Heartbeat age that counts as a runtime stall (fails liveness).
+    #[arg(long, default_value = "5s", value_name = "DURATION", value_parser = parse_duration)]
+    pub stall_threshold: Duration,
+
+    /// Give up booting after this many failed database connection attempts (0: never).
+    #[arg(long, default_value_t = 0, value_name = "N")]
+    pub connect_attempts: u32,
+
+    /// Show check error details on the public listener too (they are always shown on the
+    /// admin listener).
+    #[arg(long)]
+    pub public_details: bool,
+
+    /// Print the health contract (what each probe checks, as JSON) and exit.
+    #[arg(long)]
+    pub print_contract: bool,
+}
+
+/// Where the orders live.
+#[derive(Clone, PartialEq, Eq)]
+pub enum DatabaseTarget {
+    /// An SQLite file.
+    Sqlite(PathBuf),
+    /// A PostgreSQL server; the URL as given (it may hold a password: never print it).
+    Postgres(String),
+}
+
+impl std::fmt::Debug for DatabaseTarget {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            DatabaseTarget::Sqlite(path) => f.debug_tuple("Sqlite").field(path).finish(),
+            DatabaseTarget::Postgres(url) => f.debug_tuple("Postgres").field(&redact(url)).finish(),
+        }
+    }
+}
+
+/// Validated settings.
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// Public listener address.
+    pub listen: SocketAddr,
+    /// Admin listener address.
+    pub admin_listen: SocketAddr,
+    /// The database.
+    pub database: DatabaseTarget,
+    /// Pool size.
+    pub pool_size: u32,
+    /// Pool acquire timeout.
+    pub acquire_timeout: Duration,
+    /// Database check interval.
+    pub db_check_interval: Duration,
+    /// Redis URL (may hold a password: never print it).
+    pub redis_url: Option<String>,
+    /// Recommendations base URL, without a trailing slash.
+    pub recommendations_url: Option<String>,
+    /// Recommendations call timeout.
+    pub recommendations_timeout: Duration,
+    /// Fault injection on.
+    pub chaos: bool,
+    /// Extra warm-up time.
+    pub boot_delay: Duration,
+    /// Drain delay.
+    pub drain_delay: Duration,
+    /// In-flight deadline.
+    pub in_flight_deadline: Duration,
+    /// Runtime stall threshold.
+    pub stall_threshold: Duration,
+    /// Database connection attempts at boot (0: unlimited).
+    pub connect_attempts: u32,
+    /// Details on the public listener.
+    pub public_details: bool,
+}
+
+impl Config {
+    /// Validates the flags. Errors name the flag and never repeat a credential.
+    pub fn from_args(args: Args) -> anyhow::Result<Config> {
+        let database = match args.database_url.as_deref() {
+            None => DatabaseTarget::Sqlite(args.data_dir.join("checkout.db")),
+            Some(url) => parse_database_url(url)?,
+        };
+        if let Some(url) = &args.redis_url
+            && !(url.starts_with("redis://") || url.starts_with("rediss://"))
+        {
+            bail!(
+                "--redis-url `{}`: expected redis://[USER:PASSWORD@]HOST[:PORT][/DB]",
+                redact(url)
+            );
+        }
+        let recommendations_url = match args.recommendations_url {
+            Some(url) => {
+                let parsed = reqwest::Url::parse(&url).with_context(|| {
+                    format!("--recommendations-url `{}`: not a URL", redact(&url))
+                })?;
+                if !matches!(parsed.scheme(), "http" | "https") {
+                    bail!(
+                        "--recommendations-url `{}`: expected an http:// or https:// URL",
+                        redact(&url)
+                    );
+                }
+                Some(url.trim_end_matches('/').to_owned())
+            }
+            None => None,
+        };
+        if args.db_check_interval < Duration::from_millis(100) {
+            bail!("--db-check-interval must be at least 100ms");
+        }
+        if args.stall_threshold < Duration::from_millis(100) {
+            bail!("--stall-threshold must be at least 100ms");
+        }
+        if args.acquire_timeout.is_zero() {
+            bail!("--acquire-timeout must be greater than zero");
+        }
+        if args.listen == args.admin_listen && args.listen.port() != 0 {
+            bail!(
+                "--listen and --admin-listen are both {}: the admin listener needs its own port",
+                args.listen
+            );
+        }
+        Ok(Config {
+            listen: args.listen,
+            admin_listen: args.admin_listen,
+            database,
+            pool_size: args.pool_size,
+            acquire_timeout: args.acquire_timeout,
+            db_check_interval: args.db_check_interval,
+            redis_url: args.redis_url,
+            recommendations_url,
+            recommendations_timeout: args.recommendations_timeout,
+            chaos: args.chaos,
+            boot_delay: args.boot_delay,
+            drain_delay: args.drain_delay,
+            in_flight_deadline: args.in_flight_deadline,
+            stall_threshold: args.stall_threshold,
+            connect_attempts: args.connect_attempts,
+            public_details: args.public_details,
+        })
+    }
+}
+
+fn parse_database_url(url: &str) -> anyhow::Result<DatabaseTarget> {
+    if let Some(path) = url
+        .strip_prefix("sqlite://")
+        .or_else(|| url.strip_prefix("sqlite:"))
+    {
+        let path = path.split('?').next().unwrap_or_default();
+        if path.is_empty() {
+            bail!("--database-url `{url}`: expected sqlite://PATH, e.g. sqlite://data/checkout.db");
+        }
+        return Ok(DatabaseTarget::Sqlite(PathBuf::from(path)));
+    }
+    if url.starts_with("postgres://") || url.starts_with("postgresql://") {
+        return Ok(DatabaseTarget::Postgres(url.to_owned()));
+    }
+    bail!(
+        "--database-url `{}`: unsupported scheme; expected sqlite://PATH or postgres://USER[:PASSWORD]@HOST[:PORT]/DB",
+        redact(url)
+    )
+}
+
+/// Parses `500ms`, `5s`, `2m`, `1h`, or a bare number of seconds (`1.5`).
+pub fn parse_duration(text: &str) -> Result<Duration, String> {
+    let text = text.trim();
+    let split = text
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(text.len());
+    let (number, unit) = text.split_at(split);
+    let value: f64 = number
+        .parse()
+        .map_err(|_| format!("`{text}` is not a duration; use e.g. 500ms, 5s, 2m"))?;
+    let seconds = match unit.trim() {
+        "ms" => value / 1000.0,
+        "" | "s" => value,
+        "m" => value * 60.0,
+        "h" => value * 3600.0,
+        other => {
+            return Err(format!(
+                "unknown unit `{other}` in `{text}`; use ms, s, m or h"
+            ));
+        }
+    };
+    if !seconds.is_finite() || seconds > 86_400.0 * 365.0 {
+        return Err(format!("`{text}` is out of range"));
+    }
+    Ok(Duration::from_secs_f64(seconds))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(extra: &[&str]) -> Args {
+        let mut argv = vec!["checkout"];
+        argv.extend_from_slice(extra);
+        Args::try_parse_from(argv).unwrap()
+    }
+
+    #[test]
+    fn parses_durations() {
+        assert_eq!(parse_duration("500ms"), Ok(Duration::from_millis(500)));
+        assert_eq!(parse_duration("5s"), Ok(Duration::from_secs(5)));
+        assert_eq!(parse_duration("2m"), Ok(Duration::from_secs(120)));
+        assert_eq!(parse_duration("1.5"), Ok(Duration::from_millis(1500)));
+        assert!(
+            parse_duration("5 parsecs")
+                .unwrap_err()
+                .contains("unknown unit")
+        );
+        assert!(
+            parse_duration("soon")
+                .unwrap_err()
+                .contains("not a duration")
+        );
+        assert!(parse_duration("").is_err());
+    }
+
+    #[test]
+    fn defaults_to_sqlite_in_the_data_dir() {
+        let config = Config::from_args(args(&[])).unwrap();
+        assert_eq!(
+            config.database,
+            DatabaseTarget::Sqlite(PathBuf::from("data/checkout.db"))
+        );
+        assert_eq!(config.listen.to_string(), "127.0.0.1:8080");
+        assert_eq!(config.admin_listen.to_string(), "127.0.0.1:8081");
+        assert_eq!(config.pool_size, 5);
+    }
+
+    #[test]
+    fn database_url_errors_never_repeat_the_password() {
+        let error = Config::from_args(args(&["--database-url", "mysql://app:hunter2@db/shop"]))
+            .unwrap_err()
+            .to_string();
+        assert!(error.contains("unsupported scheme"), "{error}");
+        assert!(!error.contains("hunter2"), "{error}");
+        let error = Config::from_args(args(&["--redis-url", "http://:hunter2@cache"]))
+            .unwrap_err()
+            .to_string();
+        assert!(!error.contains("hunter2"), "{error}");
+        let target = Config::from_args(args(&["--database-url", "postgres://app:hunter2@db/shop"]))
+            .unwrap()
+            .database;
+        assert!(!format!("{target:?}").contains("hunter2"));
+    }
+
+    #[test]
+    fn rejects_one_port_for_both_listeners() {
+        let error = Config::from_args(args(&[
+            "--listen",
+            "127.0.0.1:9000",
+            "--admin-listen",
+            "127.0.0.1:9000",
+        ]))
+        .unwrap_err()
+        .to_string();
+        assert!(error.contains("needs its own port"), "{error}");
+    }
+}

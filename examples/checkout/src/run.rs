@@ -1,0 +1,220 @@
+//! Starting, serving and stopping the service.
+
+use crate::app::{self, AppState};
+use crate::cache::Cache;
+use crate::chaos::Chaos;
+use crate::config::Config;
+use crate::db::Database;
+use crate::recommendations::Recommendations;
+use crate::{boot, wiring};
+use anyhow::Context;
+use metrics_exporter_prometheus::PrometheusHandle;
+use probity::Health;
+use probity::check::format_duration;
+use probity::render::Details;
+use probity_axum::ShutdownReport;
+use std::net::SocketAddr;
+use std::time::Duration;
+use tokio::net::TcpListener;
+
+/// How long a cache call may take before it counts as a miss.
+const CACHE_TIMEOUT: Duration = Duration::from_millis(100);
+
+/// Everything the service is made of, built but not started.
+#[derive(Debug)]
+pub struct Service {
+    /// The database.
+    pub db: Database,
+    /// The cache, if configured.
+    pub cache: Option<Cache>,
+    /// The recommendations client, if configured.
+    pub recommendations: Option<Recommendations>,
+    /// The health registry.
+    pub health: Health,
+}
+
+impl Service {
+    /// Builds the parts; connects to nothing. Must run inside the tokio runtime.
+    pub fn build(config: &Config) -> anyhow::Result<Service> {
+        let db = Database::lazy(&config.database, config.pool_size, config.acquire_timeout)?;
+        let cache = config
+            .redis_url
+            .as_deref()
+            .map(|url| Cache::new(url, CACHE_TIMEOUT))
+            .transpose()?;
+        let recommendations = config
+            .recommendations_url
+            .as_deref()
+            .map(|url| Recommendations::new(url, config.recommendations_timeout))
+            .transpose()?;
+        let health = wiring::health(config, &db, cache.as_ref(), recommendations.as_ref())
+            .context("invalid health wiring")?;
+        Ok(Service {
+            db,
+            cache,
+            recommendations,
+            health,
+        })
+    }
+}
+
+async fn bind(address: SocketAddr, flag: &str) -> anyhow::Result<TcpListener> {
+    TcpListener::bind(address).await.map_err(|error| {
+        let hint = match error.kind() {
+            std::io::ErrorKind::AddrInUse => {
+                format!("address already in use; is another checkout running? pick a free port with {flag}")
+            }
+            std::io::ErrorKind::PermissionDenied => {
+                format!("permission denied; ports below 1024 need privileges, pick another with {flag}")
+            }
+            std::io::ErrorKind::AddrNotAvailable => {
+                format!("no such local address; use an address of this machine with {flag}")
+            }
+            _ => error.to_string(),
+        };
+        anyhow::anyhow!("cannot listen on {address} ({flag}): {hint}")
+    })
+}
+
+/// Runs the service until its shutdown sequence completes (SIGTERM or SIGINT), or until it
+/// cannot start.
+pub async fn run(config: Config, metrics: PrometheusHandle) -> anyhow::Result<()> {
+    // Bind before anything starts: a port in use is reported at once.
+    let public_listener = bind(config.listen, "--listen").await?;
+    let admin_listener = bind(config.admin_listen, "--admin-listen").await?;
+    let public_address = public_listener.local_addr()?;
+    let admin_address = admin_listener.local_addr()?;
+
+    let service = Service::build(&config)?;
+    let health = service.health.clone();
+    health.start().context("cannot start the health pollers")?;
+    health.shutdown_on_signals();
+    exit_on_second_signal(&health);
+    spawn_metrics_upkeep(metrics.clone());
+
+    let state = AppState {
+        db_reporter: health.reporter(wiring::DB_CHECK)?,
+        db: service.db.clone(),
+        cache: service.cache.clone(),
+        recommendations: service.recommendations.clone(),
+    };
+    let details = if config.public_details {
+        Details::Shown
+    } else {
+        Details::Hidden
+    };
+    let public = app::public_router(state, &health, details);
+    let chaos = config.chaos.then(|| Chaos::new(service.db.clone()));
+    let admin = app::admin_router(&health, metrics, chaos);
+
+    tracing::info!(
+        listen = %public_address,
+        admin = %admin_address,
+        database = %service.db.describe(),
+        chaos = config.chaos,
+        drain_delay = %format_duration(config.drain_delay),
+        "checkout listening; probes: /livez /readyz /startupz, gRPC grpc.health.v1.Health"
+    );
+
+    let public_server = tokio::spawn({
+        let health = health.clone();
+        async move { probity_axum::serve(public_listener, public, &health).await }
+    });
+    let admin_server = tokio::spawn({
+        let health = health.clone();
+        async move { probity_axum::serve(admin_listener, admin, &health).await }
+    });
+    let mut booting = tokio::spawn({
+        let health = health.clone();
+        let db = service.db.clone();
+        async move { boot::run(&config, &db, &health).await }
+    });
+
+    let servers = async {
+        let (public, admin) = tokio::join!(public_server, admin_server);
+        (flatten(public), flatten(admin))
+    };
+    tokio::pin!(servers);
+    let (public, admin) = tokio::select! {
+        booted = &mut booting => {
+            match booted {
+                Ok(Ok(())) => {}
+                Ok(Err(error)) => return Err(error),
+                Err(panic) => return Err(anyhow::anyhow!("boot task failed: {panic}")),
+            }
+            servers.await
+        }
+        reports = &mut servers => {
+            booting.abort();
+            reports
+        }
+    };
+    let public = public.context("public listener")?;
+    admin.context("admin listener")?;
+    log_report(&public);
+    health.stop();
+    service.db.close().await;
+    Ok(())
+}
+
+fn flatten(
+    joined: Result<std::io::Result<ShutdownReport>, tokio::task::JoinError>,
+) -> anyhow::Result<ShutdownReport> {
+    match joined {
+        Ok(report) => Ok(report?),
+        Err(error) => Err(anyhow::anyhow!("server task failed: {error}")),
+    }
+}
+
+fn log_report(report: &ShutdownReport) {
+    let drained = format_duration(Duration::from_millis(
+        report.drained_for().as_millis() as u64
+    ));
+    let in_flight = format_duration(Duration::from_millis(
+        report.in_flight_for().as_millis() as u64
+    ));
+    if report.within_deadline {
+        tracing::info!(%drained, %in_flight, "shutdown complete: drained, then finished in-flight requests");
+    } else {
+        tracing::warn!(%drained, %in_flight, "shutdown complete: in-flight deadline reached, requests abandoned");
+    }
+}
+
+/// A second SIGINT or SIGTERM during the drain exits at once, for a person at a terminal who
+/// does not want to wait.
+fn exit_on_second_signal(health: &Health) {
+    let health = health.clone();
+    tokio::spawn(async move {
+        health.shutdown_triggered().await;
+        // Let the first signal's handler finish with it before listening again.
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        let interrupt = tokio::signal::ctrl_c();
+        #[cfg(unix)]
+        let terminate = async {
+            match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+                Ok(mut signal) => {
+                    signal.recv().await;
+                }
+                Err(_) => std::future::pending::<()>().await,
+            }
+        };
+        #[cfg(not(unix))]
+        let terminate = std::future::pending::<()>();
+        tokio::select! {
+            _ = interrupt => {}
+            () = terminate => {}
+        }
+        tracing::warn!("second signal: exiting without finishing the drain");
+        std::process::exit(130);
+    });
+}
+
+fn spawn_metrics_upkeep(metrics: PrometheusHandle) {
+    tokio::spawn(async move {
+        let mut every = tokio::time::interval(Duration::from_secs(5));
+        loop {
+            every.tick().await;
+            metrics.run_upkeep();
+        }
+    });
+}
