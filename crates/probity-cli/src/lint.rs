@@ -23,7 +23,8 @@ pub(crate) struct Args {
           value_parser = ["human", "json", "sarif"])]
     format: String,
 
-    /// Exit 1 when a finding is at or above this severity (`never`: only errors exit non-zero).
+    /// Exit 1 when a finding is at or above this severity (`never`: exit 0 whatever the findings;
+    /// unreadable input still exits 2).
     #[arg(long, value_name = "SEVERITY", default_value = "warning",
           value_parser = ["info", "warning", "error", "never"])]
     fail_on: String,
