@@ -25,7 +25,11 @@ fn checkout() -> PathBuf {
             .expect("cargo runs");
         assert!(status.success(), "building checkout failed");
     }
-    assert!(binary.is_file(), "no checkout binary at {}", binary.display());
+    assert!(
+        binary.is_file(),
+        "no checkout binary at {}",
+        binary.display()
+    );
     binary
 }
 
@@ -74,15 +78,20 @@ fn a_short_drill_drains_the_leaking_instance_and_restarts_the_stalled_one() {
         .expect("probity runs");
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(output.status.success(), "drill failed:\n{stderr}");
-    let report: serde_json::Value =
-        serde_json::from_slice(&output.stdout).unwrap_or_else(|e| panic!("bad JSON ({e}):\n{stderr}"));
+    let report: serde_json::Value = serde_json::from_slice(&output.stdout)
+        .unwrap_or_else(|e| panic!("bad JSON ({e}):\n{stderr}"));
 
     let pool = &report["pool_exhaustion"];
-    let unready = pool["time_to_unready_s"].as_f64().expect("readiness never failed");
+    let unready = pool["time_to_unready_s"]
+        .as_f64()
+        .expect("readiness never failed");
     let out = pool["time_out_of_rotation_s"]
         .as_f64()
         .expect("never left rotation");
-    assert!(unready <= out, "left rotation before failing readiness: {pool}");
+    assert!(
+        unready <= out,
+        "left rotation before failing readiness: {pool}"
+    );
     assert_eq!(pool["restarts"], 0, "a pool leak must not restart anything");
     assert!(pool["requests_total"].as_u64().unwrap() > 0);
     assert!(pool["time_back_in_rotation_s"].as_f64().is_some(), "{pool}");
@@ -91,12 +100,17 @@ fn a_short_drill_drains_the_leaking_instance_and_restarts_the_stalled_one() {
     let failed = stall["time_to_liveness_failure_s"]
         .as_f64()
         .expect("liveness never failed during the stall");
-    let restarted = stall["time_to_restart_s"].as_f64().expect("never restarted");
+    let restarted = stall["time_to_restart_s"]
+        .as_f64()
+        .expect("never restarted");
     let back = stall["time_back_in_rotation_s"]
         .as_f64()
         .expect("never back in rotation");
     assert!(failed <= restarted && restarted <= back, "{stall}");
-    assert_eq!(stall["restarts"], 1, "exactly the stalled instance restarts");
+    assert_eq!(
+        stall["restarts"], 1,
+        "exactly the stalled instance restarts"
+    );
     assert!(report["database_outage"].is_null());
     assert_eq!(report["database"], "sqlite");
 }
@@ -180,7 +194,10 @@ fn ctrl_c_tears_the_whole_fleet_down() {
         if let Some(status) = child.try_wait().expect("wait works") {
             break status.code();
         }
-        assert!(Instant::now() < exit_deadline, "drill did not exit on SIGINT");
+        assert!(
+            Instant::now() < exit_deadline,
+            "drill did not exit on SIGINT"
+        );
         std::thread::yield_now();
     };
     assert_eq!(code, Some(130));
@@ -219,7 +236,10 @@ fn missing_tools_and_databases_are_clear_errors() {
         .expect("probity runs");
     assert_eq!(output.status.code(), Some(2));
     let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(stderr.contains("checkout binary not found at /nonexistent/checkout"), "{stderr}");
+    assert!(
+        stderr.contains("checkout binary not found at /nonexistent/checkout"),
+        "{stderr}"
+    );
 
     let output = probity()
         .args([
@@ -233,7 +253,10 @@ fn missing_tools_and_databases_are_clear_errors() {
         .expect("probity runs");
     assert_eq!(output.status.code(), Some(2));
     let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(stderr.contains("the database at 127.0.0.1:1 is unreachable"), "{stderr}");
+    assert!(
+        stderr.contains("the database at 127.0.0.1:1 is unreachable"),
+        "{stderr}"
+    );
     assert!(!stderr.contains("hunter2"), "{stderr}");
 
     let output = probity()
