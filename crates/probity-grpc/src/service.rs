@@ -12,6 +12,7 @@ use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::watch;
 use tokio::time::{Instant, MissedTickBehavior};
+use tonic::server::NamedService;
 use tonic::{Request, Response, Status};
 
 /// How often a `Watch` stream re-evaluates the snapshot when nothing is published, unless set.
@@ -53,8 +54,16 @@ impl HealthService {
     /// An axum router serving the service at `/grpc.health.v1.Health/*`, to merge with an HTTP
     /// router so gRPC and HTTP share one port. The server must speak HTTP/2 (axum's `serve`
     /// does, alongside HTTP/1.1).
+    ///
+    /// Only the service's own path is routed: other paths fall through to the router it is
+    /// merged with (tonic's `Routes` would answer every unknown path with a gRPC
+    /// `UNIMPLEMENTED` and HTTP 200, hiding the HTTP router's 404s).
     pub fn into_router(self) -> axum::Router {
-        tonic::service::Routes::new(self.into_server()).into_axum_router()
+        let path = format!(
+            "/{}/{{*method}}",
+            <HealthServer<HealthService> as NamedService>::NAME
+        );
+        axum::Router::new().route_service(&path, self.into_server())
     }
 
     fn status_now(&self, service: &str) -> Option<ServingStatus> {

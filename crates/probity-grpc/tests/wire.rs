@@ -71,9 +71,11 @@ async fn check_list_and_watch_over_http2_beside_http1_probes() {
     let missing = client.check(request("payments")).await.unwrap_err();
     assert_eq!(missing.code(), tonic::Code::NotFound);
 
-    // HTTP/1.1 on the same port.
+    // HTTP/1.1 on the same port; unknown paths stay 404 (not gRPC's catch-all).
     let answer = http_get(addr, "/readyz").await;
     assert!(answer.starts_with("HTTP/1.1 503"), "{answer}");
+    let answer = http_get(addr, "/nope").await;
+    assert!(answer.starts_with("HTTP/1.1 404"), "{answer}");
 
     let mut watch = client
         .watch(request("readiness"))

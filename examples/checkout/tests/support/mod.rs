@@ -1,0 +1,386 @@
+//! Running the real `checkout` binary on loopback: free ports, captured output, polling until
+//! a deadline, and a guard that kills the process on every exit path.
+
+#![allow(dead_code, unreachable_pub)]
+
+use std::io::Read;
+use std::net::{SocketAddr, TcpListener};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// A loopback address whose port was free a moment ago.
+pub fn free_address() -> SocketAddr {
+    let listener = TcpListener::bind("127.0.0.1:0").expect("bind an ephemeral port");
+    listener.local_addr().expect("local address")
+}
+
+/// A directory removed on drop.
+pub struct TempDir(PathBuf);
+
+impl TempDir {
+    pub fn new(label: &str) -> Self {
+        static COUNTER: AtomicU64 = AtomicU64::new(0);
+        let path = std::env::temp_dir().join(format!(
+            "checkout-e2e-{label}-{}-{}",
+            std::process::id(),
+            COUNTER.fetch_add(1, Ordering::Relaxed)
+        ));
+        std::fs::create_dir_all(&path).expect("create a temporary directory");
+        Self(path)
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// Everything a process wrote to one stream so far.
+#[derive(Clone, Default)]
+pub struct Captured(Arc<Mutex<String>>);
+
+impl Captured {
+    fn follow(mut stream: impl Read + Send + 'static) -> Self {
+        let captured = Captured::default();
+        let sink = captured.clone();
+        std::thread::spawn(move || {
+            let mut buffer = [0u8; 4096];
+            loop {
+                match stream.read(&mut buffer) {
+                    Ok(0) | Err(_) => return,
+                    Ok(n) => sink
+                        .0
+                        .lock()
+                        .unwrap()
+                        .push_str(&String::from_utf8_lossy(&buffer[..n])),
+                }
+            }
+        });
+        captured
+    }
+
+    pub fn text(&self) -> String {
+        self.0.lock().unwrap().clone()
+    }
+}
+
+/// A running `checkout`; killed (SIGKILL) when dropped if still running.
+pub struct Checkout {
+    child: Child,
+    pub listen: SocketAddr,
+    pub admin: SocketAddr,
+    pub stdout: Captured,
+    pub stderr: Captured,
+    _data: TempDir,
+}
+
+/// The binary under test.
+pub fn binary() -> &'static str {
+    env!("CARGO_BIN_EXE_checkout")
+}
+
+/// Runs `checkout` with `args` to completion (for flags that exit at once).
+pub fn run_to_exit(args: &[&str], timeout: Duration) -> (ExitStatus, String, String) {
+    let mut child = Command::new(binary())
+        .args(args)
+        .env("CHECKOUT_LOG", "info")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn checkout");
+    let stdout = Captured::follow(child.stdout.take().unwrap());
+    let stderr = Captured::follow(child.stderr.take().unwrap());
+    let deadline = Instant::now() + timeout;
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!(
+                "checkout {args:?} still running after {timeout:?}\n{}",
+                stderr.text()
+            );
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    // Let the reader threads drain the pipes.
+    std::thread::sleep(Duration::from_millis(50));
+    (status, stdout.text(), stderr.text())
+}
+
+impl Checkout {
+    /// Starts `checkout` on free loopback ports with its own data directory and `args`, and
+    /// waits until it listens. Retries on the rare port collision.
+    pub fn start(args: &[&str]) -> Checkout {
+        for _ in 0..5 {
+            let data = TempDir::new("data");
+            let listen = free_address();
+            let admin = free_address();
+            let mut child = Command::new(binary())
+                .arg("--listen")
+                .arg(listen.to_string())
+                .arg("--admin-listen")
+                .arg(admin.to_string())
+                .arg("--data-dir")
+                .arg(data.path())
+                .args(args)
+                .env("CHECKOUT_LOG", "info,sqlx=warn")
+                .stdin(Stdio::null())
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .expect("spawn checkout");
+            let stdout = Captured::follow(child.stdout.take().unwrap());
+            let stderr = Captured::follow(child.stderr.take().unwrap());
+            let mut checkout = Checkout {
+                child,
+                listen,
+                admin,
+                stdout,
+                stderr,
+                _data: data,
+            };
+            let deadline = Instant::now() + Duration::from_secs(20);
+            loop {
+                if checkout.stderr.text().contains("checkout listening") {
+                    return checkout;
+                }
+                if let Some(status) = checkout.child.try_wait().unwrap() {
+                    let log = checkout.stderr.text();
+                    if log.contains("already in use") {
+                        break;
+                    }
+                    panic!("checkout exited at start ({status}):\n{log}");
+                }
+                assert!(
+                    Instant::now() < deadline,
+                    "checkout did not start:\n{}",
+                    checkout.stderr.text()
+                );
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        }
+        panic!("no free ports after 5 attempts");
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    pub fn url(&self, path: &str) -> String {
+        format!("http://{}{path}", self.listen)
+    }
+
+    pub fn admin_url(&self, path: &str) -> String {
+        format!("http://{}{path}", self.admin)
+    }
+
+    /// Sends a signal by name (`TERM`, `INT`).
+    pub fn signal(&self, name: &str) {
+        let status = Command::new("kill")
+            .arg(format!("-{name}"))
+            .arg(self.pid().to_string())
+            .status()
+            .expect("run kill");
+        assert!(status.success(), "kill -{name} failed");
+    }
+
+    /// Waits for the process to exit, up to `timeout`.
+    pub fn wait_exit(&mut self, timeout: Duration) -> Option<ExitStatus> {
+        let deadline = Instant::now() + timeout;
+        loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                std::thread::sleep(Duration::from_millis(50));
+                return Some(status);
+            }
+            if Instant::now() > deadline {
+                return None;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+
+    /// Everything the process printed so far, both streams.
+    pub fn output(&self) -> String {
+        format!("{}{}", self.stdout.text(), self.stderr.text())
+    }
+}
+
+impl Drop for Checkout {
+    fn drop(&mut self) {
+        if self.child.try_wait().ok().flatten().is_none() {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+}
+
+/// An HTTP client like a kubelet's: a new connection per request, a hard timeout.
+pub fn client(timeout: Duration) -> reqwest::Client {
+    reqwest::Client::builder()
+        .timeout(timeout)
+        .pool_max_idle_per_host(0)
+        .build()
+        .expect("HTTP client")
+}
+
+/// One answer: status, selected headers and body.
+#[derive(Debug, Clone)]
+pub struct Answer {
+    pub status: u16,
+    pub headers: reqwest::header::HeaderMap,
+    pub body: String,
+}
+
+impl Answer {
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers.get(name).and_then(|value| value.to_str().ok())
+    }
+}
+
+pub async fn send(request: reqwest::RequestBuilder) -> Result<Answer, reqwest::Error> {
+    let response = request.send().await?;
+    let status = response.status().as_u16();
+    let headers = response.headers().clone();
+    let body = response.text().await?;
+    Ok(Answer {
+        status,
+        headers,
+        body,
+    })
+}
+
+pub async fn get(url: &str) -> Answer {
+    send(client(Duration::from_secs(5)).get(url))
+        .await
+        .unwrap_or_else(|error| panic!("GET {url}: {error}"))
+}
+
+pub async fn get_accept(url: &str, accept: &str) -> Answer {
+    send(
+        client(Duration::from_secs(5))
+            .get(url)
+            .header("accept", accept),
+    )
+    .await
+    .unwrap_or_else(|error| panic!("GET {url}: {error}"))
+}
+
+pub async fn post(url: &str, body: Option<&str>) -> Answer {
+    let mut request = client(Duration::from_secs(10)).post(url);
+    if let Some(body) = body {
+        request = request
+            .header("content-type", "application/json")
+            .body(body.to_owned());
+    }
+    send(request)
+        .await
+        .unwrap_or_else(|error| panic!("POST {url}: {error}"))
+}
+
+/// Polls `probe` every 20 ms until it returns `Some`, or panics after `timeout` naming `what`.
+pub async fn poll_until<T, F, Fut>(timeout: Duration, what: &str, mut probe: F) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Option<T>>,
+{
+    let deadline = Instant::now() + timeout;
+    loop {
+        if let Some(value) = probe().await {
+            return value;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "timed out after {timeout:?} waiting for {what}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// Waits until `/readyz` answers 200 (startup done, checks up).
+pub async fn wait_ready(checkout: &Checkout) {
+    let url = checkout.url("/readyz");
+    poll_until(Duration::from_secs(20), "/readyz 200", || {
+        let url = url.clone();
+        async move {
+            match send(client(Duration::from_secs(2)).get(&url)).await {
+                Ok(answer) if answer.status == 200 => Some(()),
+                _ => None,
+            }
+        }
+    })
+    .await;
+}
+
+/// Whether `CI=true`: then a missing service fails the test instead of skipping it.
+pub fn in_ci() -> bool {
+    std::env::var("CI").is_ok_and(|value| value == "true")
+}
+
+/// Skips (loudly) or, under CI, fails when `service` at `address` is unreachable.
+pub fn require_service(service: &str, address: &str) -> bool {
+    let reachable = address
+        .parse::<SocketAddr>()
+        .ok()
+        .and_then(|address| {
+            std::net::TcpStream::connect_timeout(&address, Duration::from_secs(2)).ok()
+        })
+        .is_some();
+    if reachable {
+        return true;
+    }
+    if in_ci() {
+        panic!("{service} is unreachable at {address}: start it (scripts/setup.sh does)");
+    }
+    eprintln!("SKIPPED: {service} is unreachable at {address}; start it to run this test");
+    false
+}
+
+/// The Python interpreter with `grpcio-health-checking`: `PROBITY_PYTHON`, else the venv
+/// scripts/setup.sh makes (`PROBITY_VENV` or `target/venv`), else `python3`.
+pub fn python_with_grpc_health() -> Option<String> {
+    let workspace = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let mut candidates = Vec::new();
+    if let Ok(python) = std::env::var("PROBITY_PYTHON") {
+        candidates.push(python);
+    }
+    if let Ok(venv) = std::env::var("PROBITY_VENV") {
+        candidates.push(format!("{venv}/bin/python"));
+    }
+    candidates.push(
+        workspace
+            .join("target/venv/bin/python")
+            .display()
+            .to_string(),
+    );
+    candidates.push("python3".to_owned());
+    for python in candidates {
+        let ok = Command::new(&python)
+            .args(["-c", "import grpc_health.v1.health_pb2_grpc"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .is_ok_and(|status| status.success());
+        if ok {
+            return Some(python);
+        }
+    }
+    let message = "no Python with grpcio-health-checking: run scripts/setup.sh, or \
+                   `python3 -m pip install grpcio grpcio-health-checking`";
+    if in_ci() {
+        panic!("{message}");
+    }
+    eprintln!("SKIPPED: {message}");
+    None
+}
