@@ -152,13 +152,13 @@ impl HttpCheck {
             .await
             .map_err(|error| CheckError::new(self.describe(&error)))?;
         let status = response.status();
-        if status.is_redirection() {
-            if let Some(location) = self.foreign_location(&response) {
-                return Err(CheckError::new(format!(
-                    "redirected to another host ({location}), not followed"
-                ))
-                .measurement("status", f64::from(status.as_u16()), None));
-            }
+        if status.is_redirection()
+            && let Some(location) = self.foreign_location(&response)
+        {
+            return Err(CheckError::new(format!(
+                "redirected to another host ({location}), not followed"
+            ))
+            .measurement("status", f64::from(status.as_u16()), None));
         }
         let mut body = Vec::new();
         while let Some(chunk) = response
@@ -189,13 +189,13 @@ impl HttpCheck {
                 range_text(&self.expected)
             ))));
         }
-        if let Some(text) = &self.body_contains {
-            if !String::from_utf8_lossy(&body).contains(text.as_str()) {
-                return Err(figures(CheckError::new(format!(
-                    "response body from {} does not contain {text:?}",
-                    self.shown
-                ))));
-            }
+        if let Some(text) = &self.body_contains
+            && !String::from_utf8_lossy(&body).contains(text.as_str())
+        {
+            return Err(figures(CheckError::new(format!(
+                "response body from {} does not contain {text:?}",
+                self.shown
+            ))));
         }
         Ok(Detail::new()
             .message(format!("{} from {}", status_text(status), self.shown))

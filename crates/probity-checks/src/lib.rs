@@ -35,13 +35,37 @@
 //!
 //! ## Cargo features
 //!
-//! Every backend is behind its own feature; none is on by default. `all` enables every one.
+//! Every backend is behind its own feature; none is on by default, and `all` enables every
+//! one. Clients are built without a TLS stack; an application that needs TLS enables its
+//! client crate's TLS feature in its own manifest, and cargo unifies the features.
 //!
-//! | feature | module | checks |
-//! |---|---|---|
-//! | `sqlx-postgres` | [`sqlx`] | `PoolCheck<Postgres>`: `sqlx::PgPool` capacity and reachability |
-//! | `sqlx-mysql` | [`sqlx`] | `PoolCheck<MySql>`: `sqlx::MySqlPool` capacity and reachability |
-//! | `sqlx-sqlite` | [`sqlx`] | `PoolCheck<Sqlite>`: `sqlx::SqlitePool` capacity and reachability |
+//! | feature | module | checks | fails when |
+//! |---|---|---|---|
+//! | `sqlx-postgres`, `sqlx-mysql`, `sqlx-sqlite` | [`sqlx`] | `PoolCheck<Postgres / MySql / Sqlite>` | no connection available, utilization above the limit, the database does not answer |
+//! | `deadpool-postgres` | [`deadpool`] | `PoolCheck` | no connection available and requests waiting, utilization above the limit, no answer |
+//! | `bb8-postgres` | [`bb8`] | `PoolCheck<Tls>` | same, from bb8's `pending_gets` |
+//! | `tokio-postgres` | [`postgres`] | `ClientCheck`, `ConnectionCheck` | the client's connection is closed or does not answer |
+//! | `mysql-async` | [`mysql_async`] | `PoolCheck` | no connection available and requests waiting (`active_wait_requests`), utilization above the limit, no answer |
+//! | `redis` | [`redis`] | `RedisCheck` | `PING` does not get `PONG` |
+//! | `lapin` | [`rabbitmq`] | `RabbitCheck` | not connected, blocked by a resource alarm, reconnecting |
+//! | `nats` | [`nats`] | `NatsCheck` | not connected, or the flush round trip fails |
+//! | `mqtt` | [`mqtt`] | `MqttCheck` + `MqttStatus` | no accepted session with the broker, or silence past a limit |
+//! | `http` | [`http`] | `HttpCheck` | unexpected status, cross-host redirect, body over the cap |
+//! | `tcp` | [`tcp`] | `TcpCheck` | connect fails, or the expected banner does not come |
+//! | `dns` | [`dns`] | `DnsCheck` | the name does not resolve to enough addresses |
+//! | `disk` | [`disk`] | `DiskCheck` | free space or inodes below the minimum |
+//! | `jwks` | [`jwks`] | `JwksCheck` + `KeyCache` | cached signing keys older than their allowed age |
+//!
+//! The module docs hold an example per backend: databases ([`sqlx`], [`deadpool`], [`bb8`],
+//! [`postgres`], [`mysql_async`]), caches and brokers ([`redis`], [`rabbitmq`], [`nats`],
+//! [`mqtt`]), network ([`http`], [`tcp`], [`dns`]) and local state ([`disk`], [`jwks`]).
+//!
+//! ## Timing
+//!
+//! Each check's [`default_timing`](probity::Check::default_timing) is used when its
+//! `CheckSpec` sets no interval or timeout: 2 s / 1 s for pool gauges and warm connections,
+//! 5 s / 2 s for checks that open a connection per poll, 30 s for disk. The tier stays the
+//! application's choice: the same Redis is `Hard` for a session store and `Soft` for a cache.
 
 #![cfg_attr(docsrs, feature(doc_cfg))]
 

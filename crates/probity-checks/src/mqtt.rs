@@ -195,15 +195,15 @@ impl MqttCheck {
             }
         }
         let silence = state.last_heard.map(|at| at.elapsed()).unwrap_or_default();
-        if let Some(limit) = self.max_silence {
-            if silence > limit {
-                return Err(CheckError::new(format!(
-                    "nothing from {target} for {}s (limit {}s)",
-                    silence.as_secs(),
-                    limit.as_secs()
-                ))
-                .measurement("last_heard", silence.as_secs() as f64, Some("s")));
-            }
+        if let Some(limit) = self.max_silence
+            && silence > limit
+        {
+            return Err(CheckError::new(format!(
+                "nothing from {target} for {}s (limit {}s)",
+                silence.as_secs(),
+                limit.as_secs()
+            ))
+            .measurement("last_heard", silence.as_secs() as f64, Some("s")));
         }
         Ok(Detail::new()
             .message(format!("connected to {target}"))

@@ -59,7 +59,7 @@ enum Source {
     Shared(Arc<Connection>),
     Own {
         uri: String,
-        connection: Mutex<Option<Connection>>,
+        connection: Box<Mutex<Option<Connection>>>,
     },
 }
 
@@ -80,7 +80,7 @@ impl RabbitCheck {
             target: url_target(&uri, |scheme| if scheme == "amqps" { 5671 } else { 5672 }),
             source: Source::Own {
                 uri,
-                connection: Mutex::new(None),
+                connection: Box::new(Mutex::new(None)),
             },
         }
     }
