@@ -9,6 +9,10 @@ use std::io;
 /// Only the kinds worth naming get their own words; any other error keeps its own text.
 pub(crate) fn describe_io(error: &io::Error, target: &str) -> String {
     use io::ErrorKind::*;
+    let text = error.to_string();
+    if text.starts_with("failed to lookup address information") {
+        return format!("cannot resolve {target}: {}", redact(&text));
+    }
     let what = match error.kind() {
         ConnectionRefused => "connection refused".to_owned(),
         ConnectionReset => "connection reset".to_owned(),
