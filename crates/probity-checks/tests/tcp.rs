@@ -91,7 +91,7 @@ async fn unresolvable_host_is_named() {
     assert!(
         error
             .message()
-            .ends_with("(probity-no-such-host.invalid:80)"),
+            .starts_with("cannot resolve probity-no-such-host.invalid:80: "),
         "{}",
         error.message()
     );
