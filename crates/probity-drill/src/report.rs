@@ -84,6 +84,9 @@ pub struct SlowBoot {
     pub startup_budget_s: f64,
     /// Start → the startup probe passed.
     pub time_to_started_s: Option<f64>,
+    /// Startup probes that failed during the boot: more than the liveness failure threshold,
+    /// without a kill, is the startup probe holding liveness off.
+    pub startup_probe_failures: u32,
     /// Restarts during the boot (must be 0).
     pub restarts: u32,
 }

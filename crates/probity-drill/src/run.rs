@@ -400,8 +400,25 @@ impl Context<'_> {
             "slow boot: started at {}",
             fmt_at(since(start, started.as_ref().map(|e| e.at)))
         ));
+        let startup_probe_failures = self
+            .events
+            .since(start)
+            .iter()
+            .filter(|event| {
+                event.instance == index
+                    && matches!(
+                        event.kind,
+                        EventKind::ProbeFailed {
+                            probe: "startup",
+                            ..
+                        }
+                    )
+                    && started.as_ref().is_none_or(|s| event.at <= s.at)
+            })
+            .count() as u32;
         Ok(SlowBoot {
             boot_s: seconds(boot),
+            startup_probe_failures,
             liveness_window_s: seconds(liveness_window),
             startup_budget_s: seconds(startup_budget),
             time_to_started_s: since(start, started.map(|e| e.at)),
