@@ -56,8 +56,24 @@ fn jittered(interval: Duration, jitter: Duration, rng: &mut fastrand::Rng) -> Du
     (interval + Duration::from_nanos(offset)).saturating_sub(jitter)
 }
 
-/// Runs one poll under `timeout`, turning a timeout or a panic into a failure.
-pub(crate) async fn poll_once(check: &dyn Check, timeout: Duration) -> CheckResult {
+/// Runs one poll under `timeout`, turning a timeout or a panic into a failure — exactly what a
+/// poller records. Useful to test a check on its own.
+///
+/// ```
+/// # #[tokio::main(flavor = "current_thread", start_paused = true)]
+/// # async fn main() {
+/// use probity::poller::poll_once;
+/// use std::time::Duration;
+///
+/// let hangs = || async {
+///     std::future::pending::<()>().await;
+///     Ok(probity::Detail::new())
+/// };
+/// let error = poll_once(&hangs, Duration::from_secs(2)).await.unwrap_err();
+/// assert_eq!(error.to_string(), "timed out after 2s");
+/// # }
+/// ```
+pub async fn poll_once(check: &dyn Check, timeout: Duration) -> CheckResult {
     let future = match std::panic::catch_unwind(AssertUnwindSafe(|| check.check())) {
         Ok(future) => future,
         Err(panic) => return Err(panicked(&*panic)),
