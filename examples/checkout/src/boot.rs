@@ -42,7 +42,6 @@ const ATTEMPT_TIMEOUT: Duration = Duration::from_secs(5);
 /// Runs the boot steps; returns when the service is started, or the reason it cannot start.
 pub async fn run(config: &Config, db: &Database, health: &Health) -> anyhow::Result<()> {
     let started = Instant::now();
-    db.prepare()?;
     connect(config, db, health).await?;
     complete(health, STEP_DATABASE);
 

@@ -86,6 +86,8 @@ pub async fn run(config: Config, metrics: PrometheusHandle) -> anyhow::Result<()
     let admin_address = admin_listener.local_addr()?;
 
     let service = Service::build(&config)?;
+    // The SQLite file's directory exists before the first poll of the `db` check.
+    service.db.prepare()?;
     let health = service.health.clone();
     health.start().context("cannot start the health pollers")?;
     health.shutdown_on_signals();
@@ -153,7 +155,8 @@ pub async fn run(config: Config, metrics: PrometheusHandle) -> anyhow::Result<()
     admin.context("admin listener")?;
     log_report(&public);
     health.stop();
-    service.db.close().await;
+    // Closing waits for checked-out connections; leaked or abandoned ones never come back.
+    let _ = tokio::time::timeout(Duration::from_secs(1), service.db.close()).await;
     Ok(())
 }
 
