@@ -15,7 +15,7 @@ use sqlx::migrate::{Migration, MigrationType, Migrator};
 use sqlx::pool::{PoolConnection, PoolOptions};
 use sqlx::postgres::{PgConnectOptions, Postgres};
 use sqlx::sqlite::{Sqlite, SqliteConnectOptions, SqliteJournalMode};
-use sqlx::{Connection, Pool, SqlSafeStr};
+use sqlx::{ConnectOptions, Connection, Pool, SqlSafeStr};
 use std::str::FromStr;
 use std::time::Duration;
 
@@ -168,11 +168,14 @@ impl Database {
         with_pool!(self, pool => pool.options().get_max_connections())
     }
 
-    /// Opens a connection and pings it (the boot step's probe of reachability).
+    /// Opens a connection outside the pool, pings it and closes it (the boot step's probe of
+    /// reachability). Outside the pool so the error is the database's own ("connection
+    /// refused"), not the pool's "timed out waiting for a connection".
     pub async fn ping(&self) -> Result<(), sqlx::Error> {
         with_pool!(self, pool => {
-            let mut connection = pool.acquire().await?;
-            connection.ping().await
+            let mut connection = pool.connect_options().connect().await?;
+            connection.ping().await?;
+            connection.close().await
         })
     }
 

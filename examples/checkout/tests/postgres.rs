@@ -1,0 +1,312 @@
+//! checkout on PostgreSQL: orders, the pool leak, retrying an unreachable database at boot,
+//! and no credential in any output when the database URL holds a password.
+
+mod support;
+
+use sqlx::Connection;
+use std::net::SocketAddr;
+use std::time::Duration;
+use support::{Checkout, get, get_accept, poll_until, post, run_to_exit, wait_ready};
+
+const POSTGRES: &str = "127.0.0.1:5432";
+const ADMIN_URL: &str = "postgres://postgres@127.0.0.1:5432/test";
+
+/// A database of its own for one test, dropped afterwards.
+struct TestDatabase {
+    name: String,
+}
+
+impl TestDatabase {
+    async fn create(label: &str) -> TestDatabase {
+        static COUNTER: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+        let name = format!(
+            "checkout_e2e_{label}_{}_{}",
+            std::process::id(),
+            COUNTER.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+        );
+        let mut connection = sqlx::PgConnection::connect(ADMIN_URL)
+            .await
+            .expect("connect to PostgreSQL as postgres");
+        sqlx::raw_sql(sqlx::AssertSqlSafe(format!("CREATE DATABASE {name}")))
+            .execute(&mut connection)
+            .await
+            .expect("create the test database");
+        TestDatabase { name }
+    }
+
+    fn url(&self) -> String {
+        format!("postgres://postgres@{POSTGRES}/{}", self.name)
+    }
+}
+
+impl Drop for TestDatabase {
+    fn drop(&mut self) {
+        let name = self.name.clone();
+        // Dropped from a plain thread: the test's runtime may be shutting down.
+        let _ = std::thread::spawn(move || {
+            let runtime = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .ok()?;
+            runtime.block_on(async move {
+                let mut connection = sqlx::PgConnection::connect(ADMIN_URL).await.ok()?;
+                sqlx::raw_sql(sqlx::AssertSqlSafe(format!(
+                    "DROP DATABASE IF EXISTS {name} WITH (FORCE)"
+                )))
+                .execute(&mut connection)
+                .await
+                .ok()
+            })
+        })
+        .join();
+    }
+}
+
+#[tokio::test]
+async fn serves_orders_from_postgres_and_drains_on_a_leak() {
+    if !support::require_service("PostgreSQL", POSTGRES) {
+        return;
+    }
+    let database = TestDatabase::create("orders").await;
+    let checkout = Checkout::start(&["--chaos", "--database-url", &database.url()]);
+    wait_ready(&checkout).await;
+
+    let created = post(
+        &checkout.url("/orders"),
+        Some(r#"{"customer":"grace","items":[{"sku":"cobol","quantity":3,"price_cents":1000},{"sku":"tea","quantity":1,"price_cents":450}]}"#),
+    )
+    .await;
+    assert_eq!(created.status, 201, "{}", created.body);
+    let order: serde_json::Value = serde_json::from_str(&created.body).unwrap();
+    assert_eq!(order["total_cents"], 3450);
+    let location = created.header("location").unwrap().to_owned();
+    let fetched = get(&checkout.url(&location)).await;
+    assert_eq!(fetched.status, 200);
+    let fetched: serde_json::Value = serde_json::from_str(&fetched.body).unwrap();
+    assert_eq!(fetched, order);
+    let popular = get(&checkout.url("/recommendations?customer=grace")).await;
+    assert!(
+        popular.body.contains(r#"{"ordered":3,"sku":"cobol"}"#),
+        "{}",
+        popular.body
+    );
+
+    let readyz = get_accept(&checkout.url("/readyz"), "application/json").await;
+    let value: serde_json::Value = serde_json::from_str(&readyz.body).unwrap();
+    let db = &value["checks"].as_array().unwrap()[1];
+    assert_eq!(
+        (db["name"].as_str(), db["dependency"].as_str()),
+        (Some("db"), Some("postgres"))
+    );
+
+    post(&checkout.admin_url("/chaos/leak-connections"), None).await;
+    let admin = poll_until(Duration::from_secs(2), "/readyz 503", || async {
+        let answer = get(&checkout.admin_url("/readyz")).await;
+        (answer.status == 503).then_some(answer)
+    })
+    .await;
+    assert!(
+        admin
+            .body
+            .contains("[-]db failed: no connection available: 5 of 5 in use"),
+        "{}",
+        admin.body
+    );
+    assert_eq!(get(&checkout.url("/livez")).await.status, 200);
+}
+
+/// Forwards connections from `listener` to PostgreSQL: the database "comes up" on that port.
+async fn forward_to_postgres(listener: tokio::net::TcpListener) {
+    loop {
+        let Ok((mut inbound, _)) = listener.accept().await else {
+            return;
+        };
+        tokio::spawn(async move {
+            if let Ok(mut outbound) = tokio::net::TcpStream::connect(POSTGRES).await {
+                let _ = tokio::io::copy_bidirectional(&mut inbound, &mut outbound).await;
+            }
+        });
+    }
+}
+
+#[tokio::test]
+async fn retries_an_unreachable_database_at_boot_and_says_why() {
+    if !support::require_service("PostgreSQL", POSTGRES) {
+        return;
+    }
+    let database = TestDatabase::create("boot").await;
+    let port: SocketAddr = support::free_address();
+    let url = format!("postgres://postgres@{port}/{}", database.name);
+    let checkout = Checkout::start(&["--database-url", &url]);
+
+    let startupz = poll_until(
+        Duration::from_secs(5),
+        "a retry note in /startupz",
+        || async {
+            let answer = get(&checkout.url("/startupz")).await;
+            answer.body.contains("attempt 2").then_some(answer)
+        },
+    )
+    .await;
+    assert_eq!(startupz.status, 503);
+    assert!(
+        startupz.body.contains(&format!(
+            "[-]database failed: pending: postgres {port}/{} unreachable:",
+            database.name
+        )),
+        "{}",
+        startupz.body
+    );
+    assert!(startupz.body.contains("next in"), "{}", startupz.body);
+    assert_eq!(get(&checkout.url("/readyz")).await.status, 503);
+    assert_eq!(
+        get(&checkout.url("/livez")).await.status,
+        200,
+        "a missing database is no reason to restart"
+    );
+
+    // The database appears; the next retry connects and the service becomes ready.
+    let listener = tokio::net::TcpListener::bind(port)
+        .await
+        .expect("bind the forwarder");
+    tokio::spawn(forward_to_postgres(listener));
+    wait_ready(&checkout).await;
+    assert!(checkout.stderr.text().contains("database reachable"));
+}
+
+/// Every string the service shows the outside world while its database is unreachable.
+async fn everything_it_says(checkout: &Checkout) -> String {
+    let mut said = String::new();
+    for base in [checkout.url(""), checkout.admin_url("")] {
+        for path in [
+            "/livez?verbose",
+            "/readyz?verbose",
+            "/startupz?verbose",
+            "/readyz/db",
+            "/readyz/cache",
+            "/startupz/database",
+        ] {
+            for accept in ["text/plain", "application/json", "application/health+json"] {
+                let answer = get_accept(&format!("{base}{path}"), accept).await;
+                said.push_str(&answer.body);
+                for (name, value) in &answer.headers {
+                    said.push_str(&format!("{name}: {value:?}\n"));
+                }
+            }
+        }
+    }
+    said.push_str(&get(&checkout.admin_url("/metrics")).await.body);
+    said.push_str(&get(&checkout.admin_url("/contract")).await.body);
+    said.push_str(&get(&checkout.url("/orders/1")).await.body);
+    said
+}
+
+#[tokio::test]
+async fn no_credential_appears_anywhere_when_the_database_is_unreachable() {
+    const DB_SECRET: &str = "Db-S3cret-Pw";
+    const CACHE_SECRET: &str = "Cache-S3cret-Pw";
+    // Real PostgreSQL and Redis URLs, on ports nothing listens on.
+    let closed = support::free_address();
+    let closed_cache = support::free_address();
+    let database_url = format!("postgres://checkout:{DB_SECRET}@{closed}/orders");
+    let redis_url = format!("redis://:{CACHE_SECRET}@{closed_cache}/0");
+    let secret_free = |what: &str, text: &str| {
+        assert!(
+            !text.contains(DB_SECRET),
+            "database password in {what}:\n{text}"
+        );
+        assert!(
+            !text.contains(CACHE_SECRET),
+            "cache password in {what}:\n{text}"
+        );
+    };
+
+    let mut checkout =
+        Checkout::start(&["--database-url", &database_url, "--redis-url", &redis_url]);
+    let notes = poll_until(Duration::from_secs(5), "a retry note", || async {
+        let answer = get(&checkout.admin_url("/startupz")).await;
+        answer.body.contains("attempt 2").then_some(answer.body)
+    })
+    .await;
+    assert!(
+        notes.contains(&format!("postgres {closed}/orders unreachable")),
+        "{notes}"
+    );
+    assert!(
+        notes.to_lowercase().contains("connection refused"),
+        "{notes}"
+    );
+    // Let the checks fail and report at least once more.
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let said = everything_it_says(&checkout).await;
+    assert!(
+        said.contains("connection refused"),
+        "the failure is explained:\n{said}"
+    );
+    secret_free("the HTTP answers", &said);
+
+    // gRPC too.
+    let channel = tonic::transport::Channel::from_shared(checkout.url(""))
+        .unwrap()
+        .connect()
+        .await
+        .unwrap();
+    let mut grpc = probity_grpc::pb::health_client::HealthClient::new(channel);
+    let missing = grpc
+        .check(probity_grpc::pb::HealthCheckRequest {
+            service: "nope".into(),
+        })
+        .await
+        .unwrap_err();
+    secret_free("a gRPC error", missing.message());
+
+    checkout.signal("TERM");
+    checkout
+        .wait_exit(Duration::from_secs(15))
+        .expect("exits on SIGTERM");
+    let output = checkout.output();
+    assert!(output.contains("unreachable"), "{output}");
+    secret_free("the logs", &output);
+
+    // Giving up at boot, and printing the contract, say nothing either.
+    let (status, stdout, stderr) = run_to_exit(
+        &[
+            "--database-url",
+            &database_url,
+            "--connect-attempts",
+            "2",
+            "--listen",
+            &support::free_address().to_string(),
+            "--admin-listen",
+            &support::free_address().to_string(),
+            "--data-dir",
+            support::TempDir::new("creds").path().to_str().unwrap(),
+        ],
+        Duration::from_secs(20),
+    );
+    assert_eq!(status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("unreachable after 2 attempts"), "{stderr}");
+    secret_free("the boot failure", &format!("{stdout}{stderr}"));
+    let (status, stdout, stderr) = run_to_exit(
+        &[
+            "--database-url",
+            &database_url,
+            "--redis-url",
+            &redis_url,
+            "--print-contract",
+        ],
+        Duration::from_secs(20),
+    );
+    assert!(status.success(), "{stderr}");
+    secret_free("the contract", &format!("{stdout}{stderr}"));
+    let (status, _, stderr) = run_to_exit(
+        &[
+            "--database-url",
+            &format!("mysql://checkout:{DB_SECRET}@db/orders"),
+        ],
+        Duration::from_secs(20),
+    );
+    assert_eq!(status.code(), Some(2));
+    assert!(stderr.contains("unsupported scheme"), "{stderr}");
+    secret_free("a flag error", &stderr);
+}
