@@ -37,7 +37,7 @@ pub struct Args {
     )]
     pub admin_listen: SocketAddr,
 
-    /// Database URL: sqlite://PATH or postgres://USER[:PASSWORD]@HOST[:PORT]/DB. Default: an
+    /// Database URL, `sqlite://PATH` or `postgres://USER[:PASSWORD]@HOST[:PORT]/DB`. Default: an
     /// SQLite file in --data-dir.
     #[arg(
         long,
