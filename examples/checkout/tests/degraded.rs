@@ -10,15 +10,12 @@ use support::{Checkout, get, poll_until, post, wait_ready};
 
 const REDIS: &str = "127.0.0.1:6379";
 
-async fn recommendations_stub() -> std::net::SocketAddr {
+fn recommendations_stub() -> std::net::SocketAddr {
     let app = Router::new().route(
         "/recommendations",
         route_get(|| async { axum::Json(serde_json::json!({ "items": [{ "sku": "book-1" }] })) }),
     );
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let address = listener.local_addr().unwrap();
-    tokio::spawn(async move { axum::serve(listener, app).await });
-    address
+    support::serve_in_background(app)
 }
 
 async fn order(checkout: &Checkout) -> String {
@@ -33,7 +30,7 @@ async fn order(checkout: &Checkout) -> String {
 
 #[tokio::test]
 async fn recommendations_come_from_the_service_while_it_answers() {
-    let stub = recommendations_stub().await;
+    let stub = recommendations_stub();
     let checkout = Checkout::start(&["--recommendations-url", &format!("http://{stub}")]);
     wait_ready(&checkout).await;
     let answer = get(&checkout.url("/recommendations?customer=ada")).await;

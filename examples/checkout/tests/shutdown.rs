@@ -15,7 +15,7 @@ use support::{Checkout, client, poll_until, send, wait_ready};
 const SLOW: Duration = Duration::from_millis(1800);
 
 /// A recommendations service that answers at once, except for `customer=slow`.
-async fn recommendations_stub() -> SocketAddr {
+fn recommendations_stub() -> SocketAddr {
     let app = Router::new().route(
         "/recommendations",
         get(|Query(query): Query<HashMap<String, String>>| async move {
@@ -25,15 +25,12 @@ async fn recommendations_stub() -> SocketAddr {
             axum::Json(serde_json::json!({ "items": [{ "sku": "book-1" }] }))
         }),
     );
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let address = listener.local_addr().unwrap();
-    tokio::spawn(async move { axum::serve(listener, app).await });
-    address
+    support::serve_in_background(app)
 }
 
 #[tokio::test]
 async fn sigterm_fails_readiness_at_once_drains_finishes_in_flight_and_exits() {
-    let stub = recommendations_stub().await;
+    let stub = recommendations_stub();
     let drain = Duration::from_secs(2);
     let mut checkout = Checkout::start(&[
         "--drain-delay",
@@ -118,6 +115,7 @@ async fn sigterm_fails_readiness_at_once_drains_finishes_in_flight_and_exits() {
 
     let status = checkout
         .wait_exit(Duration::from_secs(8))
+        .await
         .expect("checkout exits after the in-flight request");
     let exited = signalled.elapsed();
     eprintln!(
@@ -137,7 +135,7 @@ async fn sigterm_fails_readiness_at_once_drains_finishes_in_flight_and_exits() {
 
 #[tokio::test]
 async fn the_in_flight_deadline_bounds_the_exit() {
-    let stub = recommendations_stub().await;
+    let stub = recommendations_stub();
     let mut checkout = Checkout::start(&[
         "--drain-delay",
         "500ms",
@@ -156,7 +154,10 @@ async fn the_in_flight_deadline_bounds_the_exit() {
     tokio::time::sleep(Duration::from_millis(100)).await;
     checkout.signal("TERM");
     let signalled = Instant::now();
-    let status = checkout.wait_exit(Duration::from_secs(5)).expect("exits");
+    let status = checkout
+        .wait_exit(Duration::from_secs(5))
+        .await
+        .expect("exits");
     let exited = signalled.elapsed();
     eprintln!(
         "observed: drain 500 ms + deadline 500 ms with a 1.8 s request → exit after {exited:?}"

@@ -196,18 +196,19 @@ impl Checkout {
         assert!(status.success(), "kill -{name} failed");
     }
 
-    /// Waits for the process to exit, up to `timeout`.
-    pub fn wait_exit(&mut self, timeout: Duration) -> Option<ExitStatus> {
+    /// Waits for the process to exit, up to `timeout`, without blocking the test's runtime
+    /// (clients on it must keep answering, e.g. HTTP/2 pings during a graceful shutdown).
+    pub async fn wait_exit(&mut self, timeout: Duration) -> Option<ExitStatus> {
         let deadline = Instant::now() + timeout;
         loop {
             if let Some(status) = self.child.try_wait().unwrap() {
-                std::thread::sleep(Duration::from_millis(50));
+                tokio::time::sleep(Duration::from_millis(50)).await;
                 return Some(status);
             }
             if Instant::now() > deadline {
                 return None;
             }
-            std::thread::sleep(Duration::from_millis(10));
+            tokio::time::sleep(Duration::from_millis(10)).await;
         }
     }
 
@@ -224,6 +225,25 @@ impl Drop for Checkout {
             let _ = self.child.wait();
         }
     }
+}
+
+/// Serves `app` on a loopback port from a thread and runtime of its own, so it answers even
+/// while a test blocks its own thread (as `Checkout::start` does while waiting).
+pub fn serve_in_background(app: axum::Router) -> SocketAddr {
+    let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
+    let address = listener.local_addr().expect("local address");
+    listener.set_nonblocking(true).expect("non-blocking");
+    std::thread::spawn(move || {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("runtime");
+        runtime.block_on(async move {
+            let listener = tokio::net::TcpListener::from_std(listener).expect("tokio listener");
+            let _ = axum::serve(listener, app).await;
+        });
+    });
+    address
 }
 
 /// An HTTP client like a kubelet's: a new connection per request, a hard timeout.
