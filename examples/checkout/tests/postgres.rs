@@ -236,8 +236,22 @@ async fn no_credential_appears_anywhere_when_the_database_is_unreachable() {
         notes.to_lowercase().contains("connection refused"),
         "{notes}"
     );
-    // Let the checks fail and report at least once more.
-    tokio::time::sleep(Duration::from_millis(1500)).await;
+    // The checks have polled and failed, each with its own reason.
+    for path in ["/readyz/db", "/readyz/cache"] {
+        poll_until(
+            Duration::from_secs(5),
+            &format!("{path} failing with a reason"),
+            || async {
+                let answer = get(&checkout.admin_url(path)).await;
+                answer
+                    .body
+                    .to_lowercase()
+                    .contains("connection refused")
+                    .then_some(())
+            },
+        )
+        .await;
+    }
     let said = everything_it_says(&checkout).await;
     assert!(
         said.contains("connection refused"),
