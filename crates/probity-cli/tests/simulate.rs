@@ -4,11 +4,16 @@ use std::path::PathBuf;
 use std::process::Command;
 
 fn scenario(name: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../scenarios").join(name)
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../scenarios")
+        .join(name)
 }
 
 fn probity(args: &[&str]) -> std::process::Output {
-    Command::new(env!("CARGO_BIN_EXE_probity")).args(args).output().unwrap()
+    Command::new(env!("CARGO_BIN_EXE_probity"))
+        .args(args)
+        .output()
+        .unwrap()
 }
 
 #[test]
@@ -20,7 +25,17 @@ fn json_output_is_byte_identical_for_the_same_seed() {
     assert!(one.status.success());
     assert_eq!(one.stdout, two.stdout);
     let json: serde_json::Value = serde_json::from_slice(&one.stdout).unwrap();
-    for key in ["name", "fleet_error_rate", "requests_failed", "restarts", "time_to_drain_s", "time_to_recover_s", "outage_s", "probe_rps", "dependency_check_qps"] {
+    for key in [
+        "name",
+        "fleet_error_rate",
+        "requests_failed",
+        "restarts",
+        "time_to_drain_s",
+        "time_to_recover_s",
+        "outage_s",
+        "probe_rps",
+        "dependency_check_qps",
+    ] {
         assert!(json[0].get(key).is_some(), "missing {key}");
     }
 }
@@ -29,10 +44,17 @@ fn json_output_is_byte_identical_for_the_same_seed() {
 fn compare_prints_both_scenarios_side_by_side() {
     let before = scenario("seed-000-pool-leak-before.yaml");
     let after = scenario("seed-000-pool-leak-after.yaml");
-    let out = probity(&["simulate", "--compare", before.to_str().unwrap(), after.to_str().unwrap()]);
+    let out = probity(&[
+        "simulate",
+        "--compare",
+        before.to_str().unwrap(),
+        after.to_str().unwrap(),
+    ]);
     assert!(out.status.success());
     let text = String::from_utf8(out.stdout).unwrap();
-    assert!(text.contains("seed-000-pool-leak-before") && text.contains("seed-000-pool-leak-after"));
+    assert!(
+        text.contains("seed-000-pool-leak-before") && text.contains("seed-000-pool-leak-after")
+    );
     assert!(text.contains("time to drain") && text.contains("never"));
 }
 
@@ -45,9 +67,17 @@ fn a_bad_scenario_exits_2_naming_file_and_field() {
     let out = probity(&["simulate", bad.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8(out.stderr).unwrap();
-    assert!(err.contains("bad.yaml") && err.contains("fleet.replicas"), "{err}");
+    assert!(
+        err.contains("bad.yaml") && err.contains("fleet.replicas"),
+        "{err}"
+    );
     let chart = dir.join("chart.svg");
-    let ok = probity(&["simulate", scenario("seed-000-deadlock.yaml").to_str().unwrap(), "--chart", chart.to_str().unwrap()]);
+    let ok = probity(&[
+        "simulate",
+        scenario("seed-000-deadlock.yaml").to_str().unwrap(),
+        "--chart",
+        chart.to_str().unwrap(),
+    ]);
     assert!(ok.status.success());
     assert!(std::fs::read_to_string(&chart).unwrap().starts_with("<svg"));
     std::fs::remove_dir_all(&dir).ok();
