@@ -10,7 +10,7 @@
 //! - per instance, a prober that follows the kubelet's rules for startup and liveness probes
 //!   and restarts the process on a liveness failure ([`kubelet`]);
 //! - a bounded load generator through HAProxy ([`load`]);
-//! - the drills: pool exhaustion, database outage, runtime stall, slow boot ([`run`]).
+//! - the drills: pool exhaustion, database outage, runtime stall, slow boot ([`run()`]).
 //!
 //! The result is a [`report::Report`]: a table next to the seed's figures, or JSON.
 

@@ -95,6 +95,15 @@ impl Health {
         })
     }
 
+    /// Polls `check` now instead of at its next tick (after a boot step connected to the
+    /// dependency, say), without disturbing its cadence afterwards. A poll in flight finishes
+    /// first: polls never overlap.
+    pub fn poll_now(&self, check: &str) -> Result<(), UnknownCheck> {
+        let reporter = self.reporter(check)?;
+        self.inner.entries[reporter.index].wake.notify_one();
+        Ok(())
+    }
+
     /// Reports one real outcome for `check`. Prefer [`Health::reporter`] on hot paths: it
     /// looks the check up once.
     pub fn report<E: fmt::Display>(

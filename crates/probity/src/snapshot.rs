@@ -499,8 +499,14 @@ impl Snapshot {
                     .liveness
                     .iter()
                     .filter_map(|condition| {
-                        self.liveness_condition_failure(condition)
-                            .map(|reason| format!("{}: {reason}", condition.name))
+                        // Stall and deadlock reasons name themselves ("runtime stalled: …",
+                        // "deadlock: …"); a declared state's reason is the application's own.
+                        self.liveness_condition_failure(condition).map(|reason| {
+                            match condition.kind {
+                                LivenessKind::AppState => format!("{}: {reason}", condition.name),
+                                _ => reason.into_owned(),
+                            }
+                        })
                     })
                     .collect();
                 if !liveness_failures.is_empty() {

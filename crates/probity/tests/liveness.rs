@@ -168,5 +168,13 @@ fn a_parking_lot_deadlock_fails_liveness() {
     );
     let reason = liveness_reason(&health).unwrap();
     assert_eq!(reason, "deadlock: 1 cycle(s) between 2 threads");
+    let snapshot = health.snapshot();
+    let readiness = snapshot.entries(ProbeKind::Readiness, tokio::time::Instant::now(), &[]);
+    let gate = readiness.iter().find(|e| e.name == "liveness").unwrap();
+    assert_eq!(
+        gate.reason.as_deref(),
+        Some("deadlock: 1 cycle(s) between 2 threads"),
+        "the readiness gate repeats the reason once"
+    );
     health.stop();
 }

@@ -135,3 +135,22 @@ async fn reported_errors_are_redacted() {
         "{message:?}"
     );
 }
+
+#[tokio::test(start_paused = true)]
+async fn poll_now_polls_at_once() {
+    let switch = Switch::new(false);
+    let health = registry(&switch, None);
+    health.start().unwrap();
+    advance(secs(0.1)).await;
+    assert_eq!(switch.polls(), 1);
+    switch.set(true);
+    health.poll_now("db").unwrap();
+    advance(secs(0.01)).await;
+    assert_eq!(switch.polls(), 2, "no poll on request");
+    assert_eq!(
+        readiness(&health),
+        Status::Pass,
+        "first success at boot is enough"
+    );
+    assert!(health.poll_now("nope").is_err());
+}
