@@ -34,5 +34,7 @@ promtool test rules "$work/alerts.test.yml"
 
 haproxy -c -q -f deploy/haproxy/haproxy.cfg
 
-cargo run --quiet --locked -p probity-cli -- lint deploy/kubernetes
+# Lint against what checkout really checks: its contract, with the deployment's drain delay.
+cargo run --quiet --locked -p checkout -- --print-contract --drain-delay 12s >"$work/contract.json"
+cargo run --quiet --locked -p probity-cli -- lint --contract "$work/contract.json" deploy/kubernetes
 echo "deploy files valid"
