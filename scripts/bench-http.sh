@@ -20,7 +20,8 @@ pg_port=18090 pg_admin_port=18091
 database=probity_bench
 
 command -v wrk >/dev/null || { echo "wrk not found: apt-get install wrk" >&2; exit 2; }
-cargo build --quiet --release -p checkout -p probity-drill --example bare_axum
+cargo build --quiet --release -p checkout --bin checkout
+cargo build --quiet --release -p probity-drill --example bare_axum
 
 work=$(mktemp -d)
 pids=()

@@ -7,12 +7,17 @@
 //! request would wait. When capacity is fine, the check proves the database answers without
 //! taking a place in the queue:
 //!
-//! 1. it takes an **idle** connection if there is one (`try_acquire`, never `acquire`) and pings
-//!    it;
+//! 1. it takes an **idle** connection if there is one (`try_acquire`, never a waiting
+//!    `acquire`) and runs `SELECT 1` on it;
 //! 2. if there is none, or the idle one turns out to be broken (a restarted server, a
 //!    `pg_terminate_backend`), it opens **one direct connection** with the pool's own connect
-//!    options, outside the pool, and closes it again. A broken idle connection is closed rather
-//!    than returned to the pool.
+//!    options, outside the pool, and closes it again — so a refused connection is reported as
+//!    refused, not as a pool timeout. A broken idle connection is closed rather than returned to
+//!    the pool. When the database answered and the pool has room, the check then leaves one
+//!    connection idle in the pool, so the next poll reuses it instead of connecting again.
+//!
+//! So a steady service costs its database one `SELECT 1` per interval per instance, on a
+//! connection that already exists — a query PostgreSQL counts in `pg_stat_database`.
 //!
 //! ```no_run
 //! use probity::{CheckSpec, Health, Tier};
@@ -44,6 +49,9 @@ use sqlx::{ConnectOptions, Connection, Database, Pool};
 use std::fmt;
 use std::time::Duration;
 
+/// How long a poll waits to leave a fresh connection idle in the pool.
+const WARM_UP_WAIT: Duration = Duration::from_millis(250);
+
 /// The interval and timeout a pool check uses unless its `CheckSpec` sets its own: reading the
 /// gauges is free and a ping of an idle connection is one round trip.
 pub const DEFAULT_TIMING: Timing = Timing {
@@ -60,6 +68,11 @@ pub trait PoolDatabase: Database + sealed::Sealed {
     /// Where the pool connects, for error messages: `host:port`, a socket or a file. Never
     /// includes credentials.
     fn target(options: &<Self::Connection as Connection>::Options) -> String;
+
+    /// Runs `SELECT 1` on a connection.
+    fn select_one(
+        connection: &mut Self::Connection,
+    ) -> impl std::future::Future<Output = Result<(), sqlx::Error>> + Send;
 }
 
 mod sealed {
@@ -78,6 +91,10 @@ impl PoolDatabase for sqlx::Postgres {
             None => format!("{}:{}", options.get_host(), options.get_port()),
         }
     }
+
+    async fn select_one(connection: &mut sqlx::PgConnection) -> Result<(), sqlx::Error> {
+        sqlx::query("SELECT 1").execute(connection).await.map(drop)
+    }
 }
 
 #[cfg(feature = "sqlx-mysql")]
@@ -92,6 +109,10 @@ impl PoolDatabase for sqlx::MySql {
             None => format!("{}:{}", options.get_host(), options.get_port()),
         }
     }
+
+    async fn select_one(connection: &mut sqlx::MySqlConnection) -> Result<(), sqlx::Error> {
+        sqlx::query("SELECT 1").execute(connection).await.map(drop)
+    }
 }
 
 #[cfg(feature = "sqlx-sqlite")]
@@ -102,6 +123,10 @@ impl PoolDatabase for sqlx::Sqlite {
 
     fn target(options: &sqlx::sqlite::SqliteConnectOptions) -> String {
         options.get_filename().display().to_string()
+    }
+
+    async fn select_one(connection: &mut sqlx::SqliteConnection) -> Result<(), sqlx::Error> {
+        sqlx::query("SELECT 1").execute(connection).await.map(drop)
     }
 }
 
@@ -160,7 +185,7 @@ impl<DB: PoolDatabase> PoolCheck<DB> {
 
         let mut broken = None;
         if let Some(mut connection) = self.pool.try_acquire() {
-            match connection.ping().await {
+            match DB::select_one(&mut connection).await {
                 Ok(()) => return Ok(detail),
                 Err(error) => {
                     // Not back into the pool: the next request would get a dead connection.
@@ -169,20 +194,27 @@ impl<DB: PoolDatabase> PoolCheck<DB> {
                 }
             }
         }
+        let with_note = |detail: probity::Detail, broken: Option<String>| match broken {
+            Some(reason) => {
+                let message = detail.message.clone().unwrap_or_default();
+                detail.message(format!(
+                    "{message}; closed a broken idle connection ({reason}), a new connection succeeded"
+                ))
+            }
+            None => detail,
+        };
 
         match options.connect().await {
             Ok(connection) => {
                 // A polite close; the poller's timeout bounds it like everything else here.
                 let _ = connection.close().await;
-                Ok(match broken {
-                    Some(reason) => {
-                        let message = detail.message.clone().unwrap_or_default();
-                        detail.message(format!(
-                            "{message}; closed a broken idle connection ({reason}), a new connection succeeded"
-                        ))
-                    }
-                    None => detail,
-                })
+                // The database answers. If the pool has room, leave one connection idle in it
+                // so the next poll reuses it instead of connecting again; a pool that cannot
+                // grow quickly is no failure of this poll.
+                if self.pool.size() < self.pool.options().get_max_connections() {
+                    let _ = tokio::time::timeout(WARM_UP_WAIT, self.pool.acquire()).await;
+                }
+                Ok(with_note(detail, broken))
             }
             Err(error) => {
                 let mut message = describe(&error, &target);

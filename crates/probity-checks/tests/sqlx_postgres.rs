@@ -162,14 +162,24 @@ async fn terminated_idle_connection_is_replaced_not_returned() {
         message.contains("closed a broken idle connection"),
         "{message}"
     );
-    // The dead connection did not go back into the pool.
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
-    while pool.size() != 0 && tokio::time::Instant::now() < deadline {
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    assert_eq!(pool.size(), 0, "the broken connection stayed in the pool");
-    // And the next poll is an ordinary pass.
-    success(poll(&check, TIMEOUT).await);
+    // The dead connection did not go back into the pool: what the pool holds now is the fresh
+    // connection the check left idle for its next poll.
+    assert!(pool.size() <= 1, "the broken connection stayed in the pool");
+    let mut connection = pool.acquire().await.expect("acquire");
+    let now: i32 = sqlx::query("SELECT pg_backend_pid()")
+        .fetch_one(&mut *connection)
+        .await
+        .expect("pid")
+        .get(0);
+    assert_ne!(now, pid, "the pool handed out the terminated connection");
+    drop(connection);
+    wait_idle(&pool, 1).await;
+    // And the next poll is an ordinary pass, on the idle connection.
+    let detail = success(poll(&check, TIMEOUT).await);
+    assert!(
+        !detail.message.unwrap_or_default().contains("broken"),
+        "the next poll found another broken connection"
+    );
 }
 
 #[tokio::test]
@@ -205,4 +215,77 @@ async fn closed_pool_fails() {
     pool.close().await;
     let error = failure(poll(&PoolCheck::new(pool), TIMEOUT).await);
     assert_eq!(error.message(), "pool is closed");
+}
+
+/// Sessions PostgreSQL has counted for `database` (its own statistics).
+async fn sessions(admin: &PgPool, database: &str) -> i64 {
+    sqlx::query("SELECT pg_stat_clear_snapshot()")
+        .execute(admin)
+        .await
+        .expect("clear snapshot");
+    sqlx::query("SELECT sessions FROM pg_stat_database WHERE datname = $1")
+        .bind(database)
+        .fetch_one(admin)
+        .await
+        .expect("sessions")
+        .get(0)
+}
+
+#[tokio::test]
+async fn an_idle_service_does_not_connect_on_every_poll() {
+    require!("postgres", ADDRESS);
+    let admin = new_pool(1).await;
+    let database = format!("probity_reuse_{}", std::process::id());
+    sqlx::query(sqlx::AssertSqlSafe(format!(
+        "DROP DATABASE IF EXISTS {database}"
+    )))
+    .execute(&admin)
+    .await
+    .expect("drop");
+    sqlx::query(sqlx::AssertSqlSafe(format!("CREATE DATABASE {database}")))
+        .execute(&admin)
+        .await
+        .expect("create");
+    // A pool that has never been used: no connection in it, as in a service with no traffic.
+    let pool = PgPoolOptions::new()
+        .max_connections(5)
+        .connect_lazy(&format!("postgres://postgres@127.0.0.1:5432/{database}"))
+        .expect("lazy pool");
+    let check = PoolCheck::new(pool.clone());
+    success(poll(&check, TIMEOUT).await);
+    // PostgreSQL counts a session when its backend reports, at the latest when it exits.
+    let settle = async |expected_at_least: i64| {
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+        loop {
+            let counted = sessions(&admin, &database).await;
+            if counted >= expected_at_least || tokio::time::Instant::now() >= deadline {
+                return counted;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    };
+    let after_first = settle(1).await;
+    assert!(after_first >= 1, "the first poll reached the database");
+    for _ in 0..10 {
+        // A poller's interval apart (a returned connection goes back to the pool in the
+        // background).
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        success(poll(&check, TIMEOUT).await);
+    }
+    drop(pool);
+    tokio::time::sleep(Duration::from_millis(1200)).await;
+    let after_eleven = settle(after_first + 1).await;
+    // Ten more polls reuse the connection the first one left idle in the pool; at most that
+    // pooled connection's own session is counted late.
+    assert!(
+        after_eleven - after_first <= 1,
+        "ten polls opened {} sessions",
+        after_eleven - after_first
+    );
+    sqlx::query(sqlx::AssertSqlSafe(format!(
+        "DROP DATABASE IF EXISTS {database} WITH (FORCE)"
+    )))
+    .execute(&admin)
+    .await
+    .expect("drop");
 }
