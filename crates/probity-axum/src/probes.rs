@@ -1,7 +1,7 @@
 //! The probe endpoints: `/livez`, `/readyz`, `/startupz` and one sub-path per entry.
 
 use axum::Router;
-use axum::extract::{Path, RawQuery, State};
+use axum::extract::{Path, State};
 use axum::http::{HeaderMap, HeaderName, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
@@ -81,13 +81,11 @@ impl Probes {
             router = router
                 .route(
                     path,
-                    get(move |state, query, headers| whole(state, query, headers, probe)),
+                    get(move |state, request| whole(state, request, probe)),
                 )
                 .route(
                     &format!("{path}/{{name}}"),
-                    get(move |state, name, query, headers| {
-                        single(state, name, query, headers, probe)
-                    }),
+                    get(move |state, name, request| single(state, name, request, probe)),
                 );
         }
         router.with_state(state)
@@ -121,23 +119,23 @@ impl Probes {
     }
 }
 
+// The handlers take the request itself rather than `HeaderMap` and `RawQuery` extractors:
+// those copy the headers and the query on every probe.
 async fn whole(
     State(probes): State<Arc<Probes>>,
-    RawQuery(query): RawQuery,
-    headers: HeaderMap,
+    request: axum::extract::Request,
     probe: ProbeKind,
 ) -> Response {
-    probes.answer(probe, None, query.as_deref(), &headers)
+    probes.answer(probe, None, request.uri().query(), request.headers())
 }
 
 async fn single(
     State(probes): State<Arc<Probes>>,
     Path(name): Path<String>,
-    RawQuery(query): RawQuery,
-    headers: HeaderMap,
+    request: axum::extract::Request,
     probe: ProbeKind,
 ) -> Response {
-    probes.answer(probe, Some(&name), query.as_deref(), &headers)
+    probes.answer(probe, Some(&name), request.uri().query(), request.headers())
 }
 
 /// Turns the core's framework-free answer into an axum response.
@@ -146,12 +144,10 @@ pub(crate) fn into_response(rendered: render::Response) -> Response {
     let mut response = (status, rendered.body).into_response();
     let headers = response.headers_mut();
     for (name, value) in rendered.headers {
-        if let (Ok(name), Ok(value)) = (
-            HeaderName::from_bytes(name.as_bytes()),
-            HeaderValue::from_str(&value),
-        ) {
-            headers.insert(name, value);
-        }
+        headers.insert(
+            HeaderName::from_static(name),
+            HeaderValue::from_static(value),
+        );
     }
     response
 }

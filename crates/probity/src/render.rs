@@ -261,8 +261,8 @@ impl Clock {
 pub struct Response {
     /// The HTTP status code.
     pub status: u16,
-    /// Headers, lowercase names.
-    pub headers: Vec<(&'static str, String)>,
+    /// Headers, lowercase names; every value is a constant.
+    pub headers: Vec<(&'static str, &'static str)>,
     /// The body.
     pub body: String,
 }
@@ -272,9 +272,9 @@ impl Response {
         Response {
             status,
             headers: vec![
-                ("content-type", format.content_type().to_owned()),
-                ("cache-control", "no-store".to_owned()),
-                ("x-content-type-options", "nosniff".to_owned()),
+                ("content-type", format.content_type()),
+                ("cache-control", "no-store"),
+                ("x-content-type-options", "nosniff"),
             ],
             body,
         }
@@ -285,7 +285,7 @@ impl Response {
         self.headers
             .iter()
             .find(|(key, _)| *key == name)
-            .map(|(_, value)| value.as_str())
+            .map(|(_, value)| *value)
     }
 }
 
@@ -346,6 +346,17 @@ pub fn render(snapshot: &Snapshot, request: &Request<'_>, clock: Clock) -> Respo
             "`exclude` applies to a whole probe, not to a single check",
             &[],
         );
+    }
+    // The common case — a probe that passes, asked plainly — needs no entry list at all.
+    if request.format == Format::Text
+        && request.check.is_none()
+        && !request.query.verbose
+        && request.query.exclude.is_empty()
+        && snapshot.status(request.probe, clock.now) == Status::Pass
+    {
+        #[cfg(feature = "metrics")]
+        crate::metrics::record_probe(request.probe, Status::Pass);
+        return Response::new(200, Format::Text, "ok\n".to_owned());
     }
     let excluded: Vec<&str> = request.query.exclude.iter().map(String::as_str).collect();
     let mut entries = snapshot.entries(request.probe, clock.now, &excluded);

@@ -46,7 +46,6 @@ pub fn public_router(state: AppState, health: &Health, details: Details) -> Rout
         .route("/orders/{id}", get(get_order))
         .route("/recommendations", get(recommendations))
         .with_state(state)
-        .merge(Probes::new(health.clone()).details(details).router())
         .merge(HealthService::new(health.clone()).into_router())
         .layer(QuietProbesLayer::new(
             tower::ServiceBuilder::new()
@@ -58,6 +57,9 @@ pub fn public_router(state: AppState, health: &Health, details: Details) -> Rout
                 .layer(RequestMetricsLayer::new())
                 .into_inner(),
         ))
+        // The probes sit outside the access log and request metrics altogether: `Router::layer`
+        // wraps only the routes present when it is called, so a probe pays for no middleware.
+        .merge(Probes::new(health.clone()).details(details).router())
 }
 
 /// The admin listener: `/metrics`, the probes with details, and `/chaos/*` when enabled.
