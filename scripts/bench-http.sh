@@ -116,14 +116,16 @@ interval_ms=$(target/release/checkout --print-contract --database-url "postgres:
 # pg_stat_database's counters reach the view only when a backend flushes them (up to a minute
 # later for a busy one), so count the health check's queries live instead: sample
 # pg_stat_activity every 50 ms and count distinct (backend, query_start) of its `SELECT 1`.
-measure() { # seconds → health-check queries per second
+measure() { # seconds → health-check queries per second (over the time the sampling took)
   local samples=$(($1 * 20))
-  local seen
+  local started ended seen
+  started=$(date +%s.%N)
   seen=$(for _ in $(seq "$samples"); do
     echo "select pid || ' ' || query_start from pg_stat_activity where datname = '$database' and query = 'SELECT 1';"
     echo "select pg_sleep(0.05);"
   done | psql -h 127.0.0.1 -U postgres -d postgres -qtA 2>/dev/null | grep -v '^$' | sort -u | wc -l)
-  awk -v n="$seen" -v s="$1" 'BEGIN { printf "%.2f", n / s }'
+  ended=$(date +%s.%N)
+  awk -v n="$seen" -v a="$started" -v b="$ended" 'BEGIN { printf "%.2f", n / (b - a) }'
 }
 
 idle=$(measure "$duration")
