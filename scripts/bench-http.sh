@@ -129,7 +129,7 @@ measure() { # seconds → health-check queries per second (over the time the sam
 }
 
 idle=$(measure "$duration")
-wrk -t$threads -c$connections -d"${duration}s" "http://127.0.0.1:$pg_port/readyz" >"$work/wrk-pg.txt" &
+"${client_cpu[@]}" wrk -t$threads -c$connections -d"$((duration * 2 + 2))s" "http://127.0.0.1:$pg_port/readyz" >"$work/wrk-pg.txt" &
 wrk_pid=$!
 sleep 0.5
 loaded=$(measure "$((duration - 1))")
