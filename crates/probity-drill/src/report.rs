@@ -327,6 +327,11 @@ impl Report {
                 &mut out,
                 ["started", "", "", &at(boot.time_to_started_s), ""],
             );
+            let failures = boot.startup_probe_failures.to_string();
+            row(
+                &mut out,
+                ["startup probes failed meanwhile", "", "", &failures, ""],
+            );
         }
         for skipped in &self.skipped {
             let _ = writeln!(out, "skipped: {skipped}");
