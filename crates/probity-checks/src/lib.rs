@@ -47,6 +47,7 @@
 //! | `tokio-postgres` | [`postgres`] | `ClientCheck`, `ConnectionCheck` | the client's connection is closed or does not answer |
 //! | `mysql-async` | [`mysql_async`] | `PoolCheck` | no connection available and requests waiting (`active_wait_requests`), utilization above the limit, no answer |
 //! | `redis` | [`redis`] | `RedisCheck` | `PING` does not get `PONG` |
+//! | `fred` | [`fred`] | `FredCheck` | fred not `Connected`, too many commands queued unsent, or `PING` does not get `PONG` |
 //! | `lapin` | [`rabbitmq`] | `RabbitCheck` | not connected, blocked by a resource alarm, reconnecting |
 //! | `nats` | [`nats`] | `NatsCheck` | not connected, or the flush round trip fails |
 //! | `mqtt` | [`mqtt`] | `MqttCheck` + `MqttStatus` | no accepted session with the broker, or silence past a limit |
@@ -87,6 +88,9 @@ pub mod mysql_async;
 
 #[cfg(feature = "redis")]
 pub mod redis;
+
+#[cfg(feature = "fred")]
+pub mod fred;
 
 #[cfg(feature = "disk")]
 pub mod disk;
