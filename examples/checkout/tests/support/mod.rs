@@ -45,7 +45,7 @@ impl Drop for TempDir {
 
 /// Everything a process wrote to one stream so far.
 #[derive(Clone, Default)]
-pub struct Captured(Arc<Mutex<String>>);
+pub struct Captured(Arc<Mutex<String>>, Arc<std::sync::atomic::AtomicBool>);
 
 impl Captured {
     fn follow(mut stream: impl Read + Send + 'static) -> Self {
@@ -55,7 +55,10 @@ impl Captured {
             let mut buffer = [0u8; 4096];
             loop {
                 match stream.read(&mut buffer) {
-                    Ok(0) | Err(_) => return,
+                    Ok(0) | Err(_) => {
+                        sink.1.store(true, std::sync::atomic::Ordering::Release);
+                        return;
+                    }
                     Ok(n) => sink
                         .0
                         .lock()
@@ -69,6 +72,13 @@ impl Captured {
 
     pub fn text(&self) -> String {
         self.0.lock().unwrap().clone()
+    }
+
+    /// Waits until the stream reached its end (the process exited and closed it).
+    fn wait_closed(&self, deadline: Instant) {
+        while !self.1.load(std::sync::atomic::Ordering::Acquire) && Instant::now() < deadline {
+            std::thread::yield_now();
+        }
     }
 }
 
@@ -114,8 +124,10 @@ pub fn run_to_exit(args: &[&str], timeout: Duration) -> (ExitStatus, String, Str
         }
         std::thread::sleep(Duration::from_millis(20));
     };
-    // Let the reader threads drain the pipes.
-    std::thread::sleep(Duration::from_millis(50));
+    // Let the reader threads drain the pipes to their end.
+    let drained = Instant::now() + Duration::from_secs(5);
+    stdout.wait_closed(drained);
+    stderr.wait_closed(drained);
     (status, stdout.text(), stderr.text())
 }
 
