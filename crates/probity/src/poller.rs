@@ -16,6 +16,7 @@ use futures_util::FutureExt;
 use std::any::Any;
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 use tokio::time::Instant;
 
@@ -24,6 +25,7 @@ pub(crate) fn spawn(inner: &Arc<Inner>, index: usize) -> tokio::task::JoinHandle
     let entry = &inner.entries[index];
     let check = entry.check.clone();
     let wake = entry.wake.clone();
+    let boot_repoll = entry.boot_repoll.clone();
     let (interval, timeout, jitter) = (entry.interval, entry.timeout, entry.jitter);
     tokio::spawn(async move {
         let mut rng = fastrand::Rng::new();
@@ -38,9 +40,19 @@ pub(crate) fn spawn(inner: &Arc<Inner>, index: usize) -> tokio::task::JoinHandle
             inner.record(index, ok, false, last);
             drop(inner);
             let next = started + jittered(interval, jitter, &mut rng);
-            tokio::select! {
-                () = tokio::time::sleep_until(next) => {}
-                () = wake.notified() => {}
+            loop {
+                tokio::select! {
+                    () = tokio::time::sleep_until(next) => break,
+                    () = wake.notified() => {
+                        // The re-poll asked for when startup completed is moot if the poll
+                        // that was in flight then has made the check healthy since.
+                        let moot = boot_repoll.swap(false, Ordering::AcqRel)
+                            && weak.upgrade().is_some_and(|inner| inner.is_healthy(index));
+                        if !moot {
+                            break;
+                        }
+                    }
+                }
             }
         }
     })

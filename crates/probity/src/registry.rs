@@ -347,6 +347,7 @@ impl HealthBuilder {
                 dependency,
                 check: spec.check.clone(),
                 wake: Arc::new(Notify::new()),
+                boot_repoll: Arc::new(AtomicBool::new(false)),
                 passive_run: AtomicU32::new(0),
                 spec,
             });
@@ -478,6 +479,9 @@ pub(crate) struct CheckEntry {
     pub(crate) staleness: Duration,
     pub(crate) dependency: Option<String>,
     pub(crate) wake: Arc<Notify>,
+    /// Set when startup completed while the check was not healthy: the next wake polls only
+    /// if the check is still not healthy by then (its first poll may have been in flight).
+    pub(crate) boot_repoll: Arc<AtomicBool>,
     pub(crate) passive_run: AtomicU32,
 }
 
@@ -546,6 +550,11 @@ impl Inner {
         self.current.store(snapshot.clone());
         self.notify.send_replace(snapshot);
         result
+    }
+
+    /// Whether check `index` is healthy (by its hysteresis) right now.
+    pub(crate) fn is_healthy(&self, index: usize) -> bool {
+        self.master.lock().checks[index].healthy
     }
 
     /// Publishes a fresh snapshot without changing state (something read at evaluation time,

@@ -11,6 +11,7 @@
 //! [`Health::step_progress`]; the note appears in `/startupz` and `/readyz`.
 
 use crate::registry::Health;
+use std::sync::atomic::Ordering;
 
 /// The step named in a call was never declared.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -42,14 +43,39 @@ impl Health {
 
     /// Marks a boot step complete. When the last one completes, `/startupz` passes and
     /// readiness is decided by the checks alone.
+    ///
+    /// At that moment every check that is not healthy is polled again at once. A check's
+    /// first poll runs when the pollers start, often before the boot has connected to the
+    /// dependency or migrated it; without the re-poll, readiness would wait out a whole
+    /// interval (20 s for a check polled every 20 s) after a boot that has already succeeded.
     pub fn complete_step(&self, name: &str) -> Result<(), UnknownStep> {
         let index = self.step_index(name)?;
-        self.inner.update(|master| {
+        let unhealthy = self.inner.update(|master| {
+            let was_started = master.steps.iter().all(|step| step.complete);
             let step = &mut master.steps[index];
             step.complete = true;
             step.note = None;
+            let now_started = master.steps.iter().all(|step| step.complete);
+            if was_started || !now_started {
+                return Vec::new();
+            }
+            master
+                .checks
+                .iter()
+                .enumerate()
+                .filter(|(_, state)| !state.healthy)
+                .map(|(index, _)| index)
+                .collect()
         });
         tracing::info!(target: "probity::startup", step = name, "startup step complete");
+        // Before `start`, the pollers' first polls are still to come: nothing to hurry.
+        if self.inner.started.load(Ordering::Acquire) {
+            for index in unhealthy {
+                let entry = &self.inner.entries[index];
+                entry.boot_repoll.store(true, Ordering::Release);
+                entry.wake.notify_one();
+            }
+        }
         Ok(())
     }
 

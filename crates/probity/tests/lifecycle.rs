@@ -57,6 +57,68 @@ async fn startup_and_readiness_fail_naming_pending_steps_until_all_complete() {
 }
 
 #[tokio::test(start_paused = true)]
+async fn completing_startup_repolls_the_checks_that_failed_during_boot() {
+    // The database answers only once the boot has connected to it: the first poll fails.
+    let db = Switch::new(false);
+    let cache = Switch::new(true);
+    let health = Health::builder()
+        .check(CheckSpec::new("db", Tier::Hard, db.check()).interval(secs(20.0)))
+        .check(CheckSpec::new("cache", Tier::Soft, cache.check()).interval(secs(20.0)))
+        .startup_step("connect")
+        .build()
+        .unwrap();
+    health.start().unwrap();
+    advance(secs(0.1)).await;
+    assert_eq!((db.polls(), cache.polls()), (1, 1));
+
+    db.set(true);
+    advance(secs(1.0)).await;
+    assert_eq!(
+        db.polls(),
+        1,
+        "no early poll while the boot is still running"
+    );
+    health.complete_step("connect").unwrap();
+    advance(secs(0.01)).await;
+    assert_eq!(db.polls(), 2, "the failed check is polled again at once");
+    assert_eq!(cache.polls(), 1, "a healthy check keeps its cadence");
+    assert_eq!(status(&health, ProbeKind::Readiness), Status::Pass);
+
+    // Completing a step again is not a second start.
+    health.complete_step("connect").unwrap();
+    advance(secs(0.01)).await;
+    assert_eq!(db.polls(), 2);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_boot_faster_than_the_first_poll_repolls_only_what_failed() {
+    let db = Switch::new(true);
+    let cache = Switch::new(false);
+    let health = Health::builder()
+        .check(CheckSpec::new("db", Tier::Hard, db.check()).interval(secs(20.0)))
+        .check(CheckSpec::new("cache", Tier::Soft, cache.check()).interval(secs(20.0)))
+        .startup_step("connect")
+        .build()
+        .unwrap();
+    health.start().unwrap();
+    // Startup completes before either first poll has run.
+    health.complete_step("connect").unwrap();
+    advance(secs(0.1)).await;
+    assert_eq!(
+        db.polls(),
+        1,
+        "its first poll made it healthy: no second poll"
+    );
+    assert_eq!(cache.polls(), 2, "its first poll failed: polled again");
+    advance(secs(10.0)).await;
+    assert_eq!(
+        (db.polls(), cache.polls()),
+        (1, 2),
+        "then both keep their cadence"
+    );
+}
+
+#[tokio::test(start_paused = true)]
 async fn unknown_steps_are_errors() {
     let health = Health::builder()
         .startup_step("migrations")

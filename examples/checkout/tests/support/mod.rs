@@ -340,19 +340,33 @@ where
     }
 }
 
-/// Waits until `/readyz` answers 200 (startup done, checks up).
+/// Waits until `/readyz` answers 200 (startup done, checks up). On timeout, the panic shows
+/// the last answer of the admin listener's verbose `/readyz` and the service's log.
 pub async fn wait_ready(checkout: &Checkout) {
     let url = checkout.url("/readyz");
-    poll_until(Duration::from_secs(20), "/readyz 200", || {
-        let url = url.clone();
-        async move {
-            match send(client(Duration::from_secs(2)).get(&url)).await {
-                Ok(answer) if answer.status == 200 => Some(()),
-                _ => None,
-            }
+    let timeout = Duration::from_secs(20);
+    let deadline = Instant::now() + timeout;
+    loop {
+        if let Ok(answer) = send(client(Duration::from_secs(2)).get(&url)).await
+            && answer.status == 200
+        {
+            return;
         }
-    })
-    .await;
+        if Instant::now() >= deadline {
+            let last =
+                send(client(Duration::from_secs(2)).get(checkout.admin_url("/readyz?verbose")))
+                    .await
+                    .map(|answer| format!("{}\n{}", answer.status, answer.body))
+                    .unwrap_or_else(|error| format!("no answer: {error}"));
+            panic!(
+                "timed out after {timeout:?} waiting for /readyz 200\n\
+                 admin /readyz?verbose: {last}\n\
+                 checkout's log:\n{}",
+                checkout.stderr.text()
+            );
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
 }
 
 /// Whether `CI=true`: then a missing service fails the test instead of skipping it.
