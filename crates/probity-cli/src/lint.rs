@@ -116,6 +116,19 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
     stdout.flush()?;
 
     let mut stderr = std::io::stderr().lock();
+    for &index in &report.unmatched_contracts {
+        let service = options.contracts[index]
+            .service
+            .as_deref()
+            .unwrap_or_default();
+        writeln!(
+            stderr,
+            "warning: contract {} is for service `{service}`, which names no container, \
+             workload, or `app`/`app.kubernetes.io/name` label in the manifests read; \
+             nothing was judged against it",
+            args.contracts[index].display()
+        )?;
+    }
     for error in &report.errors {
         writeln!(stderr, "error: {error}")?;
     }

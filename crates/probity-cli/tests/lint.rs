@@ -170,6 +170,31 @@ fn reads_contracts_and_rejects_bad_ones() {
         "{findings}"
     );
 
+    assert!(
+        !text(&output.stderr).contains("warning: contract"),
+        "{}",
+        text(&output.stderr)
+    );
+
+    // A contract for a service the manifests do not contain is reported, not silently unused.
+    let other = write(
+        &dir,
+        "other.json",
+        &text(&std::fs::read(&contract).unwrap())
+            .replace(r#""service": "slow""#, r#""service": "slwo""#),
+    );
+    let output = probity(&["lint", "--contract", &other, "-"], Some(WARNING));
+    assert_eq!(
+        output.status.code(),
+        Some(1),
+        "the findings still decide the exit"
+    );
+    let stderr = text(&output.stderr);
+    assert!(
+        stderr.contains(&format!("warning: contract {other} is for service `slwo`")),
+        "{stderr}"
+    );
+
     let bad = write(&dir, "bad.json", r#"{"version": 1, "endpointz": []}"#);
     let output = probity(&["lint", "--contract", &bad, "-"], Some(CLEAN));
     assert_eq!(output.status.code(), Some(2));

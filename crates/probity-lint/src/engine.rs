@@ -111,6 +111,7 @@ pub fn lint(sources: &[Source], options: &Options) -> Report {
         }
     }
     rules::fleet::check(&mut cx, &objects, &all_facts);
+    report.unmatched_contracts = unmatched_contracts(&options.contracts, &objects);
 
     let Cx { findings, .. } = cx;
     let mut kept: Vec<(usize, Finding)> = Vec::with_capacity(findings.len());
@@ -134,6 +135,26 @@ pub fn lint(sources: &[Source], options: &Options) -> Report {
     kept.dedup_by(|(_, a), (_, b)| a == b);
     report.findings = kept.into_iter().map(|(_, finding)| finding).collect();
     report
+}
+
+/// The contracts that describe no container of any workload in `objects`.
+fn unmatched_contracts(contracts: &[Contract], objects: &[Object<'_>]) -> Vec<usize> {
+    let applies_somewhere = |contract: &Contract| {
+        objects.iter().any(|object| match &object.body {
+            Body::Workload(workload) => workload.pod.as_ref().is_some_and(|pod| {
+                pod.containers.iter().any(|container| {
+                    facts::contract_applies(contract, object, &workload.pod_labels, &container.name)
+                })
+            }),
+            _ => false,
+        })
+    };
+    contracts
+        .iter()
+        .enumerate()
+        .filter(|(_, contract)| !applies_somewhere(contract))
+        .map(|(index, _)| index)
+        .collect()
 }
 
 /// Inputs smaller than this together are parsed on the calling thread.

@@ -136,6 +136,27 @@ pub(crate) fn read_annotations<'c>(
     (facts, suppressions, problems)
 }
 
+/// Whether a command-line `contract` describes `container` of `object`: its `service` names the
+/// container, the workload, or the pod's `app.kubernetes.io/name` or `app` label; a contract
+/// without a service name applies to every container.
+pub(crate) fn contract_applies(
+    contract: &Contract,
+    object: &Object<'_>,
+    labels: &[(String, String)],
+    container: &str,
+) -> bool {
+    match contract.service.as_deref() {
+        None => true,
+        Some(service) => {
+            service == container
+                || service == object.name
+                || labels.iter().any(|(key, value)| {
+                    (key == "app.kubernetes.io/name" || key == "app") && value == service
+                })
+        }
+    }
+}
+
 fn parse_seconds(text: &str) -> Option<f64> {
     let number = text.strip_suffix('s').unwrap_or(text).trim();
     number
@@ -155,23 +176,13 @@ impl Facts<'_> {
         labels: &[(String, String)],
         container: &str,
     ) -> Option<&Contract> {
-        let applies = |contract: &Contract| match contract.service.as_deref() {
-            None => true,
-            Some(service) => {
-                service == container
-                    || service == object.name
-                    || labels.iter().any(|(key, value)| {
-                        (key == "app.kubernetes.io/name" || key == "app") && value == service
-                    })
-            }
-        };
         if let Some(contract) = &self.inline_contract {
             return Some(contract);
         }
         self.contracts
             .iter()
             .copied()
-            .find(|contract| applies(contract))
+            .find(|contract| contract_applies(contract, object, labels, container))
     }
 
     /// Why the endpoint `handler` calls depends on something outside the process, if it does.

@@ -64,6 +64,9 @@ pub struct Report {
     pub skipped: usize,
     /// Findings removed by a `probity.dev/ignore-RULE` annotation.
     pub suppressed: usize,
+    /// Indices into [`crate::Options::contracts`] of the contracts that describe no container
+    /// of any workload read (a misspelt `service`, say): nothing was judged against them.
+    pub unmatched_contracts: Vec<usize>,
 }
 
 impl Report {

@@ -129,7 +129,9 @@ pub fn reference_markdown() -> String {
          A `--contract` applies to the containers whose name, workload name, or \
          `app.kubernetes.io/name` or `app` label equals its `service` (every container when it \
          names none); an inline `probity.dev/contract` applies to every container of its \
-         workload. Annotations on the pod template override those on the workload.\n\n\
+         workload. Annotations on the pod template override those on the workload. A \
+         `--contract` that applies to no container of the manifests read is reported on \
+         standard error: nothing was judged against it.\n\n\
          | rule | severity | finds |\n|---|---|---|\n",
     );
     for rule in all() {
