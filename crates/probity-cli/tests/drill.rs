@@ -1,9 +1,9 @@
 //! `probity drill` end to end: a short run with the pool and stall faults against real
-//! checkout processes behind a real HAProxy, teardown on Ctrl-C, and clear errors.
+//! checkout processes behind a real HAProxy, teardown on Ctrl-C and on SIGKILL, and clear errors.
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 fn probity() -> Command {
@@ -130,11 +130,9 @@ fn processes_mentioning(needle: &str) -> Vec<String> {
     found
 }
 
-#[test]
-fn ctrl_c_tears_the_whole_fleet_down() {
-    if !haproxy_available() {
-        return;
-    }
+/// Starts a two-instance drill whose stall lasts a minute; returns it once the stall is on,
+/// with its work folder (which every process it started names on its command line).
+fn start_a_long_drill() -> (Child, String) {
     let mut child = probity()
         .args([
             "drill",
@@ -183,37 +181,66 @@ fn ctrl_c_tears_the_whole_fleet_down() {
         processes_mentioning(&work_dir).len() >= 3,
         "expected the fleet and HAProxy to be running"
     );
+    (child, work_dir)
+}
 
+/// Sends `signal` to the drill and waits for it to exit; returns its exit code.
+fn signal_and_wait(child: &mut Child, signal: &str) -> Option<i32> {
     let status = Command::new("kill")
-        .args(["-INT", &child.id().to_string()])
+        .args([signal, &child.id().to_string()])
         .status()
         .expect("kill runs");
     assert!(status.success());
     let exit_deadline = Instant::now() + Duration::from_secs(20);
-    let code = loop {
+    loop {
         if let Some(status) = child.try_wait().expect("wait works") {
             break status.code();
         }
         assert!(
             Instant::now() < exit_deadline,
-            "drill did not exit on SIGINT"
+            "drill did not exit on {signal}"
         );
         std::thread::yield_now();
-    };
-    assert_eq!(code, Some(130));
+    }
+}
+
+/// Waits until no process names `work_dir` on its command line.
+fn assert_no_orphans(work_dir: &str, after: &str) {
     let orphan_deadline = Instant::now() + Duration::from_secs(10);
     loop {
-        let left = processes_mentioning(&work_dir);
+        let left = processes_mentioning(work_dir);
         if left.is_empty() {
             break;
         }
         assert!(
             Instant::now() < orphan_deadline,
-            "orphans after Ctrl-C:\n{}",
+            "orphans after {after}:\n{}",
             left.join("\n")
         );
         std::thread::yield_now();
     }
+}
+
+#[test]
+fn ctrl_c_tears_the_whole_fleet_down() {
+    if !haproxy_available() {
+        return;
+    }
+    let (mut child, work_dir) = start_a_long_drill();
+    assert_eq!(signal_and_wait(&mut child, "-INT"), Some(130));
+    assert_no_orphans(&work_dir, "Ctrl-C");
+}
+
+#[test]
+fn a_killed_drill_takes_its_fleet_with_it() {
+    if !haproxy_available() {
+        return;
+    }
+    let (mut child, work_dir) = start_a_long_drill();
+    // SIGKILL runs none of the drill's teardown: only the children's death signal is left.
+    assert_eq!(signal_and_wait(&mut child, "-KILL"), None);
+    assert_no_orphans(&work_dir, "SIGKILL");
+    let _ = std::fs::remove_dir_all(&work_dir);
 }
 
 #[test]

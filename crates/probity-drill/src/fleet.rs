@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use tokio::process::{Child, Command};
+use tokio::process::Child;
 use tokio::time::Instant;
 
 /// What happened to an instance, and when.
@@ -145,13 +145,12 @@ impl Instance {
             .create(true)
             .append(true)
             .open(&self.log_path)?;
-        let spawned = Command::new(&self.binary)
+        let spawned = crate::child::command(&self.binary)
             .args(&self.args)
             .args(&extra)
             .env("RUST_LOG", "warn")
             .stdout(log.try_clone()?)
             .stderr(log)
-            .kill_on_drop(true)
             .spawn()?;
         *child = Some(spawned);
         self.generation.fetch_add(1, Ordering::AcqRel);

@@ -163,13 +163,12 @@ impl Haproxy {
             });
         }
         let log = std::fs::File::create(work_dir.join("haproxy.log"))?;
-        let child = Command::new(binary)
+        let child = crate::child::command(binary)
             .arg("-db")
             .arg("-f")
             .arg(&config_path)
             .stdout(log.try_clone()?)
             .stderr(log)
-            .kill_on_drop(true)
             .spawn()?;
         Ok(Haproxy {
             child,

@@ -14,6 +14,7 @@
 //!
 //! The result is a [`report::Report`]: a table next to the seed's figures, or JSON.
 
+pub mod child;
 pub mod fleet;
 pub mod haproxy;
 pub mod kubelet;

@@ -454,6 +454,12 @@ pub async fn run(config: &DrillConfig, progress: &dyn Progress) -> Result<Report
     };
     std::fs::create_dir_all(&work.path).map_err(DrillError::Io)?;
     progress.step(&format!("work folder {}", work.path.display()));
+    if !crate::child::dies_with_the_drill() {
+        progress.step(
+            "warning: `setpriv --pdeathsig` (util-linux) is unavailable: if the drill is killed \
+             with SIGKILL, the fleet and HAProxy keep running",
+        );
+    }
     let result = run_in(config, progress, &work.path).await;
     if result.is_err() {
         work.keep = true;
