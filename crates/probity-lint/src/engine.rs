@@ -142,7 +142,7 @@ fn unmatched_contracts(contracts: &[Contract], objects: &[Object<'_>]) -> Vec<us
     let applies_somewhere = |contract: &Contract| {
         objects.iter().any(|object| match &object.body {
             Body::Workload(workload) => workload.pod.as_ref().is_some_and(|pod| {
-                pod.containers.iter().any(|container| {
+                pod.probed().any(|container| {
                     facts::contract_applies(contract, object, &workload.pod_labels, &container.name)
                 })
             }),

@@ -173,7 +173,22 @@ impl Setting {
 pub(crate) struct PodSpec {
     pub(crate) termination_grace: Setting,
     pub(crate) host_network: bool,
+    /// The application containers (`containers`).
     pub(crate) containers: Vec<Container>,
+    /// `initContainers`: sidecars (`restartPolicy: Always`, probed like the application's
+    /// containers) and run-to-completion init containers (which may not have probes).
+    pub(crate) init_containers: Vec<Container>,
+}
+
+impl PodSpec {
+    /// Every container the kubelet probes: the application's, then the sidecars.
+    pub(crate) fn probed(&self) -> impl Iterator<Item = &Container> {
+        self.containers.iter().chain(
+            self.init_containers
+                .iter()
+                .filter(|container| container.sidecar),
+        )
+    }
 }
 
 #[derive(Debug)]
@@ -183,6 +198,9 @@ pub(crate) struct Container {
     pub(crate) ports: Vec<ContainerPort>,
     pub(crate) probes: Vec<Probe>,
     pub(crate) pre_stop_sleep: Option<(i64, Position)>,
+    /// An init container with `restartPolicy: Always`: a sidecar that runs beside the
+    /// application and is probed like it.
+    pub(crate) sidecar: bool,
 }
 
 impl Container {
@@ -641,17 +659,20 @@ fn read_workload(kind: Kind, root: &Node, problems: &mut Vec<Problem>) -> Worklo
 }
 
 fn read_pod_spec(node: &Node, problems: &mut Vec<Problem>) -> PodSpec {
-    let containers = node
-        .get("containers")
-        .and_then(Node::as_seq)
-        .map(|items| {
-            items
-                .iter()
-                .filter(|item| item.as_map().is_some())
-                .map(|item| read_container(item, problems))
-                .collect()
-        })
-        .unwrap_or_default();
+    let mut read_list = |key: &str| -> Vec<Container> {
+        node.get(key)
+            .and_then(Node::as_seq)
+            .map(|items| {
+                items
+                    .iter()
+                    .filter(|item| item.as_map().is_some())
+                    .map(|item| read_container(item, problems))
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    let containers = read_list("containers");
+    let init_containers = read_list("initContainers");
     PodSpec {
         termination_grace: Setting::read(
             node,
@@ -663,6 +684,7 @@ fn read_pod_spec(node: &Node, problems: &mut Vec<Problem>) -> PodSpec {
         ),
         host_network: read_bool(node, "hostNetwork", problems).unwrap_or(false),
         containers,
+        init_containers,
     }
 }
 
@@ -727,12 +749,18 @@ fn read_container(node: &Node, problems: &mut Vec<Problem>) -> Container {
         .get("lifecycle")
         .and_then(|lifecycle| lifecycle.get("preStop"))
         .and_then(|pre_stop| read_pre_stop_sleep(pre_stop, problems, &name));
+    // Only meaningful on init containers; on others the API server rejects it (`api` rules).
+    let sidecar = node
+        .get("restartPolicy")
+        .and_then(Node::scalar_text)
+        .is_some_and(|policy| policy == "Always");
     Container {
         position: node.position,
         name,
         ports,
         probes,
         pre_stop_sleep,
+        sidecar,
     }
 }
 

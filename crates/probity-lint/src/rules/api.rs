@@ -30,7 +30,29 @@ fn check_probes(cx: &mut Cx<'_>, index: usize, object: &Object<'_>) {
     let Some(pod) = &workload.pod else {
         return;
     };
-    for container in &pod.containers {
+    // Kubernetes' `validateInitContainers`: probes on an init container that runs to
+    // completion are forbidden; only a sidecar (`restartPolicy: Always`) may have them.
+    for container in pod
+        .init_containers
+        .iter()
+        .filter(|container| !container.sidecar)
+    {
+        for probe in &container.probes {
+            cx.report(
+                index,
+                object,
+                &rule::REJECTED_BY_API_SERVER,
+                probe.position,
+                Some(container.name.as_str()),
+                format!(
+                    "`{}` on an init container: it \"may not be set for init containers without \
+                     restartPolicy=Always\" (a sidecar init container may have probes)",
+                    probe.key()
+                ),
+            );
+        }
+    }
+    for container in pod.probed() {
         let name = Some(container.name.as_str());
         for probe in &container.probes {
             let key = probe.key();

@@ -161,12 +161,14 @@ schemas carry no such constraints, and the API server enforces them in \
 `pkg/apis/core/validation/validation.go`: `successThreshold` \"must be 1\" on liveness and startup \
 probes; `terminationGracePeriodSeconds` \"must not be set for readinessProbes\" and must be \
 positive elsewhere; a probe \"may not specify more than 1 handler type\" and must specify one; \
-periods, timeouts, thresholds and delays may not be negative; and a value of the wrong type \
+periods, timeouts, thresholds and delays may not be negative; an init container that runs to \
+completion may not have probes (\"may not be set for init containers without restartPolicy=Always\"; \
+a sidecar may); and a value of the wrong type \
 (`periodSeconds: \"10\"`) fails to decode. The apply fails, or, through tools that drop what they \
 cannot decode, the probe silently differs from what was written.",
     fix: "Correct the value as the message says: `successThreshold: 1` on liveness and startup, \
 no `terminationGracePeriodSeconds` on readiness, exactly one of `httpGet`, `tcpSocket`, `grpc` or \
-`exec`, non-negative integers.",
+`exec`, non-negative integers; probes only on sidecar init containers (`restartPolicy: Always`).",
 };
 
 /// Unknown fields (typos).

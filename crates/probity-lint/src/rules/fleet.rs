@@ -298,7 +298,7 @@ pub(crate) fn check(cx: &mut Cx<'_>, objects: &[Object<'_>], facts: &[Facts<'_>]
             None => dependencies.push((label, rate)),
         };
         let mut fastest: Option<&Probe> = None;
-        for container in &pod.containers {
+        for container in pod.probed() {
             for probe in &container.probes {
                 if probe.kind == ProbeKind::Startup {
                     continue;

@@ -112,7 +112,9 @@ pub fn reference_markdown() -> String {
          `probity lint PATH…` reads Kubernetes manifests (files, folders, `-` for standard input; \
          multi-document YAML, Helm-rendered output) and reports the probe wiring that causes \
          outages. Probe fields are judged after Kubernetes' defaults are applied (period 10 s, \
-         timeout 1 s, success 1, failure 3, initial delay 0, pod grace period 30 s). \
+         timeout 1 s, success 1, failure 3, initial delay 0, pod grace period 30 s). Sidecars \
+         (init containers with `restartPolicy: Always`) are probed like the application's \
+         containers and judged by the same probe rules. \
          `probity lint --explain ID` prints one rule.\n\n\
          Exit status: 0 when no finding is at or above `--fail-on` (default `warning`), 1 when \
          one is, 2 on an error (unreadable file, invalid YAML, a document that is not a Kubernetes \

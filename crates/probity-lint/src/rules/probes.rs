@@ -22,7 +22,7 @@ pub(crate) fn check(
     facts: &Facts<'_>,
     service_names: &[&str],
 ) {
-    for container in &pod.containers {
+    for container in pod.probed() {
         let name = Some(container.name.as_str());
         let contract = facts.contract_for(object, &workload.pod_labels, &container.name);
         let liveness = container.probe(ProbeKind::Liveness);
