@@ -19,10 +19,14 @@
 //! a cap (64 KiB by default) so a misbehaving endpoint cannot make the check buffer megabytes;
 //! a larger body fails.
 //!
-//! Plain `http://` only: this crate builds reqwest without a TLS stack. Errors read
+//! `https://` needs the `http-tls` feature (rustls): the server's certificate is verified
+//! against the system's root certificates and any added with
+//! [`HttpCheck::root_certificate_pem`] (a cluster's internal CA); without the feature an
+//! `https://` URL is refused when the check is built, not at the first poll. Errors read
 //! `connection refused (127.0.0.1:8080)`, `unexpected status 503 Service Unavailable from
 //! http://pricing.internal:8080/readyz (expected 200-204)`, `response body exceeds the 64 KiB
-//! cap`. URLs in messages never carry their user name or password.
+//! cap`, `TLS: invalid peer certificate: UnknownIssuer (pricing.internal:443)`. URLs in messages
+//! never carry their user name or password.
 
 use crate::error::{chain, describe_io, find_io};
 use crate::millis;
@@ -69,6 +73,9 @@ impl std::error::Error for InvalidHttpCheck {}
 #[derive(Debug, Clone)]
 pub struct HttpCheck {
     client: reqwest::Client,
+    /// Extra trusted roots (PEM), kept to rebuild the client when another is added.
+    #[cfg(feature = "http-tls")]
+    roots: Vec<reqwest::Certificate>,
     url: Url,
     shown: String,
     address: String,
@@ -78,19 +85,29 @@ pub struct HttpCheck {
 }
 
 impl HttpCheck {
-    /// A check of `url` (an absolute `http://` URL).
+    /// A check of `url`: an absolute `http://` URL, or `https://` with the `http-tls` feature.
     pub fn new(url: &str) -> Result<Self, InvalidHttpCheck> {
         let url = Url::parse(url).map_err(|error| InvalidHttpCheck {
             reason: format!("invalid url {:?}: {error}", redact(url)),
         })?;
         let shown = shown(&url);
-        if url.scheme() != "http" {
-            return Err(InvalidHttpCheck {
-                reason: format!(
-                    "unsupported scheme {:?} in {shown}: only http is supported",
-                    url.scheme()
-                ),
-            });
+        match url.scheme() {
+            "http" => {}
+            "https" if cfg!(feature = "http-tls") => {}
+            "https" => {
+                return Err(InvalidHttpCheck {
+                    reason: format!(
+                        "{shown} needs TLS: enable the `http-tls` feature of probity-checks"
+                    ),
+                });
+            }
+            other => {
+                return Err(InvalidHttpCheck {
+                    reason: format!(
+                        "unsupported scheme {other:?} in {shown}: only http and https are supported"
+                    ),
+                });
+            }
         }
         let Some(host) = url.host_str() else {
             return Err(InvalidHttpCheck {
@@ -98,24 +115,13 @@ impl HttpCheck {
             });
         };
         let address = format!("{host}:{}", url.port_or_known_default().unwrap_or(80));
-        let client = reqwest::Client::builder()
-            .redirect(Policy::custom(|attempt| {
-                let same_origin = attempt.previous().first().is_none_or(|first| {
-                    first.host_str() == attempt.url().host_str()
-                        && first.port_or_known_default() == attempt.url().port_or_known_default()
-                });
-                if !same_origin || attempt.previous().len() > MAX_REDIRECTS {
-                    attempt.stop()
-                } else {
-                    attempt.follow()
-                }
-            }))
-            .build()
-            .map_err(|error| InvalidHttpCheck {
-                reason: format!("cannot build the http client: {}", chain(&error)),
-            })?;
+        let client = client(reqwest::Client::builder()).map_err(|error| InvalidHttpCheck {
+            reason: format!("cannot build the http client: {}", chain(&error)),
+        })?;
         Ok(Self {
             client,
+            #[cfg(feature = "http-tls")]
+            roots: Vec::new(),
             url,
             shown,
             address,
@@ -123,6 +129,34 @@ impl HttpCheck {
             max_body: DEFAULT_MAX_BODY,
             body_contains: None,
         })
+    }
+
+    /// Also trusts the certificate authority in `pem` (a PEM certificate, e.g. a cluster's
+    /// internal CA) when verifying the server (`http-tls` feature). The system's roots stay
+    /// trusted.
+    ///
+    /// `pem` may hold several certificates (a bundle); it must hold at least one.
+    #[cfg(feature = "http-tls")]
+    pub fn root_certificate_pem(mut self, pem: &[u8]) -> Result<Self, InvalidHttpCheck> {
+        let invalid = |reason: String| InvalidHttpCheck {
+            reason: format!("invalid root certificate: {reason}"),
+        };
+        let certificates =
+            reqwest::Certificate::from_pem_bundle(pem).map_err(|error| invalid(chain(&error)))?;
+        if certificates.is_empty() {
+            return Err(invalid("no PEM certificate found".to_owned()));
+        }
+        self.roots.extend(certificates);
+        let builder = self
+            .roots
+            .iter()
+            .cloned()
+            .fold(reqwest::Client::builder(), |builder, root| {
+                builder.add_root_certificate(root)
+            });
+        // The certificates are decoded when the client is built.
+        self.client = client(builder).map_err(|error| invalid(chain(&error)))?;
+        Ok(self)
     }
 
     /// The statuses that pass (default `200..=299`).
@@ -243,6 +277,23 @@ impl Check for HttpCheck {
     fn default_timing(&self) -> Option<Timing> {
         Some(DEFAULT_TIMING)
     }
+}
+
+/// The check's client: same-origin redirects only, at most [`MAX_REDIRECTS`].
+fn client(builder: reqwest::ClientBuilder) -> Result<reqwest::Client, reqwest::Error> {
+    builder
+        .redirect(Policy::custom(|attempt| {
+            let same_origin = attempt.previous().first().is_none_or(|first| {
+                first.host_str() == attempt.url().host_str()
+                    && first.port_or_known_default() == attempt.url().port_or_known_default()
+            });
+            if !same_origin || attempt.previous().len() > MAX_REDIRECTS {
+                attempt.stop()
+            } else {
+                attempt.follow()
+            }
+        }))
+        .build()
 }
 
 /// The URL without user name or password, and with secret query values masked.

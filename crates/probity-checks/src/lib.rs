@@ -51,7 +51,7 @@
 //! | `lapin` | [`rabbitmq`] | `RabbitCheck` | not connected, blocked by a resource alarm, reconnecting |
 //! | `nats` | [`nats`] | `NatsCheck` | not connected, or the flush round trip fails |
 //! | `mqtt` | [`mqtt`] | `MqttCheck` + `MqttStatus` | no accepted session with the broker, or silence past a limit |
-//! | `http` | [`http`] | `HttpCheck` | unexpected status, cross-host redirect, body over the cap |
+//! | `http` (`http-tls` for `https://`) | [`http`] | `HttpCheck` | unexpected status, cross-host redirect, body over the cap, an untrusted or misnamed certificate |
 //! | `tcp` | [`tcp`] | `TcpCheck` | connect fails, or the expected banner does not come |
 //! | `dns` | [`dns`] | `DnsCheck` | the name does not resolve to enough addresses |
 //! | `disk` | [`disk`] | `DiskCheck` | free space or inodes below the minimum |

@@ -179,11 +179,20 @@ async fn server_that_never_answers_times_out() {
 
 #[test]
 fn bad_urls_are_rejected_with_the_reason() {
-    let error = HttpCheck::new("https://u:hunter2@api.example/").unwrap_err();
+    let error = HttpCheck::new("ftp://u:hunter2@api.example/").unwrap_err();
     assert_eq!(
         error.to_string(),
-        "unsupported scheme \"https\" in https://api.example/: only http is supported"
+        "unsupported scheme \"ftp\" in ftp://api.example/: only http and https are supported"
     );
+    let https = HttpCheck::new("https://u:hunter2@api.example/");
+    if cfg!(feature = "http-tls") {
+        assert!(https.is_ok());
+    } else {
+        assert_eq!(
+            https.unwrap_err().to_string(),
+            "https://api.example/ needs TLS: enable the `http-tls` feature of probity-checks"
+        );
+    }
     let error = HttpCheck::new("not a url").unwrap_err();
     assert!(
         error.to_string().starts_with("invalid url \"not a url\""),
