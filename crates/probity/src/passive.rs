@@ -4,10 +4,13 @@
 //! (or a pool wrapper) sees a dependency fail, it reports it. After `passive_failures`
 //! consecutive real failures (default 5) the check is marked failing at once — an exhausted
 //! pool drains the instance in milliseconds, not at the next poll — and its poller re-polls
-//! immediately. A reported success only resets the run: **recovery comes only from polls**,
+//! immediately, once: further failures keep the check failing (each run of `passive_failures`
+//! restarts its `rise` count) without polling a dependency in trouble any faster. A reported
+//! success only resets the run: **recovery comes only from polls**,
 //! through the usual `rise` count, so a trickle of lucky requests cannot put a broken instance
 //! back in rotation.
 
+use crate::hysteresis::Transition;
 use crate::registry::{Health, Inner};
 use crate::snapshot::LastResult;
 use std::fmt;
@@ -64,8 +67,13 @@ impl Reporter {
             message: Some(crate::redact::redact(&message).into_owned()),
             measurements: Vec::new(),
         };
-        self.inner.record(self.index, false, true, last);
-        entry.wake.notify_one();
+        let transition = self.inner.record(self.index, false, true, last);
+        // Re-poll once, when the reports turn the check unhealthy. A check already failing is
+        // polled on its cadence: waking it at every further run of failures would poll a
+        // dependency in trouble at the request rate divided by the threshold.
+        if transition == Some(Transition::Fell) {
+            entry.wake.notify_one();
+        }
     }
 
     /// Reports an outcome: `Ok` is [`Reporter::success`], `Err` is [`Reporter::failure`].

@@ -65,6 +65,34 @@ async fn five_real_failures_fail_the_check_at_once_and_trigger_a_repoll() {
 }
 
 #[tokio::test(start_paused = true)]
+async fn a_storm_of_failures_repolls_once_not_at_the_request_rate() {
+    let switch = Switch::new(false);
+    let health = registry(&switch, None);
+    health.start().unwrap();
+    advance(secs(0.1)).await;
+    switch.set(true);
+    // Rise to healthy on the poller's cadence (first success at boot, then steady).
+    advance(secs(10.0)).await;
+    assert_eq!(readiness(&health), Status::Pass);
+    let polls = switch.polls();
+
+    // A dependency failing fast under 1000 requests: 200 runs of five failures.
+    let reporter = health.reporter("db").unwrap();
+    for _ in 0..1000 {
+        reporter.failure("connection refused");
+    }
+    let snapshot = health.snapshot();
+    assert_eq!(
+        snapshot.check("db").unwrap().last().unwrap().message.as_deref(),
+        Some("1000 consecutive request failures reported: connection refused"),
+        "later runs still refresh the reason"
+    );
+    advance(secs(1.0)).await;
+    assert_eq!(readiness(&health), Status::Fail);
+    assert_eq!(switch.polls(), polls + 1, "one re-poll when the check fell");
+}
+
+#[tokio::test(start_paused = true)]
 async fn reported_successes_never_recover_a_check() {
     let switch = Switch::new(true);
     let health = registry(&switch, Some(2));
