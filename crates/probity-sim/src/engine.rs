@@ -62,6 +62,7 @@ enum Ev {
         inst: u32,
         check: u16,
         process: u32,
+        epoch: u32,
     },
     PollDone {
         inst: u32,
@@ -108,6 +109,12 @@ enum Ev {
         inst: u32,
         process: u32,
     },
+    PassiveFire {
+        inst: u32,
+        check: u16,
+        process: u32,
+        epoch: u32,
+    },
     FaultStart {
         index: u32,
     },
@@ -134,6 +141,132 @@ struct CheckState {
     ok_run: u32,
     fail_run: u32,
     last_result_at: Option<Millis>,
+    /// Bumped to cancel the scheduled poll when a re-poll takes its place.
+    poll_epoch: u32,
+    /// A poll is in flight.
+    polling: bool,
+    /// A re-poll was asked for while a poll was in flight: it runs when that one ends.
+    repoll: bool,
+    passive: PassiveRun,
+}
+
+impl CheckState {
+    fn new(healthy: bool, ok_run: u32, last_result_at: Option<Millis>) -> Self {
+        CheckState {
+            healthy,
+            ever_healthy: healthy,
+            ok_run,
+            fail_run: 0,
+            last_result_at,
+            poll_epoch: 0,
+            polling: false,
+            repoll: false,
+            passive: PassiveRun::new(),
+        }
+    }
+}
+
+/// One process's run of failed real requests for a check (probity's `passive_run`), as a
+/// fluid: reports arrive at `rate` per millisecond. While every call fails, `run` counts
+/// failures in a row and the check is failed at each multiple of the threshold (the poller is
+/// woken only by the failure that turns the check unhealthy); while only
+/// some fail, `run` counts reports toward the expected number before a run of threshold
+/// failures in a row; while none fail, reported successes keep it at zero.
+#[derive(Debug, Clone)]
+struct PassiveRun {
+    run: f64,
+    /// The `run` at which the scheduled failure fires.
+    target: f64,
+    /// Fraction of calls to the dependency that succeed.
+    available: f64,
+    /// Time from a request to the report of its failed call.
+    delay: Millis,
+    /// Reports of the current conditions arrive from here on.
+    from: Millis,
+    /// Reports up to here are counted.
+    since: Millis,
+    /// Reports per millisecond.
+    rate: f64,
+    /// The next report resets the run (the current conditions have successes).
+    reset: bool,
+    fire_at: Option<Millis>,
+    epoch: u32,
+}
+
+impl PassiveRun {
+    fn new() -> Self {
+        PassiveRun {
+            run: 0.0,
+            target: 0.0,
+            available: 1.0,
+            delay: 0,
+            from: 0,
+            since: 0,
+            rate: 0.0,
+            reset: false,
+            fire_at: None,
+            epoch: 0,
+        }
+    }
+
+    /// Counts the reports that arrived up to `t`.
+    fn account(&mut self, t: Millis) {
+        let from = self.since.max(self.from);
+        if self.rate > 0.0 && t > from {
+            if self.reset {
+                self.run = 0.0;
+                self.reset = false;
+            }
+            if self.available < 1.0 {
+                self.run += self.rate * (t - from) as f64;
+            }
+        }
+        self.since = self.since.max(t);
+    }
+
+    /// New conditions at `t`: the fraction of calls that succeed and how long a failing call
+    /// takes to be reported.
+    fn enter(&mut self, available: f64, delay: Millis, t: Millis) {
+        if available == self.available && delay == self.delay {
+            return;
+        }
+        if available <= 0.0 && self.available <= 0.0 {
+            // Still failing: the run goes on (only the cause changed).
+            return;
+        }
+        if available <= 0.0 {
+            // Every call fails from now on. If no request reported anything since the last
+            // failures, the run goes on; otherwise `run` holds either zero (a success reset it)
+            // or calls counted toward a partial failure's expected run, which are not failures
+            // in a row: start from zero.
+            if !self.reset {
+                self.run = 0.0;
+            }
+            self.reset = false;
+        } else {
+            // Some calls succeed: the first report resets the run (`account`).
+            self.reset = true;
+        }
+        self.available = available;
+        self.delay = delay;
+        self.from = t + delay;
+    }
+
+    /// The `run` at which the check is failed next: the next multiple of the threshold while
+    /// every call fails; while only a fraction `q` fails, the expected number of calls before
+    /// `n` failures in a row, `(1 − qⁿ) / ((1 − q) qⁿ)`; `None` while no call fails.
+    fn next_target(&self, threshold: u32) -> Option<f64> {
+        let n = threshold as f64;
+        if self.available <= 0.0 {
+            Some(((self.run / n).floor() + 1.0) * n)
+        } else if self.available >= 1.0 {
+            None
+        } else {
+            let qn = (1.0 - self.available).powi(threshold.min(i32::MAX as u32) as i32);
+            let expected = (1.0 - qn) / (self.available * qn);
+            expected.is_finite().then_some(expected)
+        }
+    }
 }
 
 #[derive(Debug, Clone)]
@@ -242,11 +375,55 @@ struct Sim<'a> {
     booting_on: Vec<u32>,
     instances_since: Millis,
     initialising: bool,
+    // pollers and passive reports
+    polled: Vec<bool>,
+    passive: Vec<PassiveCheck>,
+}
+
+/// A check fed by passive reports: the application reports the outcome of every real call to
+/// its dependency.
+#[derive(Debug, Clone, Copy)]
+struct PassiveCheck {
+    check: usize,
+    dependency: usize,
+    threshold: u32,
 }
 
 impl<'a> Sim<'a> {
     fn new(s: &'a Scenario, seed: u64) -> Self {
         let n = s.fleet.replicas;
+        // Only checks read from a snapshot have pollers.
+        let polled: Vec<bool> = s
+            .app
+            .checks
+            .iter()
+            .enumerate()
+            .map(|(c, check)| {
+                matches!(check.target, CheckTarget::Dependency(_))
+                    && s.app.endpoints.iter().any(|endpoint| {
+                        endpoint.mode == EndpointMode::Cached && endpoint.checks.contains(&c)
+                    })
+            })
+            .collect();
+        let passive = s
+            .app
+            .checks
+            .iter()
+            .enumerate()
+            .filter(|(c, _)| polled[*c])
+            .filter_map(
+                |(check, spec)| match (spec.target, spec.passive_failure_threshold) {
+                    (CheckTarget::Dependency(dependency), Some(threshold)) if threshold > 0 => {
+                        Some(PassiveCheck {
+                            check,
+                            dependency,
+                            threshold,
+                        })
+                    }
+                    _ => None,
+                },
+            )
+            .collect();
         let buckets = s.duration.div_ceil(s.measure.resolution) as usize;
         let instances = (0..n)
             .map(|_| Instance {
@@ -321,6 +498,8 @@ impl<'a> Sim<'a> {
             booting_on: vec![0; s.dependencies.len()],
             instances_since: 0,
             initialising: true,
+            polled,
+            passive,
         }
     }
 
@@ -361,10 +540,19 @@ impl<'a> Sim<'a> {
             }
         }
         let end = self.s.duration;
-        while let Some(Reverse((at, _, ev))) = self.queue.pop() {
+        while let Some(&Reverse((at, _, _))) = self.queue.peek() {
+            if self.dirty && at > self.last {
+                // The instant is over: settle it before time moves on. Passive reports may
+                // schedule something before `at`, so look at the queue again.
+                self.settle();
+                continue;
+            }
             if at >= end {
                 break;
             }
+            let Some(Reverse((at, _, ev))) = self.queue.pop() else {
+                break;
+            };
             self.advance(at);
             self.now = at;
             self.handle(ev);
@@ -447,13 +635,7 @@ impl<'a> Sim<'a> {
             .app
             .checks
             .iter()
-            .map(|check| CheckState {
-                healthy: true,
-                ever_healthy: true,
-                ok_run: check.rise,
-                fail_run: 0,
-                last_result_at: Some(0),
-            })
+            .map(|check| CheckState::new(true, check.rise, Some(0)))
             .collect()
     }
 
@@ -534,7 +716,8 @@ impl<'a> Sim<'a> {
                 inst,
                 check,
                 process,
-            } => self.poll_start(inst as usize, check as usize, process),
+                epoch,
+            } => self.poll_start(inst as usize, check as usize, process, epoch),
             Ev::PollDone {
                 inst,
                 check,
@@ -574,6 +757,12 @@ impl<'a> Sim<'a> {
             Ev::HungEnd { .. } => {
                 self.dirty = true;
             }
+            Ev::PassiveFire {
+                inst,
+                check,
+                process,
+                epoch,
+            } => self.passive_fire(inst as usize, check as usize, process, epoch),
             Ev::FaultStart { index } => self.fault_start(index as usize),
             Ev::FaultEnd { index } => {
                 self.fault_active[index as usize] = false;
@@ -643,13 +832,7 @@ impl<'a> Sim<'a> {
             .app
             .checks
             .iter()
-            .map(|_| CheckState {
-                healthy: false,
-                ever_healthy: false,
-                ok_run: 0,
-                fail_run: 0,
-                last_result_at: None,
-            })
+            .map(|_| CheckState::new(false, 0, None))
             .collect();
         let inst = &mut self.instances[i];
         if inst.container_id > 0 {
@@ -699,14 +882,7 @@ impl<'a> Sim<'a> {
 
     fn start_pollers(&mut self, i: usize, process: u32, steady: bool) {
         for (c, check) in self.s.app.checks.iter().enumerate() {
-            if !matches!(check.target, CheckTarget::Dependency(_)) {
-                continue;
-            }
-            // Only checks read from a snapshot have pollers.
-            let polled = self.s.app.endpoints.iter().any(|endpoint| {
-                endpoint.mode == EndpointMode::Cached && endpoint.checks.contains(&c)
-            });
-            if !polled {
+            if !self.polled[c] {
                 continue;
             }
             let offset = if steady {
@@ -720,6 +896,7 @@ impl<'a> Sim<'a> {
                     inst: i as u32,
                     check: c as u16,
                     process,
+                    epoch: 0,
                 },
             );
         }
@@ -1323,11 +1500,11 @@ impl<'a> Sim<'a> {
     // Pollers (cached snapshot)
     // ------------------------------------------------------------------------------------
 
-    fn poll_start(&mut self, i: usize, c: usize, process: u32) {
+    fn poll_start(&mut self, i: usize, c: usize, process: u32, epoch: u32) {
         if self.instances[i]
             .process
             .as_ref()
-            .is_none_or(|p| p.id != process)
+            .is_none_or(|p| p.id != process || p.checks[c].poll_epoch != epoch)
         {
             return;
         }
@@ -1354,6 +1531,9 @@ impl<'a> Sim<'a> {
         if cost == 0 {
             self.poll_done(i, c, process, ok);
         } else {
+            if let Some(p) = self.instances[i].process.as_mut() {
+                p.checks[c].polling = true;
+            }
             self.schedule(
                 self.now + cost,
                 Ev::PollDone {
@@ -1370,6 +1550,7 @@ impl<'a> Sim<'a> {
                 inst: i as u32,
                 check: c as u16,
                 process,
+                epoch,
             },
         );
     }
@@ -1387,6 +1568,7 @@ impl<'a> Sim<'a> {
             return;
         }
         let state = &mut p.checks[c];
+        state.polling = false;
         state.last_result_at = Some(now);
         if ok {
             state.ok_run += 1;
@@ -1402,6 +1584,180 @@ impl<'a> Sim<'a> {
             if state.healthy && state.fail_run >= check.fall {
                 state.healthy = false;
             }
+        }
+        // A re-poll asked for during this poll runs as soon as it is recorded.
+        if std::mem::take(&mut state.repoll) {
+            self.repoll(i, c);
+        }
+    }
+
+    /// Polls now instead of at the next tick (probity's `wake`): a poll in flight finishes
+    /// first; the cadence then counts from the re-poll.
+    fn repoll(&mut self, i: usize, c: usize) {
+        if !self.polled[c] {
+            return;
+        }
+        let Some(p) = self.instances[i].process.as_mut() else {
+            return;
+        };
+        let state = &mut p.checks[c];
+        if state.polling {
+            state.repoll = true;
+            return;
+        }
+        state.poll_epoch += 1;
+        let (process, epoch) = (p.id, state.poll_epoch);
+        self.poll_start(i, c, process, epoch);
+    }
+
+    // ------------------------------------------------------------------------------------
+    // Passive reports
+    // ------------------------------------------------------------------------------------
+
+    /// Follows each passive run through the conditions of the instant just settled: how many
+    /// real requests reach each checked dependency, what fraction of their calls fail and how
+    /// long a failure takes to be reported. Schedules the next forced failure.
+    fn passive_update(&mut self) {
+        if self.passive.is_empty() {
+            return;
+        }
+        let t = self.last;
+        let rate = self.s.requests.rate / 1000.0;
+        for i in 0..self.instances.len() {
+            let inst = &self.instances[i];
+            let serving = inst.process.as_ref().filter(|p| {
+                inst.container != Container::Waiting
+                    && p.listening
+                    && !p.stalled
+                    && p.deadlocked_at.is_none()
+            });
+            let Some(p) = serving else {
+                // Nothing runs the handlers: no reports, the runs stand still.
+                if inst.process.is_some() {
+                    for k in 0..self.passive.len() {
+                        self.passive_set(i, k, None, t);
+                    }
+                }
+                continue;
+            };
+            let pool_exhausted = p.pool_exhausted;
+            let held = self.held_connections(p, t);
+            let share = inst.share;
+            for k in 0..self.passive.len() {
+                let dep = self.passive[k].dependency;
+                // Requests call their dependencies in turn and stop at the first failure.
+                let mut reaching = 0.0;
+                for class in &self.s.requests.mix {
+                    let mut reach = 1.0;
+                    for &need in &class.needs {
+                        if need == dep {
+                            reaching += class.share * reach;
+                            break;
+                        }
+                        reach *= self.request_call(pool_exhausted, &held, need).0;
+                    }
+                }
+                let (available, delay) = self.request_call(pool_exhausted, &held, dep);
+                let reports = rate * share * reaching;
+                self.passive_set(i, k, Some((available, delay, reports)), t);
+            }
+        }
+    }
+
+    /// Brings passive run `k` of instance `i` up to `t` and applies new conditions (`None`:
+    /// no requests), rescheduling its next forced failure.
+    fn passive_set(
+        &mut self,
+        i: usize,
+        k: usize,
+        conditions: Option<(f64, Millis, f64)>,
+        t: Millis,
+    ) {
+        let PassiveCheck {
+            check, threshold, ..
+        } = self.passive[k];
+        let duration = self.s.duration;
+        let Some(p) = self.instances[i].process.as_mut() else {
+            return;
+        };
+        let id = p.id;
+        let run = &mut p.checks[check].passive;
+        run.account(t);
+        match conditions {
+            Some((available, delay, rate)) => {
+                run.enter(available, delay, t);
+                run.rate = rate;
+            }
+            None => run.rate = 0.0,
+        }
+        let fire_at = passive_fire_at(run, threshold, t, duration);
+        if fire_at == run.fire_at {
+            return;
+        }
+        run.fire_at = fire_at;
+        run.epoch += 1;
+        let epoch = run.epoch;
+        if let Some(at) = fire_at {
+            self.schedule(
+                at,
+                Ev::PassiveFire {
+                    inst: i as u32,
+                    check: check as u16,
+                    process: id,
+                    epoch,
+                },
+            );
+        }
+    }
+
+    /// The threshold-th failure in a row was reported: probity's `Reporter::failure` records a
+    /// forced failure (unhealthy at once, the rise count starts over, recovery needs the full
+    /// `rise`) and wakes the poller.
+    fn passive_fire(&mut self, i: usize, c: usize, process: u32, epoch: u32) {
+        let now = self.now;
+        let duration = self.s.duration;
+        let Some(threshold) = self.s.app.checks[c].passive_failure_threshold else {
+            return;
+        };
+        let Some(p) = self.instances[i].process.as_mut() else {
+            return;
+        };
+        if p.id != process || p.checks[c].passive.epoch != epoch {
+            return;
+        }
+        let state = &mut p.checks[c];
+        let run = &mut state.passive;
+        run.account(now);
+        run.reset = false;
+        if run.available <= 0.0 {
+            run.run = run.run.max(run.target);
+        } else {
+            run.run = 0.0;
+        }
+        run.fire_at = passive_fire_at(run, threshold, now, duration);
+        run.epoch += 1;
+        let next = run.fire_at.map(|at| (at, run.epoch));
+        // Hysteresis::force_unhealthy; the forced result also counts as the latest result.
+        // The poller is woken only when this turns the check unhealthy (probity's
+        // `Reporter::failure` re-polls on the fall, not at every run of failures).
+        let fell = state.healthy;
+        state.healthy = false;
+        state.ever_healthy = true;
+        state.ok_run = 0;
+        state.last_result_at = Some(now);
+        if let Some((at, epoch)) = next {
+            self.schedule(
+                at,
+                Ev::PassiveFire {
+                    inst: i as u32,
+                    check: c as u16,
+                    process,
+                    epoch,
+                },
+            );
+        }
+        if fell {
+            self.repoll(i, c);
         }
     }
 
@@ -1725,59 +2081,69 @@ impl<'a> Sim<'a> {
             return 1.0;
         }
         let pool_exhausted = p.pool_exhausted;
-        let held: Vec<usize> = if self.s.app.pool_size.is_some() {
-            let now = self.now;
-            let mut held = vec![0usize; self.s.dependencies.len()];
-            for (end, dep) in &p.inflight {
-                if *end > now {
-                    held[*dep as usize] += 1;
-                }
-            }
-            held
-        } else {
-            Vec::new()
-        };
-        let timeout = self.s.requests.timeout;
+        let held = self.held_connections(p, self.now);
         let mut ok_share = 0.0;
         for class in &self.s.requests.mix {
             let mut ok = 1.0;
             for &dep in &class.needs {
-                if pool_exhausted & (1 << dep) != 0 {
+                let (available, _) = self.request_call(pool_exhausted, &held, dep);
+                if available == 0.0 {
                     ok = 0.0;
                     break;
                 }
-                if let Some(size) = self.s.app.pool_size
-                    && held.get(dep).is_some_and(|h| *h as u32 >= size)
-                {
-                    ok = 0.0;
-                    break;
-                }
-                let d = &self.s.dependencies[dep];
-                let available = match self.dependency_condition(dep) {
-                    Condition::Down(_) => 0.0,
-                    Condition::Slow(latency) => {
-                        if latency > timeout {
-                            0.0
-                        } else {
-                            1.0
-                        }
-                    }
-                    Condition::Flicker(p) => 1.0 - p,
-                    Condition::Up => match d.herd {
-                        Some(herd)
-                            if self.booting_on[dep] > herd.max_concurrent_boots
-                                && herd.overload_latency > timeout =>
-                        {
-                            0.0
-                        }
-                        _ => 1.0,
-                    },
-                };
                 ok *= available;
             }
             ok_share += class.share * ok;
         }
         (1.0 - ok_share).clamp(0.0, 1.0)
+    }
+
+    /// Pool connections each dependency's hung health-check calls hold at `now` (empty
+    /// without `app.pool_size`).
+    fn held_connections(&self, p: &Process, now: Millis) -> Vec<usize> {
+        if self.s.app.pool_size.is_none() {
+            return Vec::new();
+        }
+        let mut held = vec![0usize; self.s.dependencies.len()];
+        for (end, dep) in &p.inflight {
+            if *end > now {
+                held[*dep as usize] += 1;
+            }
+        }
+        held
+    }
+
+    /// What a real request's call to `dep` does right now on an instance with these pool
+    /// states: the fraction of calls that succeed, and how long a failing call takes to fail
+    /// (at once for an exhausted pool or a refused connection; a hang, a wait for a held pool
+    /// or a slow answer ends at the request timeout, or the connect timeout if shorter).
+    fn request_call(&self, pool_exhausted: u64, held: &[usize], dep: usize) -> (f64, Millis) {
+        let timeout = self.s.requests.timeout;
+        let d = &self.s.dependencies[dep];
+        if pool_exhausted & (1 << dep) != 0 {
+            return (0.0, 0);
+        }
+        if let Some(size) = self.s.app.pool_size
+            && held.get(dep).is_some_and(|h| *h as u32 >= size)
+        {
+            return (0.0, d.connect_timeout.min(timeout));
+        }
+        match self.dependency_condition(dep) {
+            Condition::Down(OutageBehaviour::Refuse) => (0.0, 0),
+            Condition::Down(OutageBehaviour::Hang) => (0.0, d.connect_timeout.min(timeout)),
+            Condition::Slow(latency) if latency > timeout => (0.0, timeout),
+            Condition::Slow(_) => (1.0, 0),
+            Condition::Flicker(p) => (1.0 - p, d.latency),
+            Condition::Up => match d.herd {
+                Some(herd)
+                    if self.booting_on[dep] > herd.max_concurrent_boots
+                        && herd.overload_latency > timeout =>
+                {
+                    (0.0, timeout)
+                }
+                _ => (1.0, 0),
+            },
+        }
     }
 
     #[allow(clippy::needless_range_loop)] // shares, members and instances share one index
@@ -1904,6 +2270,15 @@ impl<'a> Sim<'a> {
         }
         self.fleet_failure = fleet.clamp(0.0, 1.0);
         self.refused = refused;
+    }
+
+    /// Settles the instant that just ended: routing shares, failure fractions and the passive
+    /// runs they drive. `advance` would do the first part when time moves on.
+    fn settle(&mut self) {
+        self.flush_instances();
+        self.recompute();
+        self.dirty = false;
+        self.passive_update();
     }
 
     /// Integrates the traffic of `[last, to)` with the current shares and failure fractions.
@@ -2181,6 +2556,28 @@ impl<'a> Sim<'a> {
             assumptions: s.assumptions.clone(),
         }
     }
+}
+
+/// When passive run `run` next reaches its target, counting reports from `t` on (`None`: not
+/// before the end of the run). Records the target.
+fn passive_fire_at(
+    run: &mut PassiveRun,
+    threshold: u32,
+    t: Millis,
+    duration: Millis,
+) -> Option<Millis> {
+    if run.rate <= 0.0 {
+        return None;
+    }
+    let target = run.next_target(threshold)?;
+    run.target = target;
+    let counted = if run.reset { 0.0 } else { run.run };
+    let wait = ((target - counted).max(0.0) / run.rate).ceil();
+    let start = t.max(run.from);
+    if !wait.is_finite() || start as f64 + wait >= duration as f64 {
+        return None;
+    }
+    Some(start + wait as Millis)
 }
 
 fn was_never_checked(lb: &LbState) -> bool {

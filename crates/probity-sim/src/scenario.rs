@@ -931,7 +931,9 @@ pub struct Check {
     pub staleness: Option<Millis>,
     /// Whether the first healthy state at boot needs a full `rise` run.
     pub boot_requires_rise: bool,
-    /// Consecutive failed real requests that mark the check failing at once.
+    /// Passive reports: after this many consecutive real requests that failed on the check's
+    /// dependency, the check is failed at once and re-polled (probity's `passive_failures`);
+    /// every further multiple fails it again. `None`: the application reports nothing.
     pub passive_failure_threshold: Option<u32>,
     /// Whether the call takes a connection from the app's pool.
     pub uses_pool: bool,
@@ -1415,6 +1417,8 @@ fn validate(raw: ScenarioFile, base: &Path) -> Checked<Scenario> {
 
     let mut checks: Vec<Check> = Vec::new();
     let mut check_index: BTreeMap<String, usize> = BTreeMap::new();
+    // Where each check was declared, for errors found once the endpoints are known.
+    let mut check_fields: Vec<String> = Vec::new();
     for (name, (field, check)) in &check_files {
         let target = match (&check.dependency, check.internal) {
             (Some(dependency), None) => CheckTarget::Dependency(dependency_index(
@@ -1437,6 +1441,7 @@ fn validate(raw: ScenarioFile, base: &Path) -> Checked<Scenario> {
         };
         checked_check(check, field)?;
         check_index.insert(name.clone(), checks.len());
+        check_fields.push(field.clone());
         checks.push(build_check(name, target, check));
     }
 
@@ -1489,6 +1494,25 @@ fn validate(raw: ScenarioFile, base: &Path) -> Checked<Scenario> {
             timeout: endpoint.timeout.map(Span::as_millis),
             parallel: endpoint.parallel,
         });
+    }
+    // Passive reports fail the check in the pollers' snapshot; only `cached` endpoints read it.
+    // A contract's thresholds are kept as written (its endpoints are all cached).
+    for (index, field) in check_fields.iter().enumerate() {
+        let check = &checks[index];
+        if check.passive_failure_threshold.is_some()
+            && field.starts_with("app.checks.")
+            && !endpoints.iter().any(|endpoint| {
+                endpoint.mode == EndpointMode::Cached && endpoint.checks.contains(&index)
+            })
+        {
+            return Err(Invalid::new(
+                format!("{field}.passive_failure_threshold"),
+                format!(
+                    "passive reports fail the check in the pollers' snapshot, and no endpoint with `mode: cached` lists `{}` (a `sync` endpoint calls the dependency itself)",
+                    check.name
+                ),
+            ));
+        }
     }
 
     let mut boot_needs = Vec::new();
@@ -2040,11 +2064,20 @@ fn checked_check(check: &CheckFile, field: &str) -> Checked<()> {
             "must be shorter than the interval",
         ));
     }
-    if let Some(0) = check.passive_failure_threshold {
-        return Err(Invalid::new(
-            format!("{field}.passive_failure_threshold"),
-            "must be at least 1",
-        ));
+    match check.passive_failure_threshold {
+        Some(0) => {
+            return Err(Invalid::new(
+                format!("{field}.passive_failure_threshold"),
+                "must be at least 1",
+            ));
+        }
+        Some(_) if check.internal.is_some() => {
+            return Err(Invalid::new(
+                format!("{field}.passive_failure_threshold"),
+                "passive reports count failed calls to a dependency; an `internal` check makes none",
+            ));
+        }
+        _ => {}
     }
     Ok(())
 }

@@ -269,3 +269,20 @@ faults:
     );
     std::fs::remove_dir_all(&dir).ok();
 }
+
+#[test]
+fn every_scenario_file_loads_under_its_own_name() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scenarios");
+    let mut count = 0;
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        let path = entry.unwrap().path();
+        if Format::from_path(&path).is_none() {
+            continue;
+        }
+        let scenario = Scenario::load(&path).unwrap_or_else(|error| panic!("{error}"));
+        let stem = path.file_stem().and_then(|stem| stem.to_str()).unwrap();
+        assert_eq!(scenario.name, stem, "{}", path.display());
+        count += 1;
+    }
+    assert!(count >= 25, "{count} scenarios in {}", dir.display());
+}

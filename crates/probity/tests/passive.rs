@@ -83,7 +83,13 @@ async fn a_storm_of_failures_repolls_once_not_at_the_request_rate() {
     }
     let snapshot = health.snapshot();
     assert_eq!(
-        snapshot.check("db").unwrap().last().unwrap().message.as_deref(),
+        snapshot
+            .check("db")
+            .unwrap()
+            .last()
+            .unwrap()
+            .message
+            .as_deref(),
         Some("1000 consecutive request failures reported: connection refused"),
         "later runs still refresh the reason"
     );
