@@ -11,7 +11,7 @@ use probity_sim::report::{LaneState, Report};
 use probity_sim::{Scenario, effective_seed, simulate};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 fn find_chromium() -> Option<PathBuf> {
     let path = std::env::var_os("PATH")?;
@@ -104,18 +104,23 @@ fn screenshot(chromium: &Path, html: &Path, png: &Path, height: u32) {
         .stderr(Stdio::null())
         .spawn()
         .expect("start chromium");
-    let deadline = Instant::now() + Duration::from_secs(90);
-    loop {
-        if let Some(status) = child.try_wait().unwrap() {
+    // The wait runs on a thread of its own; this one waits for its answer up to a deadline.
+    let pid = child.id();
+    let (done, exited) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = done.send(child.wait());
+    });
+    match exited.recv_timeout(Duration::from_secs(90)) {
+        Ok(status) => {
+            let status = status.expect("wait for chromium");
             assert!(status.success(), "chromium exited with {status}");
-            break;
         }
-        if Instant::now() > deadline {
-            child.kill().ok();
-            child.wait().ok();
+        Err(_) => {
+            let _ = Command::new("kill")
+                .args(["-KILL", &pid.to_string()])
+                .status();
             panic!("chromium did not finish within 90 s");
         }
-        std::thread::sleep(Duration::from_millis(100));
     }
     std::fs::remove_dir_all(&profile).ok();
 }

@@ -8,7 +8,7 @@ use std::net::{SocketAddr, TcpListener};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
 /// A loopback address whose port was free a moment ago.
@@ -43,9 +43,16 @@ impl Drop for TempDir {
     }
 }
 
-/// Everything a process wrote to one stream so far.
+/// What a process wrote to one stream so far, and whether the stream has ended.
+#[derive(Default)]
+struct Stream {
+    text: String,
+    closed: bool,
+}
+
+/// Everything a process wrote to one stream so far; waiters are woken at every write.
 #[derive(Clone, Default)]
-pub struct Captured(Arc<Mutex<String>>, Arc<std::sync::atomic::AtomicBool>);
+pub struct Captured(Arc<(Mutex<Stream>, Condvar)>);
 
 impl Captured {
     fn follow(mut stream: impl Read + Send + 'static) -> Self {
@@ -54,16 +61,19 @@ impl Captured {
         std::thread::spawn(move || {
             let mut buffer = [0u8; 4096];
             loop {
-                match stream.read(&mut buffer) {
+                let read = stream.read(&mut buffer);
+                let (lock, changed) = &*sink.0;
+                let mut state = lock.lock().unwrap();
+                match read {
                     Ok(0) | Err(_) => {
-                        sink.1.store(true, std::sync::atomic::Ordering::Release);
+                        state.closed = true;
+                        changed.notify_all();
                         return;
                     }
-                    Ok(n) => sink
-                        .0
-                        .lock()
-                        .unwrap()
-                        .push_str(&String::from_utf8_lossy(&buffer[..n])),
+                    Ok(n) => {
+                        state.text.push_str(&String::from_utf8_lossy(&buffer[..n]));
+                        changed.notify_all();
+                    }
                 }
             }
         });
@@ -71,13 +81,50 @@ impl Captured {
     }
 
     pub fn text(&self) -> String {
-        self.0.lock().unwrap().clone()
+        self.0.0.lock().unwrap().text.clone()
     }
 
-    /// Waits until the stream reached its end (the process exited and closed it).
-    fn wait_closed(&self, deadline: Instant) {
-        while !self.1.load(std::sync::atomic::Ordering::Acquire) && Instant::now() < deadline {
-            std::thread::yield_now();
+    /// Waits until `done` holds for the text so far, the stream ends, or `deadline` passes;
+    /// returns whether `done` held.
+    pub fn wait_until(&self, deadline: Instant, mut done: impl FnMut(&str) -> bool) -> bool {
+        let (lock, changed) = &*self.0;
+        let mut state = lock.lock().unwrap();
+        loop {
+            if done(&state.text) {
+                return true;
+            }
+            let now = Instant::now();
+            if state.closed || now >= deadline {
+                return false;
+            }
+            state = changed.wait_timeout(state, deadline - now).unwrap().0;
+        }
+    }
+
+    /// Waits until the stream reached its end (the process exited and closed it), or
+    /// `deadline`; returns whether it ended.
+    fn wait_closed(&self, deadline: Instant) -> bool {
+        self.wait_until(deadline, |_| false);
+        self.0.0.lock().unwrap().closed
+    }
+}
+
+/// Waits for `child` to exit, up to `timeout`; kills it (SIGKILL) and returns `None` if it
+/// does not. The wait runs on a thread of its own, so no polling is involved.
+pub fn wait_with_timeout(mut child: Child, timeout: Duration) -> Option<ExitStatus> {
+    let pid = child.id();
+    let (done, exited) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = done.send(child.wait());
+    });
+    match exited.recv_timeout(timeout) {
+        Ok(status) => Some(status.expect("wait for the child")),
+        Err(_) => {
+            let _ = Command::new("kill")
+                .args(["-KILL", &pid.to_string()])
+                .status();
+            let _ = exited.recv();
+            None
         }
     }
 }
@@ -109,20 +156,11 @@ pub fn run_to_exit(args: &[&str], timeout: Duration) -> (ExitStatus, String, Str
         .expect("spawn checkout");
     let stdout = Captured::follow(child.stdout.take().unwrap());
     let stderr = Captured::follow(child.stderr.take().unwrap());
-    let deadline = Instant::now() + timeout;
-    let status = loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            break status;
-        }
-        if Instant::now() > deadline {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!(
-                "checkout {args:?} still running after {timeout:?}\n{}",
-                stderr.text()
-            );
-        }
-        std::thread::sleep(Duration::from_millis(20));
+    let Some(status) = wait_with_timeout(child, timeout) else {
+        panic!(
+            "checkout {args:?} still running after {timeout:?}\n{}",
+            stderr.text()
+        );
     };
     // Let the reader threads drain the pipes to their end.
     let drained = Instant::now() + Duration::from_secs(5);
@@ -155,7 +193,7 @@ impl Checkout {
                 .expect("spawn checkout");
             let stdout = Captured::follow(child.stdout.take().unwrap());
             let stderr = Captured::follow(child.stderr.take().unwrap());
-            let mut checkout = Checkout {
+            let checkout = Checkout {
                 child,
                 listen,
                 admin,
@@ -164,24 +202,18 @@ impl Checkout {
                 _data: data,
             };
             let deadline = Instant::now() + Duration::from_secs(20);
-            loop {
-                if checkout.stderr.text().contains("checkout listening") {
-                    return checkout;
-                }
-                if let Some(status) = checkout.child.try_wait().unwrap() {
-                    let log = checkout.stderr.text();
-                    if log.contains("already in use") {
-                        break;
-                    }
-                    panic!("checkout exited at start ({status}):\n{log}");
-                }
-                assert!(
-                    Instant::now() < deadline,
-                    "checkout did not start:\n{}",
-                    checkout.stderr.text()
-                );
-                std::thread::sleep(Duration::from_millis(20));
+            if checkout
+                .stderr
+                .wait_until(deadline, |log| log.contains("checkout listening"))
+            {
+                return checkout;
             }
+            // Its log ended (it exited) or the deadline passed.
+            let log = checkout.stderr.text();
+            if checkout.stderr.wait_closed(Instant::now()) && log.contains("already in use") {
+                continue;
+            }
+            panic!("checkout did not start:\n{log}");
         }
         panic!("no free ports after 5 attempts");
     }
@@ -214,7 +246,15 @@ impl Checkout {
         let deadline = Instant::now() + timeout;
         loop {
             if let Some(status) = self.child.try_wait().unwrap() {
-                tokio::time::sleep(Duration::from_millis(50)).await;
+                // Let the reader threads take in the last of its output.
+                let (stdout, stderr) = (self.stdout.clone(), self.stderr.clone());
+                let drained = Instant::now() + Duration::from_secs(5);
+                tokio::task::spawn_blocking(move || {
+                    stdout.wait_closed(drained);
+                    stderr.wait_closed(drained);
+                })
+                .await
+                .expect("drain the output");
                 return Some(status);
             }
             if Instant::now() > deadline {
