@@ -6,6 +6,8 @@
 //!   sub-paths (`/readyz/db`), with `?verbose`, `?exclude=NAME` and `Accept` negotiation, all
 //!   answered by the core's renderer from the current snapshot;
 //! - [`QuietProbesLayer`]: keeps probe traffic out of access logs, traces and request metrics;
+//! - [`CloseWhenUnreadyLayer`]: ends HTTP/1 keep-alive connections while readiness fails, so
+//!   clients reconnect to an instance in rotation instead of staying on this one;
 //! - [`RequestMetricsLayer`]: counts `http_requests_total{status}` through the `metrics` facade,
 //!   for the per-instance error-rate alert;
 //! - [`serve()`]: `axum::serve` with the shutdown sequence — readiness fails, the drain delay
@@ -50,11 +52,13 @@
 
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
+mod close_when_unready;
 mod probes;
 mod quiet;
 mod request_metrics;
 mod serve;
 
+pub use close_when_unready::{CloseWhenUnready, CloseWhenUnreadyFuture, CloseWhenUnreadyLayer};
 pub use probes::Probes;
 pub use quiet::{DEFAULT_PROBE_PATHS, QuietFuture, QuietProbes, QuietProbesLayer};
 pub use request_metrics::{
