@@ -14,7 +14,7 @@ use axum::{Json, Router};
 use metrics_exporter_prometheus::PrometheusHandle;
 use probity::render::Details;
 use probity::{Health, Reporter};
-use probity_axum::{Probes, QuietProbesLayer, RequestMetricsLayer};
+use probity_axum::{CloseWhenUnreadyLayer, Probes, QuietProbesLayer, RequestMetricsLayer};
 use probity_grpc::HealthService;
 use serde::Deserialize;
 use serde_json::json;
@@ -39,7 +39,8 @@ pub struct AppState {
 
 /// The public listener: the API, `/livez` `/readyz` `/startupz` (details withheld unless
 /// `details` says otherwise) and `grpc.health.v1` on the same port. Probes stay out of the
-/// access log and of `http_requests_total`.
+/// access log and of `http_requests_total`. While readiness fails, HTTP/1 API responses close
+/// their connection, so keep-alive clients reconnect to an instance in rotation.
 pub fn public_router(state: AppState, health: &Health, details: Details) -> Router {
     Router::new()
         .route("/orders", post(create_order))
@@ -57,6 +58,9 @@ pub fn public_router(state: AppState, health: &Health, details: Details) -> Rout
                 .layer(RequestMetricsLayer::new())
                 .into_inner(),
         ))
+        // Out of rotation, keep-alive clients are sent elsewhere: the Service stops routing new
+        // connections here, but established ones would otherwise stay.
+        .layer(CloseWhenUnreadyLayer::new(health.clone()))
         // The probes sit outside the access log and request metrics altogether: `Router::layer`
         // wraps only the routes present when it is called, so a probe pays for no middleware.
         .merge(Probes::new(health.clone()).details(details).router())

@@ -48,6 +48,8 @@ async fn a_leaked_pool_fails_readiness_naming_db_within_a_second_while_liveness_
     let order = get(&checkout.url("/orders/1")).await;
     assert_eq!(order.status, 503, "{}", order.body);
     assert_eq!(order.header("retry-after"), Some("1"));
+    // Out of rotation: the connection closes, so a keep-alive client reconnects elsewhere.
+    assert_eq!(order.header("connection"), Some("close"));
 
     let released = post(&checkout.admin_url("/chaos/release-connections"), None).await;
     let released_at = Instant::now();

@@ -243,6 +243,8 @@ async fn api_requests_are_logged_and_counted_and_probes_are_not() {
     )
     .await;
     assert_eq!(created.status, 201, "{}", created.body);
+    // In rotation, keep-alive connections are kept.
+    assert_eq!(created.header("connection"), None);
     assert_eq!(get(&checkout.url("/orders/999")).await.status, 404);
 
     let metrics = get(&checkout.admin_url("/metrics")).await;
