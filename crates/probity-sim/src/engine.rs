@@ -121,6 +121,10 @@ enum Ev {
     FaultEnd {
         index: u32,
     },
+    ConnectionEnd {
+        conn: u32,
+        epoch: u32,
+    },
     Boundary,
 }
 
@@ -285,6 +289,20 @@ struct Process {
     pool_exhausted: u64,
     checks: Vec<CheckState>,
     inflight: Vec<(Millis, u16)>,
+    /// The last answer the process gave a readiness probe was a failure.
+    answered_unready: bool,
+}
+
+/// A keep-alive client connection (`requests.keep_alive`).
+#[derive(Debug, Clone, Copy)]
+struct Connection {
+    /// The pod it is pinned to; `None` while kube-proxy has no endpoint to send it to.
+    instance: Option<usize>,
+    /// Whether the pod accepted it (a refused connect carries one failed request).
+    established: bool,
+    /// When it ends unless the server closes it first.
+    ends_at: Millis,
+    epoch: u32,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -328,8 +346,11 @@ struct Instance {
     // traffic
     share: f64,
     failure: f64,
+    member: bool,
     requests: f64,
     failed: f64,
+    out_of_rotation_ms: Millis,
+    out_of_rotation_requests: f64,
     // measurement
     restarts: u32,
     drains: u32,
@@ -378,6 +399,9 @@ struct Sim<'a> {
     // pollers and passive reports
     polled: Vec<bool>,
     passive: Vec<PassiveCheck>,
+    // keep-alive client connections
+    connections: Vec<Connection>,
+    conn_rng: fastrand::Rng,
 }
 
 /// A check fed by passive reports: the application reports the outcome of every real call to
@@ -453,8 +477,11 @@ impl<'a> Sim<'a> {
                 lb: LbState::default(),
                 share: 0.0,
                 failure: 0.0,
+                member: false,
                 requests: 0.0,
                 failed: 0.0,
+                out_of_rotation_ms: 0,
+                out_of_rotation_requests: 0.0,
                 restarts: 0,
                 drains: 0,
                 affected_at: None,
@@ -500,6 +527,9 @@ impl<'a> Sim<'a> {
             initialising: true,
             polled,
             passive,
+            connections: Vec::new(),
+            // Its own stream, so connection choices leave every other draw as it is.
+            conn_rng: fastrand::Rng::with_seed(mix(seed ^ 0x6B65_6570_616C_6976)),
         }
     }
 
@@ -577,6 +607,7 @@ impl<'a> Sim<'a> {
         for i in 0..n {
             self.touch(i);
         }
+        self.init_connections();
         self.initialising = false;
     }
 
@@ -613,6 +644,7 @@ impl<'a> Sim<'a> {
             pool_exhausted: 0,
             checks,
             inflight: Vec::new(),
+            answered_unready: false,
         });
         for k in 0..3 {
             if let Some(spec) = &self.probes[k] {
@@ -764,6 +796,11 @@ impl<'a> Sim<'a> {
                 epoch,
             } => self.passive_fire(inst as usize, check as usize, process, epoch),
             Ev::FaultStart { index } => self.fault_start(index as usize),
+            Ev::ConnectionEnd { conn, epoch } => {
+                if self.connections[conn as usize].epoch == epoch {
+                    self.connect(conn as usize);
+                }
+            }
             Ev::FaultEnd { index } => {
                 self.fault_active[index as usize] = false;
                 self.dirty = true;
@@ -865,6 +902,7 @@ impl<'a> Sim<'a> {
             pool_exhausted: 0,
             checks,
             inflight: Vec::new(),
+            answered_unready: false,
         });
         for &dep in &self.s.app.boot_needs {
             self.booting_on[dep] += 1;
@@ -1159,7 +1197,13 @@ impl<'a> Sim<'a> {
         if gate != Gate::Probe {
             return;
         }
-        let (duration, ok) = self.respond_with_timeout(i, spec.handler, spec.timeout);
+        let answer = self.respond(i, spec.handler);
+        if KINDS[k] == ProbeKind::Readiness
+            && let Some((_, answered_ok)) = answer
+        {
+            self.readiness_answered(i, answered_ok);
+        }
+        let (duration, ok) = within(answer, spec.timeout);
         self.probe_requests += 1;
         let container = self.instances[i].container_id;
         if duration == 0 {
@@ -1275,11 +1319,8 @@ impl<'a> Sim<'a> {
         handler: Handler,
         timeout: Millis,
     ) -> (Millis, bool) {
-        match self.respond(i, handler) {
-            None => (timeout, false),
-            Some((latency, _)) if latency >= timeout => (timeout, false),
-            Some((latency, ok)) => (latency, ok),
-        }
+        let answer = self.respond(i, handler);
+        within(answer, timeout)
     }
 
     /// What the instance answers: `None` when the call hangs, else (latency, 2xx).
@@ -2156,6 +2197,17 @@ impl<'a> Sim<'a> {
         let mut refused = 0.0;
         let mut lb_error = 0.0;
         match &self.s.routing {
+            Routing::KubernetesService { .. } if !self.connections.is_empty() => {
+                // Keep-alive: each connection's requests go where it is pinned, whatever the
+                // endpoints say now; one that has nowhere to connect is refused.
+                let per = 1.0 / self.connections.len() as f64;
+                for connection in &self.connections {
+                    match connection.instance {
+                        Some(i) => shares[i] += per,
+                        None => refused += per,
+                    }
+                }
+            }
             Routing::KubernetesService { .. } => {
                 if member_count == 0 {
                     // No ready endpoint: kube-proxy REJECTs (connection refused). The
@@ -2240,6 +2292,7 @@ impl<'a> Sim<'a> {
             let inst = &mut self.instances[i];
             inst.share = shares[i];
             inst.failure = failure;
+            inst.member = members[i];
             if let Some(at) = onset
                 && failure > 0.0
                 && inst.affected_at.is_none()
@@ -2323,6 +2376,10 @@ impl<'a> Sim<'a> {
                 let requests = rate_per_ms * dt * inst.share;
                 inst.requests += requests;
                 inst.failed += requests * inst.failure;
+                if inst.share > 0.0 && !inst.member {
+                    inst.out_of_rotation_ms += now - since;
+                    inst.out_of_rotation_requests += requests;
+                }
             }
         }
         self.instances_since = now;
@@ -2360,6 +2417,156 @@ impl<'a> Sim<'a> {
         }
         if inst.lanes.last().is_none_or(|(_, last)| *last != state) {
             inst.lanes.push((now, state));
+        }
+        if !self.connections.is_empty() && !self.accepts(i) {
+            self.server_closed(i);
+        }
+    }
+
+    // ------------------------------------------------------------------------------------
+    // Keep-alive client connections
+    // ------------------------------------------------------------------------------------
+
+    /// Whether the pod accepts connections (else a connect is refused, or reset).
+    fn accepts(&self, i: usize) -> bool {
+        let inst = &self.instances[i];
+        inst.container != Container::Waiting && inst.process.as_ref().is_some_and(|p| p.listening)
+    }
+
+    /// The clients' connections at the start: spread evenly over the ready pods, at ages
+    /// spread evenly over the lifetime (a cold fleet has none ready: each tries again at its
+    /// next request).
+    fn init_connections(&mut self) {
+        let Some(keep_alive) = self.s.requests.keep_alive else {
+            return;
+        };
+        let gap = keep_alive.request_gap(self.s.requests.rate);
+        let members: Vec<usize> = (0..self.instances.len())
+            .filter(|&i| self.router_member(i))
+            .collect();
+        for c in 0..keep_alive.clients as usize {
+            let (instance, ends_at) = if members.is_empty() {
+                (None, 1 + self.conn_rng.u64(0..gap))
+            } else {
+                (
+                    Some(members[c % members.len()]),
+                    1 + self.conn_rng.u64(0..keep_alive.connection_lifetime),
+                )
+            };
+            self.connections.push(Connection {
+                instance,
+                established: instance.is_some(),
+                ends_at,
+                epoch: 0,
+            });
+            self.schedule(
+                ends_at,
+                Ev::ConnectionEnd {
+                    conn: c as u32,
+                    epoch: 0,
+                },
+            );
+        }
+        self.dirty = true;
+    }
+
+    /// Connection `c` ends and the client connects again for its next request: kube-proxy
+    /// picks one of the ready endpoints at random (iptables `statistic mode random`). A
+    /// refused connect, or an answer with `Connection: close`, ends it after that one request.
+    fn connect(&mut self, c: usize) {
+        let Some(keep_alive) = self.s.requests.keep_alive else {
+            return;
+        };
+        let now = self.now;
+        let gap = keep_alive.request_gap(self.s.requests.rate);
+        let members: Vec<usize> = (0..self.instances.len())
+            .filter(|&i| self.router_member(i))
+            .collect();
+        let (instance, established, ends_at) = if members.is_empty() {
+            // REJECT: connection refused; the client tries again at its next request.
+            (None, false, now + gap)
+        } else {
+            let i = members[self.conn_rng.usize(0..members.len())];
+            if !self.accepts(i) {
+                (Some(i), false, now + gap)
+            } else if self.closes_connections(i) {
+                (Some(i), true, now + gap)
+            } else {
+                (Some(i), true, now + keep_alive.connection_lifetime)
+            }
+        };
+        let connection = &mut self.connections[c];
+        connection.instance = instance;
+        connection.established = established;
+        connection.ends_at = ends_at;
+        connection.epoch += 1;
+        let epoch = connection.epoch;
+        self.schedule(
+            ends_at,
+            Ev::ConnectionEnd {
+                conn: c as u32,
+                epoch,
+            },
+        );
+        self.dirty = true;
+    }
+
+    /// Whether the pod answers with `Connection: close` now.
+    fn closes_connections(&self, i: usize) -> bool {
+        self.s.app.close_connections_when_unready
+            && self.instances[i]
+                .process
+                .as_ref()
+                .is_some_and(|p| p.answered_unready)
+    }
+
+    /// The process stopped listening or exited: the connections pinned to it are closed and
+    /// their clients connect again.
+    fn server_closed(&mut self, i: usize) {
+        for c in 0..self.connections.len() {
+            let connection = self.connections[c];
+            if connection.instance == Some(i) && connection.established {
+                self.connect(c);
+            }
+        }
+    }
+
+    /// The process answered a readiness probe. When it starts failing and the server closes
+    /// connections while unready, each pinned client leaves after its next request there
+    /// (a uniformly spread time within one request gap).
+    fn readiness_answered(&mut self, i: usize, ok: bool) {
+        let Some(p) = self.instances[i].process.as_mut() else {
+            return;
+        };
+        let fell = !ok && !p.answered_unready;
+        p.answered_unready = !ok;
+        if !fell || !self.s.app.close_connections_when_unready {
+            return;
+        }
+        let Some(keep_alive) = self.s.requests.keep_alive else {
+            return;
+        };
+        let gap = keep_alive.request_gap(self.s.requests.rate);
+        let now = self.now;
+        for c in 0..self.connections.len() {
+            let connection = self.connections[c];
+            if connection.instance != Some(i) || !connection.established {
+                continue;
+            }
+            let at = now + 1 + self.conn_rng.u64(0..gap);
+            if at < connection.ends_at {
+                let connection = &mut self.connections[c];
+                connection.ends_at = at;
+                connection.epoch += 1;
+                let epoch = connection.epoch;
+                self.schedule(
+                    at,
+                    Ev::ConnectionEnd {
+                        conn: c as u32,
+                        epoch,
+                    },
+                );
+            }
         }
     }
 
@@ -2514,6 +2721,14 @@ impl<'a> Sim<'a> {
                     ),
                     restarts: inst.restarts,
                     drains: inst.drains,
+                    out_of_rotation_traffic_s: s
+                        .requests
+                        .keep_alive
+                        .map(|_| inst.out_of_rotation_ms as f64 / 1000.0),
+                    out_of_rotation_requests: s
+                        .requests
+                        .keep_alive
+                        .map(|_| inst.out_of_rotation_requests.round() as u64),
                     lanes,
                 }
             })
@@ -2578,6 +2793,16 @@ fn passive_fire_at(
         return None;
     }
     Some(start + wait as Millis)
+}
+
+/// What a caller with `timeout` gets from an answer (`None`: the call hangs): (time until it
+/// has a result, success).
+fn within(answer: Option<(Millis, bool)>, timeout: Millis) -> (Millis, bool) {
+    match answer {
+        None => (timeout, false),
+        Some((latency, _)) if latency >= timeout => (timeout, false),
+        Some((latency, ok)) => (latency, ok),
+    }
 }
 
 fn was_never_checked(lb: &LbState) -> bool {

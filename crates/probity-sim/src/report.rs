@@ -82,6 +82,13 @@ pub struct InstanceReport {
     pub restarts: u32,
     /// Times health checks took it out of rotation.
     pub drains: u32,
+    /// With `requests.keep_alive`: time it kept receiving requests while out of rotation,
+    /// over client connections opened before it left, in seconds.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub out_of_rotation_traffic_s: Option<f64>,
+    /// With `requests.keep_alive`: the requests it received while out of rotation.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub out_of_rotation_requests: Option<u64>,
     /// Its state over time.
     pub lanes: Vec<LaneSpan>,
 }
@@ -219,7 +226,7 @@ impl Report {
         }
         if self.instances.len() <= 12 {
             for instance in &self.instances {
-                let _ = writeln!(
+                let _ = write!(
                     out,
                     "  {:<22} {} errors, {} restarts, {} drains",
                     instance.name,
@@ -227,6 +234,18 @@ impl Report {
                     instance.restarts,
                     instance.drains
                 );
+                if let (Some(traffic), Some(requests)) = (
+                    instance.out_of_rotation_traffic_s,
+                    instance.out_of_rotation_requests,
+                ) && requests > 0
+                {
+                    let _ = write!(
+                        out,
+                        ", {requests} requests over {} out of rotation",
+                        human_seconds(traffic)
+                    );
+                }
+                let _ = writeln!(out);
             }
         }
         out

@@ -267,6 +267,8 @@ struct AppFile {
     #[serde(default)]
     boot_needs: Vec<String>,
     #[serde(default)]
+    close_connections_when_unready: bool,
+    #[serde(default)]
     endpoints: BTreeMap<String, EndpointFile>,
     #[serde(default)]
     checks: BTreeMap<String, CheckFile>,
@@ -287,6 +289,7 @@ impl Default for AppFile {
             pool_size: None,
             max_inflight_checks: None,
             boot_needs: Vec::new(),
+            close_connections_when_unready: false,
             endpoints: BTreeMap::new(),
             checks: BTreeMap::new(),
         }
@@ -469,6 +472,15 @@ struct RequestsFile {
     mix: Vec<RequestClassFile>,
     #[serde(default = "default_users")]
     users: u32,
+    #[serde(default)]
+    keep_alive: Option<KeepAliveFile>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct KeepAliveFile {
+    clients: u32,
+    connection_lifetime: Span,
 }
 
 fn default_rate() -> f64 {
@@ -488,6 +500,7 @@ impl Default for RequestsFile {
             timeout: default_request_timeout(),
             mix: Vec::new(),
             users: default_users(),
+            keep_alive: None,
         }
     }
 }
@@ -878,6 +891,9 @@ pub struct App {
     pub max_inflight_checks: Option<u32>,
     /// Dependencies the boot's warm-up uses (for the herd model).
     pub boot_needs: Vec<usize>,
+    /// Whether the server answers with `Connection: close` while its readiness fails, so a
+    /// keep-alive client reconnects after its next request there.
+    pub close_connections_when_unready: bool,
     /// The health endpoints.
     pub endpoints: Vec<Endpoint>,
     /// The checks the endpoints evaluate.
@@ -979,6 +995,27 @@ pub struct Requests {
     pub mix: Vec<RequestClass>,
     /// Distinct users (for consistent hashing).
     pub users: u32,
+    /// Long-lived client connections (`None`: every request opens a new connection).
+    pub keep_alive: Option<KeepAlive>,
+}
+
+/// Traffic from a fixed set of keep-alive client connections, each pinned to the pod it
+/// connected to until the connection ends.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct KeepAlive {
+    /// Client connections; each carries `rate / clients` requests per second.
+    pub clients: u32,
+    /// A connection's age at which the client closes it and connects again (its pool's
+    /// maximum connection age or idle timeout).
+    pub connection_lifetime: Millis,
+}
+
+impl KeepAlive {
+    /// Time between two requests on one connection, at `rate` requests per second across
+    /// all connections (at least 1 ms).
+    pub fn request_gap(&self, rate: f64) -> Millis {
+        ((self.clients as f64 * 1000.0 / rate).round() as Millis).max(1)
+    }
 }
 
 /// A class of requests.
@@ -1522,6 +1559,18 @@ fn validate(raw: ScenarioFile, base: &Path) -> Checked<Scenario> {
     if let Some(0) = raw.app.pool_size {
         return Err(Invalid::new("app.pool_size", "must be at least 1"));
     }
+    if raw.app.close_connections_when_unready
+        && raw
+            .container
+            .readiness_probe
+            .as_ref()
+            .is_none_or(|probe| probe.http_get.is_none() && probe.grpc.is_none())
+    {
+        return Err(Invalid::new(
+            "app.close_connections_when_unready",
+            "the server closes connections while its readiness endpoint fails, so it needs container.readinessProbe with httpGet or grpc",
+        ));
+    }
     let app = App {
         boot: raw.app.boot.as_millis(),
         listen_during_boot: raw.app.listen_during_boot,
@@ -1530,6 +1579,7 @@ fn validate(raw: ScenarioFile, base: &Path) -> Checked<Scenario> {
         pool_size: raw.app.pool_size,
         max_inflight_checks: raw.app.max_inflight_checks,
         boot_needs,
+        close_connections_when_unready: raw.app.close_connections_when_unready,
         endpoints,
         checks,
     };
@@ -1631,11 +1681,37 @@ fn validate(raw: ScenarioFile, base: &Path) -> Checked<Scenario> {
                 ));
             }
         }
+        let keep_alive = match &r.keep_alive {
+            None => None,
+            Some(k) => {
+                if !(1..=100_000).contains(&k.clients) {
+                    return Err(Invalid::new(
+                        "requests.keep_alive.clients",
+                        "must be between 1 and 100000",
+                    ));
+                }
+                positive(
+                    k.connection_lifetime,
+                    "requests.keep_alive.connection_lifetime",
+                )?;
+                if !matches!(raw.routing, RoutingFile::KubernetesService { .. }) {
+                    return Err(Invalid::new(
+                        "requests.keep_alive",
+                        "modelled for routing kind kubernetes-service only (the proxies balance each request over their own connections)",
+                    ));
+                }
+                Some(KeepAlive {
+                    clients: k.clients,
+                    connection_lifetime: k.connection_lifetime.as_millis(),
+                })
+            }
+        };
         Requests {
             rate: r.rate,
             timeout: r.timeout.as_millis(),
             mix,
             users: r.users,
+            keep_alive,
         }
     };
 
