@@ -120,24 +120,43 @@ async fn stall(Query(query): Query<StallQuery>) -> Response {
         seconds = query.seconds,
         "chaos: stalling every runtime worker"
     );
-    // Spawned from an OS thread, after a moment to let this response go out: tasks spawned
-    // from outside the runtime go to its shared queue, from which every idle worker takes one
-    // (a task spawned from a worker could sit in that worker's private slot, unstolen).
+    // The fault: every worker blocks on a lock another thread holds — a blocking call on the
+    // async path, the commonest way a runtime wedges. The holder is an OS thread of its own;
+    // it spawns the blocking tasks from outside the runtime, so they go to the shared queue
+    // from which every idle worker takes one (a task spawned from a worker could sit in that
+    // worker's private slot, unstolen), and only after a moment, so this response goes out.
     std::thread::spawn(move || {
-        std::thread::sleep(Duration::from_millis(100));
+        let lock = Arc::new(std::sync::Mutex::new(()));
+        let held = lock.lock();
+        wait_on_this_thread(Duration::from_millis(100));
         for _ in 0..workers {
+            let lock = lock.clone();
             runtime.spawn(async move {
-                // Deliberately blocking the worker thread: this is the fault — a wedged
-                // runtime, as a CPU-bound loop or a blocking call on the async path causes.
-                std::thread::sleep(duration);
+                // Deliberately blocking the worker thread until the holder lets go.
+                drop(lock.lock());
             });
         }
+        wait_on_this_thread(duration);
+        drop(held);
     });
     (
         StatusCode::ACCEPTED,
         Json(json!({ "stalling_workers": workers, "seconds": query.seconds })),
     )
         .into_response()
+}
+
+/// Blocks the calling OS thread (never a runtime worker) for `duration`.
+fn wait_on_this_thread(duration: Duration) {
+    let deadline = std::time::Instant::now() + duration;
+    loop {
+        let left = deadline.saturating_duration_since(std::time::Instant::now());
+        if left.is_zero() {
+            return;
+        }
+        // Parking may end early; the loop waits out the rest.
+        std::thread::park_timeout(left);
+    }
 }
 
 #[cfg(feature = "deadlock")]
