@@ -454,7 +454,11 @@ pub async fn run(config: &DrillConfig, progress: &dyn Progress) -> Result<Report
     };
     std::fs::create_dir_all(&work.path).map_err(DrillError::Io)?;
     progress.step(&format!("work folder {}", work.path.display()));
-    if !crate::child::dies_with_the_drill() {
+    // The first call runs `setpriv` once to see that it works: off the runtime's workers.
+    let dies_with_the_drill = tokio::task::spawn_blocking(crate::child::dies_with_the_drill)
+        .await
+        .unwrap_or(false);
+    if !dies_with_the_drill {
         progress.step(
             "warning: `setpriv --pdeathsig` (util-linux) is unavailable: if the drill is killed \
              with SIGKILL, the fleet and HAProxy keep running",
