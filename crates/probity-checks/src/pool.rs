@@ -158,6 +158,7 @@ pub struct PoolPolicy {
 struct Cursor {
     at: Instant,
     acquired: u64,
+    released: u64,
     timed_out: u64,
 }
 
@@ -168,6 +169,8 @@ pub struct Evidence {
     pub window: Duration,
     /// Acquisitions that got a connection.
     pub acquired: u64,
+    /// Connections given back.
+    pub released: u64,
     /// Acquisitions that timed out.
     pub timed_out: u64,
     /// Acquisitions waiting right now.
@@ -274,15 +277,18 @@ impl PoolPolicy {
         let tracker = self.tracker.as_ref()?;
         let now = Instant::now();
         let acquired = tracker.shared.acquired.load(Ordering::Acquire);
+        let released = tracker.shared.released.load(Ordering::Acquire);
         let timed_out = tracker.shared.timed_out.load(Ordering::Acquire);
         let previous = self.cursor.lock().replace(Cursor {
             at: now,
             acquired,
+            released,
             timed_out,
         })?;
         Some(Evidence {
             window: now.saturating_duration_since(previous.at),
             acquired: acquired.saturating_sub(previous.acquired),
+            released: released.saturating_sub(previous.released),
             timed_out: timed_out.saturating_sub(previous.timed_out),
             waiting: tracker.waiting(),
             p99: tracker.p99_since(previous.at),
@@ -316,10 +322,11 @@ impl PoolPolicy {
         )))
     }
 
-    /// Whether the evidence shows requests getting connections: the pool serves, and the check
-    /// need not queue behind them to find out.
+    /// Whether the evidence shows connections cycling — requests got connections and gave
+    /// them back — so the pool serves, and the check need not queue behind them to find out.
+    /// Connections taken and never returned (a leak) are not service.
     pub fn serving(evidence: &Evidence) -> bool {
-        evidence.acquired > 0
+        evidence.acquired > 0 && evidence.released > 0
     }
 
     /// The check's own acquisition waited out `budget` without getting a connection.
@@ -425,6 +432,7 @@ pub struct AcquireTracker {
 #[derive(Debug, Default)]
 struct Shared {
     acquired: AtomicU64,
+    released: AtomicU64,
     timed_out: AtomicU64,
     waiting: AtomicU64,
     state: Mutex<TrackerState>,
@@ -544,6 +552,7 @@ impl AcquireTracker {
 
     fn release(&self, id: u64) {
         self.shared.state.lock().leases.remove(&id);
+        self.shared.released.fetch_add(1, Ordering::AcqRel);
     }
 }
 
@@ -743,6 +752,7 @@ mod tests {
         Evidence {
             window: Duration::from_millis(window_ms),
             acquired,
+            released: acquired,
             timed_out,
             waiting,
             p99: None,
@@ -810,6 +820,8 @@ mod tests {
         tokio::time::sleep(Duration::from_millis(460)).await;
         let seen = policy.evidence().unwrap();
         assert_eq!(seen.acquired, 1);
+        assert_eq!(seen.released, 0, "still held");
+        assert!(!PoolPolicy::serving(&seen), "a connection taken and kept is not service");
         assert_eq!(seen.timed_out, 1);
         assert_eq!(seen.waiting, 0);
         assert_eq!(seen.p99, Some(Duration::from_millis(40)));
