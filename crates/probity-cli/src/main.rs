@@ -6,6 +6,7 @@
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
 
+mod agent;
 mod drill;
 mod lint;
 mod simulate;
@@ -26,6 +27,8 @@ enum Command {
     Simulate(simulate::Args),
     /// Inject real faults into a local fleet of checkout instances behind HAProxy.
     Drill(drill::Args),
+    /// Serve honest probes for a service in any language, as a sidecar.
+    Agent(agent::Args),
 }
 
 fn main() -> ExitCode {
@@ -34,6 +37,7 @@ fn main() -> ExitCode {
         Command::Lint(args) => lint::run(args),
         Command::Simulate(args) => simulate::run(args),
         Command::Drill(args) => drill::run(args),
+        Command::Agent(args) => agent::run(args),
     };
     match result {
         Ok(code) => code,
