@@ -42,11 +42,14 @@ pool_gauge("psycopg_pool_requests_waiting", "Requests waiting for a connection."
 class Handler(BaseHTTPRequestHandler):
     def send(self, status, body, content_type="application/json"):
         data = body if isinstance(body, bytes) else json.dumps(body).encode()
-        self.send_response(status)
-        self.send_header("content-type", content_type)
-        self.send_header("content-length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
+        try:
+            self.send_response(status)
+            self.send_header("content-type", content_type)
+            self.send_header("content-length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+        except (BrokenPipeError, ConnectionResetError):
+            pass  # the caller gave up (a probe's timeout): nothing to answer
 
     def do_GET(self):
         if self.path == "/livez":
