@@ -195,8 +195,9 @@ http_request_duration_seconds_count 5
     #[test]
     fn parses_prom_client_text_and_selects_by_labels() {
         let exposition = Exposition::parse(PROM_CLIENT).unwrap();
+        let none = BTreeMap::new();
         let lag: Vec<_> = exposition
-            .select("nodejs_eventloop_lag_seconds", &BTreeMap::new())
+            .select("nodejs_eventloop_lag_seconds", &none)
             .collect();
         assert_eq!(lag.len(), 1);
         assert!((lag[0].value - 0.002184).abs() < 1e-9);
@@ -206,13 +207,13 @@ http_request_duration_seconds_count 5
         assert_eq!(waiting[0].value, 3.0);
         assert_eq!(
             exposition
-                .select("http_request_duration_seconds_bucket", &BTreeMap::new())
+                .select("http_request_duration_seconds_bucket", &none)
                 .count(),
             2
         );
         assert_eq!(
             exposition
-                .select("http_request_duration_seconds_count", &BTreeMap::new())
+                .select("http_request_duration_seconds_count", &none)
                 .next()
                 .unwrap()
                 .value,
@@ -229,9 +230,10 @@ http_request_duration_seconds_count 5
                     # EOF\n";
         let exposition = Exposition::parse(text).unwrap();
         assert_eq!(exposition.samples.len(), 2);
+        let none = BTreeMap::new();
         assert_eq!(
             exposition
-                .select("hikaricp_connections_timeout_total", &BTreeMap::new())
+                .select("hikaricp_connections_timeout_total", &none)
                 .next()
                 .unwrap()
                 .value,

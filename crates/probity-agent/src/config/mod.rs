@@ -416,13 +416,22 @@ impl Config {
                     || other_path.starts_with(&format!("{path}/"))
                     || path.starts_with(&format!("{other_path}/"))
                 {
-                    return Err(invalid(
-                        other_path,
-                        format!(
+                    let line = text
+                        .lines()
+                        .position(|line| {
+                            let line = line.trim_start();
+                            line.starts_with(other) && line.contains(other_path.as_str())
+                        })
+                        .map(|index| index + 1);
+                    return Err(ConfigError::Invalid {
+                        file: file.to_owned(),
+                        line,
+                        column: None,
+                        message: format!(
                             "paths.{probe} (`{path}`) and paths.{other} (`{other_path}`) \
                              overlap: each probe needs a path of its own"
                         ),
-                    ));
+                    });
                 }
             }
         }
