@@ -38,6 +38,7 @@ mod agent;
 mod checks;
 pub mod config;
 mod fetch;
+pub mod inspect;
 mod liveness;
 mod scrape;
 mod serve;

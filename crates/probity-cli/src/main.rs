@@ -8,6 +8,7 @@ use std::process::ExitCode;
 
 mod agent;
 mod drill;
+mod inspect;
 mod lint;
 mod simulate;
 
@@ -29,6 +30,8 @@ enum Command {
     Drill(drill::Args),
     /// Serve honest probes for a service in any language, as a sidecar.
     Agent(agent::Args),
+    /// Judge a running service's health endpoints from outside.
+    Inspect(inspect::Args),
 }
 
 fn main() -> ExitCode {
@@ -38,6 +41,7 @@ fn main() -> ExitCode {
         Command::Simulate(args) => simulate::run(args),
         Command::Drill(args) => drill::run(args),
         Command::Agent(args) => agent::run(args),
+        Command::Inspect(args) => inspect::run(args),
     };
     match result {
         Ok(code) => code,

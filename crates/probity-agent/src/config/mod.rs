@@ -50,7 +50,7 @@ pub use entries::{
     MetricsSettings, MqttSettings, Named, Policy, ReadinessEntry, ReadinessKind, TcpSettings,
     UrlSettings, LIVENESS_KINDS, READINESS_KINDS,
 };
-pub use values::{Condition, Dur, Op, Secret, StatusRange};
+pub use values::{Condition, Dur, Op, Secret, StatusRange, parse_duration};
 
 use serde::de::{self, Deserializer};
 use serde::Deserialize;

@@ -13,20 +13,22 @@ const MAX_DURATION: Duration = Duration::from_secs(86_400);
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Dur(pub Duration);
 
+/// Parses a duration as the configuration writes it: `500ms`, `2s`, `1m30s`, at most a day.
+pub fn parse_duration(text: &str) -> Result<Duration, String> {
+    let duration = humantime::parse_duration(text.trim())
+        .map_err(|_| format!("`{text}` is not a duration: write e.g. 500ms, 2s, 1m30s"))?;
+    if duration > MAX_DURATION {
+        return Err(format!(
+            "`{text}` is longer than a day: durations are at most 24h"
+        ));
+    }
+    Ok(duration)
+}
+
 impl<'de> Deserialize<'de> for Dur {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         let text = String::deserialize(deserializer)?;
-        let duration = humantime::parse_duration(text.trim()).map_err(|_| {
-            de::Error::custom(format!(
-                "`{text}` is not a duration: write e.g. 500ms, 2s, 1m30s"
-            ))
-        })?;
-        if duration > MAX_DURATION {
-            return Err(de::Error::custom(format!(
-                "`{text}` is longer than a day: durations are at most 24h"
-            )));
-        }
-        Ok(Dur(duration))
+        parse_duration(&text).map(Dur).map_err(de::Error::custom)
     }
 }
 
