@@ -388,6 +388,17 @@ fn judge_endpoint(endpoint: &Endpoint, findings: &mut Vec<Finding>) {
             message,
         })
     };
+    if answered == 0 && endpoint.timeouts > 0 {
+        add(
+            "timeouts",
+            Severity::Error,
+            format!(
+                "none of {} requests got an answer in time ({} timed out): every probe fails",
+                endpoint.requests, endpoint.timeouts
+            ),
+        );
+        return;
+    }
     if answered == 0 {
         add(
             "unreachable",
