@@ -203,39 +203,40 @@ impl PathMap {
 
     /// The core's path for a configured one (and its per-entry sub-paths), if it is one.
     pub(crate) fn to_core(&self, path: &str) -> Option<String> {
-        [ProbeKind::Readiness, ProbeKind::Startup, ProbeKind::Liveness]
-            .into_iter()
-            .find_map(|probe| {
-                let configured = self.configured(probe);
-                let rest = path.strip_prefix(configured)?;
-                (rest.is_empty() || rest.starts_with('/'))
-                    .then(|| format!("{}{rest}", probe.default_path()))
-            })
+        [
+            ProbeKind::Readiness,
+            ProbeKind::Startup,
+            ProbeKind::Liveness,
+        ]
+        .into_iter()
+        .find_map(|probe| {
+            let configured = self.configured(probe);
+            let rest = path.strip_prefix(configured)?;
+            (rest.is_empty() || rest.starts_with('/'))
+                .then(|| format!("{}{rest}", probe.default_path()))
+        })
     }
 
     /// Rewrites a request for a configured path to the core's path; `None` when it is not a
     /// probe path.
-    pub(crate) fn rewrite(&self, mut request: Request) -> Result<Request, Request> {
-        let Some(core) = self.to_core(request.uri().path()) else {
-            return Err(request);
-        };
+    pub(crate) fn rewrite(&self, mut request: Request) -> Option<Request> {
+        let core = self.to_core(request.uri().path())?;
         let target = match request.uri().query() {
             Some(query) => format!("{core}?{query}"),
             None => core,
         };
-        match target.parse::<Uri>() {
-            Ok(uri) => {
-                *request.uri_mut() = uri;
-                Ok(request)
-            }
-            Err(_) => Err(request),
-        }
+        *request.uri_mut() = target.parse::<Uri>().ok()?;
+        Some(request)
     }
 }
 
 /// The contract as the agent serves it: the configured paths, and the heartbeats as
 /// liveness conditions.
-pub(crate) fn contract(health: &Health, paths: &PathMap, heartbeats: &[(String, Kind, Duration)]) -> Contract {
+pub(crate) fn contract(
+    health: &Health,
+    paths: &PathMap,
+    heartbeats: &[(String, Kind, Duration)],
+) -> Contract {
     use probity::contract::{LivenessContract, LivenessKind};
     let mut contract = health.contract();
     for endpoint in &mut contract.endpoints {
@@ -246,16 +247,18 @@ pub(crate) fn contract(health: &Health, paths: &PathMap, heartbeats: &[(String, 
                 .extend(heartbeats.iter().map(|(name, _, _)| name.clone()));
         }
     }
-    contract
-        .liveness
-        .extend(heartbeats.iter().map(|(name, kind, bound)| LivenessContract {
-            name: name.clone(),
-            kind: match kind {
-                Kind::Stall => LivenessKind::RuntimeStall,
-                Kind::AppState => LivenessKind::AppState,
-            },
-            threshold_ms: Some(bound.as_millis() as u64),
-        }));
+    contract.liveness.extend(
+        heartbeats
+            .iter()
+            .map(|(name, kind, bound)| LivenessContract {
+                name: name.clone(),
+                kind: match kind {
+                    Kind::Stall => LivenessKind::RuntimeStall,
+                    Kind::AppState => LivenessKind::AppState,
+                },
+                threshold_ms: Some(bound.as_millis() as u64),
+            }),
+    );
     contract
 }
 
@@ -351,7 +354,10 @@ mod tests {
         assert_eq!(heartbeats.states(Instant::now())[0].failure, None);
         loop_lag.note("scrape timed out after 1s");
         tokio::time::advance(Duration::from_secs(2)).await;
-        let failure = heartbeats.states(Instant::now())[0].failure.clone().unwrap();
+        let failure = heartbeats.states(Instant::now())[0]
+            .failure
+            .clone()
+            .unwrap();
         assert!(failure.starts_with("no sign of life for 6s"), "{failure}");
         assert!(failure.ends_with("scrape timed out after 1s"), "{failure}");
         loop_lag.beat();
@@ -369,8 +375,14 @@ mod tests {
         app.waiting_on("app boot", Duration::from_secs(30));
         assert_eq!(heartbeats.states(Instant::now())[0].failure, None);
         tokio::time::advance(Duration::from_secs(11)).await;
-        let failure = heartbeats.states(Instant::now())[0].failure.clone().unwrap();
-        assert!(failure.contains("waiting on app boot for longer than its bound"), "{failure}");
+        let failure = heartbeats.states(Instant::now())[0]
+            .failure
+            .clone()
+            .unwrap();
+        assert!(
+            failure.contains("waiting on app boot for longer than its bound"),
+            "{failure}"
+        );
     }
 
     #[test]
@@ -382,9 +394,15 @@ mod tests {
         };
         assert!(!paths.is_default());
         assert_eq!(paths.to_core("/internal/ready").as_deref(), Some("/readyz"));
-        assert_eq!(paths.to_core("/internal/ready/db").as_deref(), Some("/readyz/db"));
+        assert_eq!(
+            paths.to_core("/internal/ready/db").as_deref(),
+            Some("/readyz/db")
+        );
         assert_eq!(paths.to_core("/internal/readyish"), None);
-        assert_eq!(paths.to_core("/internal/started").as_deref(), Some("/startupz"));
+        assert_eq!(
+            paths.to_core("/internal/started").as_deref(),
+            Some("/startupz")
+        );
         assert_eq!(paths.to_core("/orders"), None);
     }
 

@@ -1,7 +1,7 @@
 //! The agent: a core [`Health`] built from the configuration, the observers that feed its
 //! liveness, and the background tasks its checks need.
 
-use crate::adapter::{self, Heartbeats, PathMap, APP_STARTED_STEP};
+use crate::adapter::{self, APP_STARTED_STEP, Heartbeats, PathMap};
 use crate::checks::{self, Context, Task};
 use crate::config::{Config, ConfigError, DetailsSetting};
 use crate::liveness::{self, Observer, StartupGate};
@@ -96,10 +96,12 @@ impl Agent {
         };
         let mut builder = Health::builder().service(service);
         for (name, entry) in &config.readiness.0 {
-            let spec = checks::build(name, entry, &mut context).map_err(|message| BuildFailure::Entry {
-                section: "readiness check",
-                name: name.clone(),
-                message,
+            let spec = checks::build(name, entry, &mut context).map_err(|message| {
+                BuildFailure::Entry {
+                    section: "readiness check",
+                    name: name.clone(),
+                    message,
+                }
             })?;
             builder = builder.check(spec);
         }
@@ -109,7 +111,9 @@ impl Agent {
             .and_then(|app| app.boot_timeout)
             .map_or(liveness::DEFAULT_BOOT_TIMEOUT, |dur| dur.0);
         if !config.liveness.0.is_empty() {
-            builder = builder.startup_step(APP_STARTED_STEP).expected_boot(boot_timeout);
+            builder = builder
+                .startup_step(APP_STARTED_STEP)
+                .expected_boot(boot_timeout);
         }
         if let Some(delay) = config.shutdown.drain_delay {
             builder = builder.drain_delay(delay.0);
@@ -123,12 +127,19 @@ impl Agent {
         let gate = StartupGate::new(health.clone(), config.liveness.0.len());
         let mut heartbeat_kinds = Vec::new();
         for (name, entry) in &config.liveness.0 {
-            let observer = Observer::new(name, entry, &mut context, &heartbeats, gate.clone(), boot_timeout)
-                .map_err(|message| BuildFailure::Entry {
-                    section: "liveness condition",
-                    name: name.clone(),
-                    message,
-                })?;
+            let observer = Observer::new(
+                name,
+                entry,
+                &mut context,
+                &heartbeats,
+                gate.clone(),
+                boot_timeout,
+            )
+            .map_err(|message| BuildFailure::Entry {
+                section: "liveness condition",
+                name: name.clone(),
+                message,
+            })?;
             let (bound, kind) = liveness::bound(entry);
             heartbeat_kinds.push((name.clone(), kind, bound));
             context.tasks.push(observer.run());

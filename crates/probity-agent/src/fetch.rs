@@ -112,5 +112,8 @@ fn classify(error: &reqwest::Error, shown: &str) -> FetchError {
         source = cause.source();
     }
     // reqwest names the URL in its messages; the URL may carry a credential.
-    FetchError::Failed(shown.to_owned(), crate::adapter::redact(&message).into_owned())
+    FetchError::Failed(
+        shown.to_owned(),
+        crate::adapter::redact(&message).into_owned(),
+    )
 }

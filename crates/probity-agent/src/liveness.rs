@@ -15,14 +15,14 @@
 //! restarted — and is declared a bounded wait (`[app] boot_timeout`): a boot is not a wedge,
 //! but a boot that outlives its bound is.
 
-use crate::adapter::{Heartbeat, Heartbeats, APP_STARTED_STEP};
+use crate::adapter::{APP_STARTED_STEP, Heartbeat, Heartbeats};
 use crate::checks::{Context, Task};
 use crate::config::{LivenessEntry, LivenessKind};
 use crate::fetch::{self, FetchError};
 use crate::scrape::ScrapeError;
 use probity::Health;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, SystemTime};
 
 /// Default prom-client series for the event-loop lag, in seconds.
@@ -252,12 +252,17 @@ impl Observer {
                 path,
                 max_age,
                 last_seen,
-            } => match tokio::fs::metadata(&*path).await.and_then(|meta| meta.modified()) {
+            } => match tokio::fs::metadata(&*path)
+                .await
+                .and_then(|meta| meta.modified())
+            {
                 Ok(modified) => {
                     let moved = last_seen.is_none_or(|seen| modified > seen);
                     let first = last_seen.is_none();
                     *last_seen = Some(modified);
-                    let age = SystemTime::now().duration_since(modified).unwrap_or_default();
+                    let age = SystemTime::now()
+                        .duration_since(modified)
+                        .unwrap_or_default();
                     if moved && !(first && age > *max_age) {
                         Look::Alive
                     } else {
@@ -279,11 +284,7 @@ impl Observer {
                 expected,
             } => match fetch::get(client, url, "*/*", self.timeout).await {
                 Ok(answer) if expected.contains(&answer.status) => Look::Alive,
-                Ok(answer) => Look::NotAlive(format!(
-                    "{} answered {}",
-                    url.path(),
-                    answer.status
-                )),
+                Ok(answer) => Look::NotAlive(format!("{} answered {}", url.path(), answer.status)),
                 Err(FetchError::Refused(address)) => {
                     Look::NotRunning(format!("nothing is listening on {address}"))
                 }

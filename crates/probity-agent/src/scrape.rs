@@ -14,7 +14,8 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 /// The `Accept` header Prometheus sends: OpenMetrics first, the 0.0.4 text format after.
-const ACCEPT: &str = "application/openmetrics-text;version=1.0.0,text/plain;version=0.0.4;q=0.5,*/*;q=0.1";
+const ACCEPT: &str =
+    "application/openmetrics-text;version=1.0.0,text/plain;version=0.0.4;q=0.5,*/*;q=0.1";
 
 /// One sample: a series name, its labels, a value.
 #[derive(Debug, Clone, PartialEq)]
@@ -166,8 +167,8 @@ impl Scraper {
                 address,
             });
         }
-        let exposition =
-            Exposition::parse(&answer.body).map_err(|reason| ScrapeError::Parse { address, reason })?;
+        let exposition = Exposition::parse(&answer.body)
+            .map_err(|reason| ScrapeError::Parse { address, reason })?;
         Ok(Arc::new(exposition))
     }
 }
@@ -202,7 +203,9 @@ http_request_duration_seconds_count 5
         assert_eq!(lag.len(), 1);
         assert!((lag[0].value - 0.002184).abs() < 1e-9);
         let matchers = BTreeMap::from([("pool".to_owned(), "orders".to_owned())]);
-        let waiting: Vec<_> = exposition.select("pg_pool_waiting_count", &matchers).collect();
+        let waiting: Vec<_> = exposition
+            .select("pg_pool_waiting_count", &matchers)
+            .collect();
         assert_eq!(waiting.len(), 1);
         assert_eq!(waiting[0].value, 3.0);
         assert_eq!(

@@ -60,8 +60,8 @@ pub(crate) fn router(agent: &Agent, metrics: Option<PrometheusHandle>) -> Router
             let shared = shared.clone();
             async move {
                 match shared.paths.rewrite(request) {
-                    Ok(request) => forward(&shared.probes, request).await,
-                    Err(_) => StatusCode::NOT_FOUND.into_response(),
+                    Some(request) => forward(&shared.probes, request).await,
+                    None => StatusCode::NOT_FOUND.into_response(),
                 }
             }
         })
@@ -131,7 +131,7 @@ async fn answer_liveness(shared: &Shared, single: Option<String>, request: Reque
         return adapter::liveness_failure(&states, single.as_deref(), verbose, json, details);
     }
     // The core's answer, at the core's path.
-    let Ok(request) = shared.paths.rewrite(request) else {
+    let Some(request) = shared.paths.rewrite(request) else {
         return StatusCode::NOT_FOUND.into_response();
     };
     let response = forward(&shared.probes, request).await;
@@ -154,7 +154,11 @@ async fn answer_liveness(shared: &Shared, single: Option<String>, request: Reque
 
 async fn metrics_page(State(shared): State<Arc<Shared>>) -> Response {
     let Some(handle) = &shared.metrics else {
-        return (StatusCode::NOT_FOUND, "metrics are not recorded in this process\n").into_response();
+        return (
+            StatusCode::NOT_FOUND,
+            "metrics are not recorded in this process\n",
+        )
+            .into_response();
     };
     for state in shared.heartbeats.states(tokio::time::Instant::now()) {
         metrics::gauge!("probity_agent_liveness_up", "condition" => state.name)
@@ -170,8 +174,9 @@ async fn metrics_page(State(shared): State<Arc<Shared>>) -> Response {
 
 async fn contract(State(shared): State<Arc<Shared>>) -> Response {
     let mut response = shared.contract.clone().into_response();
-    response
-        .headers_mut()
-        .insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    response.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
     response
 }

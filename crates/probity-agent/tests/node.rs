@@ -17,15 +17,25 @@ async fn a_leaked_pool_drains_the_instance_and_it_returns_after_the_rise_count()
         return;
     }
     let app = App::node(DATABASE);
-    let agent = support::agent(&support::example("node.toml", &app, "127.0.0.1:5432"), Format::Toml).await;
+    let agent = support::agent(
+        &support::example("node.toml", &app, "127.0.0.1:5432"),
+        Format::Toml,
+    )
+    .await;
     let http = client();
     let readyz = format!("{}/readyz?verbose", agent.url);
 
     let ready = eventually(Duration::from_secs(30), || async {
-        get(&http, &readyz).await.filter(|(status, _)| *status == 200)
+        get(&http, &readyz)
+            .await
+            .filter(|(status, _)| *status == 200)
     })
     .await;
-    assert!(ready.is_some(), "the agent never became ready: {:?}", get(&http, &readyz).await);
+    assert!(
+        ready.is_some(),
+        "the agent never became ready: {:?}",
+        get(&http, &readyz).await
+    );
 
     // Every client of the pool checked out and never returned; traffic keeps arriving, so
     // queries wait for a client (pg.Pool waitingCount > 0).
@@ -46,7 +56,9 @@ async fn a_leaked_pool_drains_the_instance_and_it_returns_after_the_rise_count()
         }
     });
     let drained = eventually(Duration::from_secs(20), || async {
-        get(&http, &readyz).await.filter(|(status, _)| *status == 503)
+        get(&http, &readyz)
+            .await
+            .filter(|(status, _)| *status == 503)
     })
     .await;
     let (_, body) = drained.expect("the leaked pool never drained the instance");
@@ -58,11 +70,16 @@ async fn a_leaked_pool_drains_the_instance_and_it_returns_after_the_rise_count()
     assert_eq!(status, 200, "{livez}");
 
     // Release: back in rotation after three good polls in a row (rise = 3, interval 1 s).
-    assert_eq!(post(&http, &format!("{}/chaos/release", app.url())).await, 200);
+    assert_eq!(
+        post(&http, &format!("{}/chaos/release", app.url())).await,
+        200
+    );
     traffic.abort();
     let released_at = tokio::time::Instant::now();
     let back = eventually(Duration::from_secs(30), || async {
-        get(&http, &readyz).await.filter(|(status, _)| *status == 200)
+        get(&http, &readyz)
+            .await
+            .filter(|(status, _)| *status == 200)
     })
     .await
     .map(|(_, body)| body);
@@ -70,7 +87,10 @@ async fn a_leaked_pool_drains_the_instance_and_it_returns_after_the_rise_count()
     let back_after = released_at.elapsed();
     eprintln!("ready again {back_after:?} after the release:\n{body}");
     // Three polls a second apart: not before two seconds.
-    assert!(back_after >= Duration::from_secs(2), "back after {back_after:?}: the rise count was not applied");
+    assert!(
+        back_after >= Duration::from_secs(2),
+        "back after {back_after:?}: the rise count was not applied"
+    );
     assert!(body.contains("[+]db-pool ok"), "{body}");
 }
 
@@ -80,7 +100,11 @@ async fn a_blocked_event_loop_fails_liveness_and_recovers() {
         return;
     }
     let app = App::node(DATABASE);
-    let agent = support::agent(&support::example("node.toml", &app, "127.0.0.1:5432"), Format::Toml).await;
+    let agent = support::agent(
+        &support::example("node.toml", &app, "127.0.0.1:5432"),
+        Format::Toml,
+    )
+    .await;
     let http = client();
     let livez = format!("{}/livez", agent.url);
     let started = eventually(Duration::from_secs(30), || async {
@@ -90,7 +114,10 @@ async fn a_blocked_event_loop_fails_liveness_and_recovers() {
     })
     .await;
     assert!(started.is_some(), "startup never passed");
-    assert_eq!(get(&http, &livez).await.map(|(status, _)| status), Some(200));
+    assert_eq!(
+        get(&http, &livez).await.map(|(status, _)| status),
+        Some(200)
+    );
 
     // Six seconds of a stuck event loop: nothing in the app runs, not even its /metrics.
     assert_eq!(
@@ -98,7 +125,9 @@ async fn a_blocked_event_loop_fails_liveness_and_recovers() {
         200
     );
     let failed = eventually(Duration::from_secs(15), || async {
-        get(&http, &livez).await.filter(|(status, _)| *status == 503)
+        get(&http, &livez)
+            .await
+            .filter(|(status, _)| *status == 503)
     })
     .await;
     let (_, body) = failed.expect("liveness never failed while the event loop was blocked");
@@ -106,10 +135,15 @@ async fn a_blocked_event_loop_fails_liveness_and_recovers() {
 
     // The loop runs again: liveness passes again without a restart.
     let recovered = eventually(Duration::from_secs(20), || async {
-        get(&http, &livez).await.filter(|(status, _)| *status == 200)
+        get(&http, &livez)
+            .await
+            .filter(|(status, _)| *status == 200)
     })
     .await;
-    assert!(recovered.is_some(), "liveness did not recover after the block");
+    assert!(
+        recovered.is_some(),
+        "liveness did not recover after the block"
+    );
     // The details policy of the example: the reason is withheld on the public listener.
     assert!(body.contains("reason withheld"), "{body}");
 }

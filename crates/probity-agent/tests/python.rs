@@ -34,10 +34,16 @@ async fn a_database_outage_fails_readiness_and_restarts_nothing() {
     let livez = format!("{}/livez", agent.url);
 
     let ready = eventually(Duration::from_secs(30), || async {
-        get(&http, &readyz).await.filter(|(status, _)| *status == 200)
+        get(&http, &readyz)
+            .await
+            .filter(|(status, _)| *status == 200)
     })
     .await;
-    assert!(ready.is_some(), "never ready: {:?}", get(&http, &readyz).await);
+    assert!(
+        ready.is_some(),
+        "never ready: {:?}",
+        get(&http, &readyz).await
+    );
 
     // 40 s without a path to the database. The kubelet's view of the agent is sampled every
     // 500 ms: liveness failures in a row (a restart needs 3), readiness answers.
@@ -76,18 +82,29 @@ async fn a_database_outage_fails_readiness_and_restarts_nothing() {
     assert!(body.contains("[-]db failed"), "{body}");
     assert!(body.contains("[-]health failed"), "{body}");
     // The outage is readable on the agent's own listener too, with reasons withheld.
-    let (status, _) = get(&http, &format!("{}/readyz/db", agent.url)).await.unwrap();
+    let (status, _) = get(&http, &format!("{}/readyz/db", agent.url))
+        .await
+        .unwrap();
     assert_eq!(status, 503);
 
     // The path returns: readiness follows by itself, with nothing restarted.
     proxy.restore();
     let restored_at = Instant::now();
     let back = eventually(Duration::from_secs(60), || async {
-        get(&http, &readyz).await.filter(|(status, _)| *status == 200)
+        get(&http, &readyz)
+            .await
+            .filter(|(status, _)| *status == 200)
     })
     .await;
-    assert!(back.is_some(), "not ready again after the outage: {:?}", get(&http, &readyz).await);
-    eprintln!("ready again {:?} after the path returned", restored_at.elapsed());
+    assert!(
+        back.is_some(),
+        "not ready again after the outage: {:?}",
+        get(&http, &readyz).await
+    );
+    eprintln!(
+        "ready again {:?} after the path returned",
+        restored_at.elapsed()
+    );
     // The same Python process served throughout.
     let (status, _) = get(&http, &format!("{}/livez", app.url())).await.unwrap();
     assert_eq!(status, 200);
@@ -107,13 +124,17 @@ async fn the_deep_health_endpoint_sees_one_call_per_interval_under_a_probe_storm
     let http = client();
     let readyz = format!("{}/readyz", agent.url);
     let ready = eventually(Duration::from_secs(30), || async {
-        get(&http, &readyz).await.filter(|(status, _)| *status == 200)
+        get(&http, &readyz)
+            .await
+            .filter(|(status, _)| *status == 200)
     })
     .await;
     assert!(ready.is_some(), "never ready");
 
     let health_calls = || async {
-        let (_, metrics) = get(&client(), &format!("{}/metrics", app.url())).await.unwrap();
+        let (_, metrics) = get(&client(), &format!("{}/metrics", app.url()))
+            .await
+            .unwrap();
         support::series(&metrics, "health_checks_total").unwrap()
     };
     let before = health_calls().await;
@@ -166,5 +187,8 @@ async fn the_deep_health_endpoint_sees_one_call_per_interval_under_a_probe_storm
     assert!(answered >= 2_000, "only {answered} probes were answered");
     // On a loaded machine the client and the agent share two cores and a poll may time out;
     // most probes still pass.
-    assert!(passed * 10 >= answered * 9, "only {passed} of {answered} probes passed");
+    assert!(
+        passed * 10 >= answered * 9,
+        "only {passed} of {answered} probes passed"
+    );
 }

@@ -55,9 +55,14 @@ async fn serve(args: Args) -> anyhow::Result<ExitCode> {
     let listener = tokio::net::TcpListener::bind(address)
         .await
         .with_context(|| format!("cannot listen on {address}"))?;
-    let bound = listener.local_addr().context("cannot read the bound address")?;
+    let bound = listener
+        .local_addr()
+        .context("cannot read the bound address")?;
     println!("listening on {bound}");
-    eprintln!("probity agent: serving {} on {bound}", args.config.display());
+    eprintln!(
+        "probity agent: serving {} on {bound}",
+        args.config.display()
+    );
     let report = agent
         .serve(listener, probity_agent::install_metrics())
         .await

@@ -11,10 +11,19 @@ fn the_examples_validate_and_print_what_each_probe_checks() {
     for example in ["node.toml", "python.yaml"] {
         let path = repository().join("examples/agent").join(example);
         let output = run(&["agent", "--config", path.to_str().unwrap(), "--check"]);
-        assert!(output.status.success(), "{example}: {}", text(&output.stderr));
+        assert!(
+            output.status.success(),
+            "{example}: {}",
+            text(&output.stderr)
+        );
     }
     let path = repository().join("examples/agent/node.toml");
-    let output = run(&["agent", "--config", path.to_str().unwrap(), "--print-contract"]);
+    let output = run(&[
+        "agent",
+        "--config",
+        path.to_str().unwrap(),
+        "--print-contract",
+    ]);
     assert!(output.status.success(), "{}", text(&output.stderr));
     let contract: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
     assert_eq!(contract["service"], "orders-node");
@@ -64,8 +73,14 @@ fn configuration_errors_name_the_file_line_and_why_and_exit_2() {
     let output = run(&["agent", "--config", yaml.to_str().unwrap(), "--check"]);
     assert_eq!(output.status.code(), Some(2));
     let stderr = text(&output.stderr);
-    assert!(stderr.contains(&format!("{}:4:5:", yaml.display())), "{stderr}");
-    assert!(stderr.contains("a restart does not fix someone else's outage"), "{stderr}");
+    assert!(
+        stderr.contains(&format!("{}:4:5:", yaml.display())),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("a restart does not fix someone else's outage"),
+        "{stderr}"
+    );
     assert!(!stderr.contains("hunter2"), "{stderr}");
 
     let output = run(&["agent", "--config", "/dev/zero"]);
@@ -89,12 +104,21 @@ fn the_kubernetes_example_carries_the_node_configuration_and_lints_clean() {
     let embedded_path = dir.join("embedded.toml");
     std::fs::write(&embedded_path, &embedded).unwrap();
     let contract = |path: &std::path::Path| {
-        let output = run(&["agent", "--config", path.to_str().unwrap(), "--print-contract"]);
+        let output = run(&[
+            "agent",
+            "--config",
+            path.to_str().unwrap(),
+            "--print-contract",
+        ]);
         assert!(output.status.success(), "{}", text(&output.stderr));
         text(&output.stdout)
     };
     let example_contract = contract(&repository().join("examples/agent/node.toml"));
-    assert_eq!(contract(&embedded_path), example_contract, "the ConfigMap drifted from node.toml");
+    assert_eq!(
+        contract(&embedded_path),
+        example_contract,
+        "the ConfigMap drifted from node.toml"
+    );
 
     let contract_path = dir.join("contract.json");
     std::fs::write(&contract_path, &example_contract).unwrap();
@@ -117,10 +141,15 @@ fn the_kubernetes_example_carries_the_node_configuration_and_lints_clean() {
                 .arg(&manifest)
                 .status()
                 .unwrap();
-            assert!(status.success(), "kubernetes-validate --strict -k {version} failed");
+            assert!(
+                status.success(),
+                "kubernetes-validate --strict -k {version} failed"
+            );
         }
     }
-    let promtool = std::process::Command::new("promtool").arg("--version").output();
+    let promtool = std::process::Command::new("promtool")
+        .arg("--version")
+        .output();
     if require(promtool.is_ok(), "promtool is not installed") {
         let rule: serde_json::Value = yaml_to_json(
             &std::fs::read_to_string(repository().join("examples/agent/prometheusrule.yaml"))
@@ -190,14 +219,23 @@ fn the_agent_serves_beside_the_node_service_and_drains_on_sigterm() {
     let (status, contract) = get(&format!("{origin}/contract")).unwrap();
     assert_eq!(status, 200);
     assert!(contract.contains("\"event-loop\""), "{contract}");
-    assert_eq!(get(&format!("{origin}/agent/livez")).map(|(s, _)| s), Some(200));
+    assert_eq!(
+        get(&format!("{origin}/agent/livez")).map(|(s, _)| s),
+        Some(200)
+    );
 
     // SIGTERM: readiness fails at once, liveness does not, then the agent exits cleanly.
     let _ = std::process::Command::new("kill")
         .args(["-TERM", &agent.child.id().to_string()])
         .status();
-    assert!(wait_for(&format!("{origin}/readyz"), 503, Duration::from_secs(5)));
+    assert!(wait_for(
+        &format!("{origin}/readyz"),
+        503,
+        Duration::from_secs(5)
+    ));
     assert_eq!(get(&format!("{origin}/livez")).map(|(s, _)| s), Some(200));
-    let status = agent.terminate(Duration::from_secs(30)).expect("the agent exits");
+    let status = agent
+        .terminate(Duration::from_secs(30))
+        .expect("the agent exits");
     assert!(status.success(), "{status:?}");
 }

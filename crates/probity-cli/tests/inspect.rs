@@ -50,7 +50,11 @@ fn inspect(args: &[&str]) -> (Output, String) {
     all.extend_from_slice(args);
     let output = run(&all);
     let stdout = text(&output.stdout);
-    eprintln!("probity {}:\n{stdout}{}", all.join(" "), text(&output.stderr));
+    eprintln!(
+        "probity {}:\n{stdout}{}",
+        all.join(" "),
+        text(&output.stderr)
+    );
     (output, stdout)
 }
 
@@ -78,7 +82,10 @@ fn a_server_that_always_answers_200_is_found_out() {
     assert_eq!(output.status.code(), Some(1));
     let found = rules(&stdout);
     for rule in ["identical-liveness-readiness", "cacheable", "no-contract"] {
-        assert!(found.iter().any(|found| found == rule), "{rule} missing: {found:?}");
+        assert!(
+            found.iter().any(|found| found == rule),
+            "{rule} missing: {found:?}"
+        );
     }
 
     // Its manifest sends both probes to one /health.
@@ -99,7 +106,10 @@ fn a_server_that_always_answers_200_is_found_out() {
         &format!("{origin}/health"),
     ]);
     assert_eq!(output.status.code(), Some(1));
-    assert!(stdout.contains("warning[same-endpoint-liveness-readiness]"), "{stdout}");
+    assert!(
+        stdout.contains("warning[same-endpoint-liveness-readiness]"),
+        "{stdout}"
+    );
     assert!(stdout.contains("(liveness, readiness)"), "{stdout}");
 }
 
@@ -130,8 +140,14 @@ fn an_endpoint_slower_than_the_probe_timeout_is_named_with_both_figures() {
         &url,
     ]);
     assert_eq!(output.status.code(), Some(1));
-    assert!(stdout.contains("warning[slower-than-probe-timeout]"), "{stdout}");
-    assert!(stdout.contains("but the probe's timeoutSeconds is 1"), "{stdout}");
+    assert!(
+        stdout.contains("warning[slower-than-probe-timeout]"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("but the probe's timeoutSeconds is 1"),
+        "{stdout}"
+    );
 
     // With a request timeout below the delay, every request is a timeout.
     let (output, stdout) = inspect(&["--requests", "2", "--timeout", "500ms", "--json", &url]);
@@ -162,7 +178,10 @@ fn a_liveness_endpoint_that_checks_the_database_is_named() {
         &format!("http://127.0.0.1:{port}/livez"),
     ]);
     assert_eq!(output.status.code(), Some(1));
-    assert!(rules(&stdout).contains(&"liveness-names-dependency".to_owned()), "{stdout}");
+    assert!(
+        rules(&stdout).contains(&"liveness-names-dependency".to_owned()),
+        "{stdout}"
+    );
 }
 
 #[test]
@@ -184,7 +203,11 @@ fn checkout_inspects_clean_with_its_contract() {
         port: public,
     };
     let origin = format!("http://127.0.0.1:{public}");
-    assert!(wait_for(&format!("{origin}/readyz"), 200, Duration::from_secs(60)));
+    assert!(wait_for(
+        &format!("{origin}/readyz"),
+        200,
+        Duration::from_secs(60)
+    ));
     let (output, stdout) = inspect(&[
         "--requests",
         "10",
@@ -211,10 +234,17 @@ fn the_agent_inspects_clean_and_the_node_service_behind_it_does_not() {
     let dir = temp_dir("inspect-agent");
     let agent = agent(&node_config(&dir, &app));
     let origin = agent.origin();
-    assert!(wait_for(&format!("{origin}/readyz"), 200, Duration::from_secs(30)));
+    assert!(wait_for(
+        &format!("{origin}/readyz"),
+        200,
+        Duration::from_secs(30)
+    ));
     let (output, stdout) = inspect(&["--requests", "10", &origin]);
     assert_eq!(output.status.code(), Some(0), "{stdout}");
-    assert!(stdout.contains(&format!("contract at {origin}/contract: published")), "{stdout}");
+    assert!(
+        stdout.contains(&format!("contract at {origin}/contract: published")),
+        "{stdout}"
+    );
 
     // The service itself: its /health does a query on every call and sets no cache header.
     let (output, stdout) = inspect(&[

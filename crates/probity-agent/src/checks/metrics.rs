@@ -114,7 +114,9 @@ impl MetricsCheck {
         };
         let Some((value, holds)) = worst else {
             debug_assert!(!compared);
-            return Ok(Detail::new().message(format!("{what}: first scrape, nothing to compare yet")));
+            return Ok(
+                Detail::new().message(format!("{what}: first scrape, nothing to compare yet"))
+            );
         };
         let measurement = self.settings.series.clone();
         if !holds {

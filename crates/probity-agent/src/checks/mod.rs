@@ -6,7 +6,9 @@ pub(crate) mod metrics;
 use crate::config::{Policy, ReadinessEntry, ReadinessKind, Secret};
 use crate::scrape::Scraper;
 use probity::{Check, CheckSpec, Tier, Timing};
-use probity_checks::{dns, disk, http, jwks, mqtt, mysql_async, nats, postgres, rabbitmq, redis, tcp};
+use probity_checks::{
+    disk, dns, http, jwks, mqtt, mysql_async, nats, postgres, rabbitmq, redis, tcp,
+};
 use std::collections::HashMap;
 use std::future::Future;
 use std::pin::Pin;
@@ -66,7 +68,11 @@ impl Context<'_> {
 /// The interval and timeout a check runs with: the configured ones, else the kind's own.
 /// A configured interval shorter than the kind's timeout halves the timeout, so `interval`
 /// alone is always a valid setting.
-pub(crate) fn timing(interval: Option<Duration>, timeout: Option<Duration>, kind: Timing) -> Timing {
+pub(crate) fn timing(
+    interval: Option<Duration>,
+    timeout: Option<Duration>,
+    kind: Timing,
+) -> Timing {
     let interval = interval.unwrap_or(kind.interval);
     let timeout = timeout.unwrap_or(if kind.timeout < interval {
         kind.timeout
@@ -77,7 +83,11 @@ pub(crate) fn timing(interval: Option<Duration>, timeout: Option<Duration>, kind
 }
 
 /// Builds the spec of one readiness check.
-pub(crate) fn build(name: &str, entry: &ReadinessEntry, context: &mut Context<'_>) -> Result<CheckSpec, String> {
+pub(crate) fn build(
+    name: &str,
+    entry: &ReadinessEntry,
+    context: &mut Context<'_>,
+) -> Result<CheckSpec, String> {
     let policy = &entry.policy;
     let tier = policy.tier.unwrap_or(Tier::Hard);
     let interval = policy.interval.map(|dur| dur.0);
@@ -85,7 +95,8 @@ pub(crate) fn build(name: &str, entry: &ReadinessEntry, context: &mut Context<'_
     let check: Arc<dyn Check> = match &entry.kind {
         ReadinessKind::App(settings) => {
             let url = context.url(&settings.url)?;
-            let mut check = http::HttpCheck::new(url.as_str()).map_err(|error| error.to_string())?;
+            let mut check =
+                http::HttpCheck::new(url.as_str()).map_err(|error| error.to_string())?;
             if let Some(range) = &settings.expect_status {
                 check = check.expect_status(range.0.clone());
             }
@@ -113,7 +124,8 @@ pub(crate) fn build(name: &str, entry: &ReadinessEntry, context: &mut Context<'_
             Arc::new(check)
         }
         ReadinessKind::Http(settings) => {
-            let mut check = http::HttpCheck::new(&settings.url.0).map_err(|error| error.to_string())?;
+            let mut check =
+                http::HttpCheck::new(&settings.url.0).map_err(|error| error.to_string())?;
             if let Some(range) = &settings.expect_status {
                 check = check.expect_status(range.0.clone());
             }
@@ -226,9 +238,12 @@ pub(crate) fn build(name: &str, entry: &ReadinessEntry, context: &mut Context<'_
                 .refresh_every
                 .map_or(settings.max_age.0 / 5, |dur| dur.0)
                 .max(Duration::from_secs(1));
-            context
-                .tasks
-                .push(Box::pin(refresh_jwks(context.client.clone(), url, cache.clone(), every)));
+            context.tasks.push(Box::pin(refresh_jwks(
+                context.client.clone(),
+                url,
+                cache.clone(),
+                every,
+            )));
             Arc::new(jwks::JwksCheck::new(cache, settings.max_age.0))
         }
     };
@@ -264,7 +279,12 @@ fn apply(mut spec: CheckSpec, policy: &Policy, timing: Timing) -> CheckSpec {
 }
 
 /// Fetches a JWKS document every `every` and records how many keys it holds.
-async fn refresh_jwks(client: reqwest::Client, url: reqwest::Url, cache: jwks::KeyCache, every: Duration) {
+async fn refresh_jwks(
+    client: reqwest::Client,
+    url: reqwest::Url,
+    cache: jwks::KeyCache,
+    every: Duration,
+) {
     let timeout = (every / 2).min(Duration::from_secs(5));
     loop {
         match crate::fetch::get(&client, &url, "application/json", timeout).await {

@@ -7,8 +7,8 @@
 use super::key::{Key, entry_error};
 use super::values::{Condition, Dur, Secret, StatusRange};
 use probity::Tier;
-use serde::de::{self, Deserializer, MapAccess, Visitor};
 use serde::Deserialize;
+use serde::de::{self, Deserializer, MapAccess, Visitor};
 use std::collections::BTreeMap;
 use std::fmt;
 
@@ -198,7 +198,10 @@ impl TryFrom<MetricsRaw> for MetricsSettings {
         let preset = match raw.preset.as_deref() {
             Some(name) => Some(super::presets::find(name).ok_or_else(|| {
                 let known: Vec<&str> = super::presets::PRESETS.iter().map(|p| p.name).collect();
-                format!("unknown preset `{name}`; the presets are: {}", known.join(", "))
+                format!(
+                    "unknown preset `{name}`; the presets are: {}",
+                    known.join(", ")
+                )
             })?),
             None => None,
         };
@@ -231,7 +234,10 @@ impl TryFrom<MetricsRaw> for MetricsSettings {
             series,
             labels: raw.labels,
             fail_if,
-            change: raw.change.or(preset.map(|preset| preset.change)).unwrap_or(false),
+            change: raw
+                .change
+                .or(preset.map(|preset| preset.change))
+                .unwrap_or(false),
             for_polls,
         })
     }
@@ -399,7 +405,10 @@ pub struct AppLivenessSettings {
 }
 
 fn unknown_key<E: de::Error>(key: &Key, what: &str, expected: &[&[&str]]) -> E {
-    let all: Vec<&str> = expected.iter().flat_map(|keys| keys.iter().copied()).collect();
+    let all: Vec<&str> = expected
+        .iter()
+        .flat_map(|keys| keys.iter().copied())
+        .collect();
     key.error(format!(
         "unknown key `{}` in {what}; expected one of: {}",
         key.name,
@@ -537,9 +546,7 @@ impl<'de> Deserialize<'de> for LivenessEntry {
                             }
                             kind = Some(match name {
                                 "event_loop_lag" => LivenessKind::EventLoopLag(map.next_value()?),
-                                "heartbeat_file" => {
-                                    LivenessKind::HeartbeatFile(map.next_value()?)
-                                }
+                                "heartbeat_file" => LivenessKind::HeartbeatFile(map.next_value()?),
                                 _ => LivenessKind::AppLiveness(map.next_value()?),
                             });
                         }

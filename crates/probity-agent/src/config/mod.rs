@@ -46,14 +46,14 @@ mod values;
 
 pub use entries::{
     AppLivenessSettings, AppSettings, DiskSettings, DnsSettings, EventLoopLagSettings,
-    HeartbeatFileSettings, HttpSettings, JwksSettings, LivenessEntry, LivenessKind,
-    MetricsSettings, MqttSettings, Named, Policy, ReadinessEntry, ReadinessKind, TcpSettings,
-    UrlSettings, LIVENESS_KINDS, READINESS_KINDS,
+    HeartbeatFileSettings, HttpSettings, JwksSettings, LIVENESS_KINDS, LivenessEntry, LivenessKind,
+    MetricsSettings, MqttSettings, Named, Policy, READINESS_KINDS, ReadinessEntry, ReadinessKind,
+    TcpSettings, UrlSettings,
 };
 pub use values::{Condition, Dur, Op, Secret, StatusRange, parse_duration};
 
-use serde::de::{self, Deserializer};
 use serde::Deserialize;
+use serde::de::{self, Deserializer};
 use std::io::Read;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -338,7 +338,10 @@ impl Config {
             file: path.to_owned(),
             line: None,
             column: None,
-            message: format!("not UTF-8 text (invalid byte at offset {})", error.utf8_error().valid_up_to()),
+            message: format!(
+                "not UTF-8 text (invalid byte at offset {})",
+                error.utf8_error().valid_up_to()
+            ),
         })?;
         Config::parse(&text, format, path)
     }
@@ -376,12 +379,12 @@ impl Config {
             })?,
             Format::Yaml => {
                 if text.trim().is_empty() {
-                    return Ok(serde_saphyr::from_str("{}").map_err(|_| ConfigError::Invalid {
+                    return serde_saphyr::from_str("{}").map_err(|_| ConfigError::Invalid {
                         file: file.to_owned(),
                         line: None,
                         column: None,
                         message: "empty configuration".into(),
-                    })?);
+                    });
                 }
                 serde_saphyr::from_str(text).map_err(|error| {
                     let location = error.location();
@@ -445,13 +448,16 @@ impl Config {
                     ReadinessKind::Metrics(metrics) => Some((name, &metrics.url)),
                     _ => None,
                 })
-                .chain(self.liveness.0.iter().filter_map(|(name, entry)| {
-                    match &entry.kind {
-                        LivenessKind::EventLoopLag(lag) => Some((name, &lag.url)),
-                        LivenessKind::AppLiveness(live) => Some((name, &live.url)),
-                        LivenessKind::HeartbeatFile(_) => None,
-                    }
-                }))
+                .chain(
+                    self.liveness
+                        .0
+                        .iter()
+                        .filter_map(|(name, entry)| match &entry.kind {
+                            LivenessKind::EventLoopLag(lag) => Some((name, &lag.url)),
+                            LivenessKind::AppLiveness(live) => Some((name, &live.url)),
+                            LivenessKind::HeartbeatFile(_) => None,
+                        }),
+                )
                 .find(|(_, url)| url.0.starts_with('/'));
             if let Some((name, url)) = relative {
                 return Err(invalid(

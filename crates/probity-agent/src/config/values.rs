@@ -1,8 +1,8 @@
 //! Small value types of the configuration, each validated where it is read so a bad value is
 //! reported at its own line.
 
-use serde::de::{self, Deserializer};
 use serde::Deserialize;
+use serde::de::{self, Deserializer};
 use std::fmt;
 use std::time::Duration;
 
@@ -60,14 +60,12 @@ pub(super) fn expand_env(text: &str) -> Result<String, String> {
         out.push_str(&rest[..start]);
         let after = &rest[start + 2..];
         let Some(end) = after.find('}') else {
-            return Err("unclosed `${` in a value: write ${NAME} for an environment variable".into());
+            return Err(
+                "unclosed `${` in a value: write ${NAME} for an environment variable".into(),
+            );
         };
         let name = &after[..end];
-        if name.is_empty()
-            || !name
-                .chars()
-                .all(|c| c.is_ascii_alphanumeric() || c == '_')
-        {
+        if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
             return Err(format!(
                 "`${{{name}}}` is not an environment variable name (letters, digits and _)"
             ));
@@ -155,9 +153,10 @@ impl Condition {
         .ok_or_else(|| {
             format!("`{text}` is not a condition: write an operator (>, >=, <, <=, ==, !=) and a number, e.g. \"> 0\"")
         })?;
-        let threshold: f64 = rest.trim().parse().map_err(|_| {
-            format!("`{text}`: `{}` is not a number", rest.trim())
-        })?;
+        let threshold: f64 = rest
+            .trim()
+            .parse()
+            .map_err(|_| format!("`{text}`: `{}` is not a number", rest.trim()))?;
         if !threshold.is_finite() {
             return Err(format!("`{text}`: the threshold must be a finite number"));
         }
@@ -215,8 +214,16 @@ mod tests {
         assert!(at_least.holds(5.0) && !at_least.holds(4.9));
         assert!(Condition::parse("!= 1").unwrap().holds(f64::NAN));
         assert!(!Condition::parse("< 1").unwrap().holds(f64::NAN));
-        assert!(Condition::parse("~ 3").unwrap_err().contains("not a condition"));
-        assert!(Condition::parse("> many").unwrap_err().contains("not a number"));
+        assert!(
+            Condition::parse("~ 3")
+                .unwrap_err()
+                .contains("not a condition")
+        );
+        assert!(
+            Condition::parse("> many")
+                .unwrap_err()
+                .contains("not a number")
+        );
         assert!(Condition::parse("> inf").unwrap_err().contains("finite"));
     }
 
@@ -229,6 +236,10 @@ mod tests {
         let error = expand_env("${PROBITY_AGENT_SURELY_UNSET}").unwrap_err();
         assert!(error.contains("PROBITY_AGENT_SURELY_UNSET"), "{error}");
         assert!(expand_env("${oops").unwrap_err().contains("unclosed"));
-        assert!(expand_env("${a-b}").unwrap_err().contains("not an environment"));
+        assert!(
+            expand_env("${a-b}")
+                .unwrap_err()
+                .contains("not an environment")
+        );
     }
 }

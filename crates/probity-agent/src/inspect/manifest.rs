@@ -65,7 +65,12 @@ pub fn read_manifest(path: &Path) -> Result<Vec<ManifestProbe>, ManifestError> {
     for document in &documents {
         for spec in pod_specs(document) {
             for field in ["containers", "initContainers"] {
-                for container in spec.get(field).and_then(Value::as_array).into_iter().flatten() {
+                for container in spec
+                    .get(field)
+                    .and_then(Value::as_array)
+                    .into_iter()
+                    .flatten()
+                {
                     collect(container, &mut probes);
                 }
             }
@@ -78,7 +83,8 @@ fn pod_specs(document: &Value) -> Vec<&Value> {
     let spec = document.get("spec");
     [
         spec,
-        spec.and_then(|spec| spec.get("template")).and_then(|t| t.get("spec")),
+        spec.and_then(|spec| spec.get("template"))
+            .and_then(|t| t.get("spec")),
         spec.and_then(|spec| spec.get("jobTemplate"))
             .and_then(|t| t.get("spec"))
             .and_then(|s| s.get("template"))
@@ -91,7 +97,11 @@ fn pod_specs(document: &Value) -> Vec<&Value> {
 }
 
 fn collect(container: &Value, probes: &mut Vec<ManifestProbe>) {
-    let name = container.get("name").and_then(Value::as_str).unwrap_or("?").to_owned();
+    let name = container
+        .get("name")
+        .and_then(Value::as_str)
+        .unwrap_or("?")
+        .to_owned();
     let ports: Vec<(String, u16)> = container
         .get("ports")
         .and_then(Value::as_array)
@@ -109,9 +119,17 @@ fn collect(container: &Value, probes: &mut Vec<ManifestProbe>) {
         ("readinessProbe", Role::Readiness),
         ("startupProbe", Role::Startup),
     ] {
-        let Some(probe) = container.get(field) else { continue };
-        let Some(http) = probe.get("httpGet") else { continue };
-        let path = http.get("path").and_then(Value::as_str).unwrap_or("/").to_owned();
+        let Some(probe) = container.get(field) else {
+            continue;
+        };
+        let Some(http) = probe.get("httpGet") else {
+            continue;
+        };
+        let path = http
+            .get("path")
+            .and_then(Value::as_str)
+            .unwrap_or("/")
+            .to_owned();
         let (port, port_number) = match http.get("port") {
             Some(Value::Number(number)) => (
                 number.to_string(),
@@ -120,7 +138,10 @@ fn collect(container: &Value, probes: &mut Vec<ManifestProbe>) {
             Some(Value::String(text)) => (
                 text.clone(),
                 text.parse().ok().or_else(|| {
-                    ports.iter().find(|(port, _)| port == text).map(|(_, number)| *number)
+                    ports
+                        .iter()
+                        .find(|(port, _)| port == text)
+                        .map(|(_, number)| *number)
                 }),
             ),
             _ => ("?".to_owned(), None),

@@ -28,7 +28,13 @@ pub const MAX_REQUESTS: usize = 1000;
 pub const KUBERNETES_DEFAULT_TIMEOUT: Duration = Duration::from_secs(1);
 /// Paths tried when a URL names no endpoint.
 pub const CONVENTIONAL_PATHS: &[&str] = &[
-    "/livez", "/readyz", "/startupz", "/healthz", "/health", "/ready", "/live",
+    "/livez",
+    "/readyz",
+    "/startupz",
+    "/healthz",
+    "/health",
+    "/ready",
+    "/live",
 ];
 /// Largest body kept from an answer.
 const MAX_BODY: usize = 64 << 10;
@@ -230,7 +236,10 @@ async fn ask(
 
 /// The endpoints named by `urls`: a URL with a path is one endpoint; a bare origin is every
 /// conventional path that does not answer 404.
-pub async fn endpoints(urls: &[String], timeout: Duration) -> Result<Vec<reqwest::Url>, InspectError> {
+pub async fn endpoints(
+    urls: &[String],
+    timeout: Duration,
+) -> Result<Vec<reqwest::Url>, InspectError> {
     let client = client(timeout);
     let mut found = Vec::new();
     for text in urls {
@@ -244,7 +253,9 @@ pub async fn endpoints(urls: &[String], timeout: Duration) -> Result<Vec<reqwest
         }
         let before = found.len();
         for path in CONVENTIONAL_PATHS {
-            let Ok(candidate) = url.join(path) else { continue };
+            let Ok(candidate) = url.join(path) else {
+                continue;
+            };
             if let Ok((status, ..)) = ask(&client, &candidate, None).await
                 && status != 404
             {
@@ -277,7 +288,11 @@ pub async fn inspect(urls: &[reqwest::Url], options: &Options) -> Result<Report,
     compare_liveness_readiness(&client, &endpoints, options, &mut findings).await;
     let contracts = contracts(&client, urls, options, &mut findings).await;
     liveness_dependencies(&endpoints, &contracts, &mut findings);
-    findings.sort_by(|a, b| b.severity.cmp(&a.severity).then(a.endpoint.cmp(&b.endpoint)));
+    findings.sort_by(|a, b| {
+        b.severity
+            .cmp(&a.severity)
+            .then(a.endpoint.cmp(&b.endpoint))
+    });
     Ok(Report {
         endpoints,
         contracts,
@@ -325,9 +340,16 @@ async fn measure(client: &reqwest::Client, url: &reqwest::Url, options: &Options
                 endpoint.cache_control = cache_control;
                 if !(200..=399).contains(&status) {
                     let named = names_something(&body);
-                    endpoint.names_failures = Some(endpoint.names_failures.unwrap_or(true) && named);
+                    endpoint.names_failures =
+                        Some(endpoint.names_failures.unwrap_or(true) && named);
                 }
-                endpoint.sample = body.lines().next().unwrap_or("").chars().take(120).collect();
+                endpoint.sample = body
+                    .lines()
+                    .next()
+                    .unwrap_or("")
+                    .chars()
+                    .take(120)
+                    .collect();
                 endpoint.bodies.push((status, body));
             }
             Err(timed_out) => {
@@ -345,7 +367,8 @@ async fn measure(client: &reqwest::Client, url: &reqwest::Url, options: &Options
         if latencies.is_empty() {
             return 0.0;
         }
-        let index = ((latencies.len() as f64 * fraction).ceil() as usize).clamp(1, latencies.len()) - 1;
+        let index =
+            ((latencies.len() as f64 * fraction).ceil() as usize).clamp(1, latencies.len()) - 1;
         (latencies[index].as_secs_f64() * 10_000.0).round() / 10.0
     };
     endpoint.p50_ms = percentile(0.50);
@@ -363,8 +386,10 @@ fn names_something(body: &str) -> bool {
         let object = json.as_object();
         return object.is_some_and(|object| {
             object.iter().any(|(key, value)| {
-                matches!(key.as_str(), "checks" | "failed" | "error" | "errors" | "details" | "reason")
-                    && !value.is_null()
+                matches!(
+                    key.as_str(),
+                    "checks" | "failed" | "error" | "errors" | "details" | "reason"
+                ) && !value.is_null()
                     && value != &serde_json::json!([])
                     && value != &serde_json::json!({})
                     && value != &serde_json::json!("")
@@ -372,8 +397,17 @@ fn names_something(body: &str) -> bool {
         });
     }
     let generic = [
-        "", "fail", "failed", "error", "unhealthy", "not ready", "service unavailable", "down",
-        "unavailable", "ko", "nok",
+        "",
+        "fail",
+        "failed",
+        "error",
+        "unhealthy",
+        "not ready",
+        "service unavailable",
+        "down",
+        "unavailable",
+        "ko",
+        "nok",
     ];
     !generic.contains(&trimmed.to_ascii_lowercase().as_str())
 }
@@ -455,7 +489,9 @@ fn judge_endpoint(endpoint: &Endpoint, findings: &mut Vec<Finding>) {
                 endpoint
                     .cache_control
                     .as_deref()
-                    .map_or("no Cache-Control".to_owned(), |value| format!("Cache-Control: {value}"))
+                    .map_or("no Cache-Control".to_owned(), |value| format!(
+                        "Cache-Control: {value}"
+                    ))
             ),
         );
     }
@@ -495,15 +531,19 @@ async fn compare_liveness_readiness(
             });
         }
     }
-    let live = endpoints.iter().find(|endpoint| endpoint.roles == [Role::Liveness]);
-    let ready = endpoints.iter().find(|endpoint| endpoint.roles == [Role::Readiness]);
+    let live = endpoints
+        .iter()
+        .find(|endpoint| endpoint.roles == [Role::Liveness]);
+    let ready = endpoints
+        .iter()
+        .find(|endpoint| endpoint.roles == [Role::Readiness]);
     let (Some(live), Some(ready)) = (live, ready) else {
         return;
     };
     // Alike when plainly asked is common (both say "ok"); alike with ?verbose and as JSON too
     // means they cannot be telling different things.
-    let plain_alike = !live.bodies.is_empty()
-        && live.bodies.iter().zip(&ready.bodies).all(|(a, b)| a == b);
+    let plain_alike =
+        !live.bodies.is_empty() && live.bodies.iter().zip(&ready.bodies).all(|(a, b)| a == b);
     if !plain_alike {
         return;
     }
@@ -518,8 +558,14 @@ async fn compare_liveness_readiness(
         let (mut live_variant, mut ready_variant) = (live_url.clone(), ready_url.clone());
         live_variant.set_query(query);
         ready_variant.set_query(query);
-        let a = ask(client, &live_variant, accept).await.ok().map(|(s, _, _, b)| (s, b));
-        let b = ask(client, &ready_variant, accept).await.ok().map(|(s, _, _, b)| (s, b));
+        let a = ask(client, &live_variant, accept)
+            .await
+            .ok()
+            .map(|(s, _, _, b)| (s, b));
+        let b = ask(client, &ready_variant, accept)
+            .await
+            .ok()
+            .map(|(s, _, _, b)| (s, b));
         if a != b {
             variants_alike = false;
         }
@@ -587,7 +633,11 @@ async fn contracts(
     seen
 }
 
-fn liveness_dependencies(endpoints: &[Endpoint], contracts: &[ContractSeen], findings: &mut Vec<Finding>) {
+fn liveness_dependencies(
+    endpoints: &[Endpoint],
+    contracts: &[ContractSeen],
+    findings: &mut Vec<Finding>,
+) {
     for contract in contracts {
         if contract.liveness_checks_dependencies == Some(true) {
             findings.push(Finding {
@@ -600,7 +650,10 @@ fn liveness_dependencies(endpoints: &[Endpoint], contracts: &[ContractSeen], fin
             });
         }
     }
-    for endpoint in endpoints.iter().filter(|endpoint| endpoint.roles.contains(&Role::Liveness)) {
+    for endpoint in endpoints
+        .iter()
+        .filter(|endpoint| endpoint.roles.contains(&Role::Liveness))
+    {
         let named: Vec<&str> = DEPENDENCY_WORDS
             .iter()
             .copied()

@@ -60,7 +60,11 @@ pub fn render_human(report: &Report) -> String {
             out,
             "contract at {}: {}",
             contract.url,
-            if contract.published { "published" } else { "none" }
+            if contract.published {
+                "published"
+            } else {
+                "none"
+            }
         );
     }
     if !report.findings.is_empty() {

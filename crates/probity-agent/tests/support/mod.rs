@@ -64,7 +64,10 @@ pub fn node_ready() -> bool {
             .current_dir(&app)
             .status()
             .is_ok_and(|status| status.success());
-        if !require(installed, "the Node service's npm packages could not be installed") {
+        if !require(
+            installed,
+            "the Node service's npm packages could not be installed",
+        ) {
             return false;
         }
     }
@@ -170,7 +173,8 @@ impl Drop for RunningAgent {
 
 /// Builds and serves the agent a configuration describes, on a free loopback port.
 pub async fn agent(text: &str, format: Format) -> RunningAgent {
-    let config = Config::parse(text, format, Path::new("test-config")).expect("the configuration is valid");
+    let config =
+        Config::parse(text, format, Path::new("test-config")).expect("the configuration is valid");
     let agent = Agent::build(&config).expect("the agent builds");
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!("http://{}", listener.local_addr().unwrap());

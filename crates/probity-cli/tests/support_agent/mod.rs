@@ -128,7 +128,10 @@ pub fn node_app() -> Option<Process> {
             .current_dir(&app)
             .status()
             .is_ok_and(|status| status.success());
-        if !require(installed, "the Node service's npm packages could not be installed") {
+        if !require(
+            installed,
+            "the Node service's npm packages could not be installed",
+        ) {
             return None;
         }
     }
@@ -168,7 +171,10 @@ pub fn agent(config: &Path) -> Process {
 
 /// The checkout binary, built from this worktree when missing.
 pub fn checkout_binary() -> PathBuf {
-    let dir = Path::new(env!("CARGO_BIN_EXE_probity")).parent().unwrap().to_owned();
+    let dir = Path::new(env!("CARGO_BIN_EXE_probity"))
+        .parent()
+        .unwrap()
+        .to_owned();
     let binary = dir.join("checkout");
     if !binary.is_file() {
         let status = Command::new(env!("CARGO"))
@@ -183,9 +189,11 @@ pub fn checkout_binary() -> PathBuf {
 /// A blocking HTTP/1.1 GET: status and body (`None` when nothing answered in 5 s).
 pub fn get(url: &str) -> Option<(u16, String)> {
     let rest = url.strip_prefix("http://")?;
-    let (host, path) = rest.split_once('/').map_or((rest, "/".to_owned()), |(host, path)| {
-        (host, format!("/{path}"))
-    });
+    let (host, path) = rest
+        .split_once('/')
+        .map_or((rest, "/".to_owned()), |(host, path)| {
+            (host, format!("/{path}"))
+        });
     let mut stream = std::net::TcpStream::connect(host).ok()?;
     stream.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
     write!(
@@ -196,7 +204,9 @@ pub fn get(url: &str) -> Option<(u16, String)> {
     let mut response = String::new();
     stream.read_to_string(&mut response).ok()?;
     let status = response.split(' ').nth(1)?.parse().ok()?;
-    let body = response.split_once("\r\n\r\n").map(|(_, body)| body.to_owned())?;
+    let body = response
+        .split_once("\r\n\r\n")
+        .map(|(_, body)| body.to_owned())?;
     Some((status, body))
 }
 
