@@ -8,9 +8,6 @@
 //! to their failure fractions. Only state changes cost O(fleet); a probe that changes nothing
 //! costs O(1).
 
-use crate::kubelet::{
-    ContainerView, CrashLoopBackOff, Gate, ProbeResult, ProbeWorker, RestartDecision, SetResult,
-};
 use crate::report::{
     FaultSummary, InstanceReport, KillReason, KillRecord, LaneSpan, LaneState, Report,
 };
@@ -20,9 +17,12 @@ use crate::scenario::{
 };
 use crate::time::Millis;
 use probity::Tier;
-use probity::contract::ProbeKind;
+use probity_contract::kube::backoff::{CrashLoopBackOff, RestartDecision};
+use probity_contract::kube::prober::{ContainerView, Gate, ProbeResult, ProbeWorker, SetResult};
+use probity_contract::probe::ProbeKind;
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BinaryHeap};
+use std::time::Duration;
 
 const KINDS: [ProbeKind; 3] = [
     ProbeKind::Liveness,
@@ -648,7 +648,7 @@ impl<'a> Sim<'a> {
         });
         for k in 0..3 {
             if let Some(spec) = &self.probes[k] {
-                let phase = self.rng.u64(0..spec.period);
+                let phase = self.rng.u64(0..spec.period());
                 self.schedule(
                     phase,
                     Ev::ProbeTick {
@@ -825,7 +825,7 @@ impl<'a> Sim<'a> {
         Some(ContainerView {
             id: inst.container_id,
             running: inst.container != Container::Waiting,
-            started_at: inst.started_at,
+            started_at: at(inst.started_at),
             started: inst.started,
         })
     }
@@ -833,9 +833,9 @@ impl<'a> Sim<'a> {
     fn try_start(&mut self, i: usize) {
         let now = self.now;
         let newest = self.instances[i].last_finished;
-        match self.instances[i].backoff.decide(newest, now) {
+        match self.instances[i].backoff.decide(newest.map(at), at(now)) {
             RestartDecision::StartNow => self.start_container(i),
-            RestartDecision::WaitUntil(until) => self.schedule_retry(i, until),
+            RestartDecision::WaitUntil(until) => self.schedule_retry(i, millis(until)),
         }
     }
 
@@ -1045,7 +1045,7 @@ impl<'a> Sim<'a> {
         // The rest of the grace goes to SIGTERM, with a 2 s floor (minimumGracePeriodInSeconds).
         let after_pre_stop = grace.saturating_sub(pre_stop).max(2_000);
         let newest = self.instances[i].last_finished;
-        let decision = self.instances[i].backoff.decide(newest, now);
+        let decision = self.instances[i].backoff.decide(newest.map(at), at(now));
         let app = &self.s.app;
         let inst = &mut self.instances[i];
         inst.container = Container::Terminating;
@@ -1089,7 +1089,7 @@ impl<'a> Sim<'a> {
             Some(RestartDecision::WaitUntil(_)) => {
                 // The next sync sees this container as the newest exited one.
                 let finished = self.now;
-                let backoff = self.instances[i].backoff.current().unwrap_or(0);
+                let backoff = self.instances[i].backoff.current().map_or(0, millis);
                 self.schedule_retry(i, finished + backoff);
             }
         }
@@ -1137,7 +1137,7 @@ impl<'a> Sim<'a> {
     // ------------------------------------------------------------------------------------
 
     fn probe_tick(&mut self, i: usize, k: usize, epoch: u32) {
-        let Some(period) = self.probes[k].as_ref().map(|p| p.period) else {
+        let Some(period) = self.probes[k].as_ref().map(ProbeSpec::period) else {
             return;
         };
         if self.instances[i].clocks[k].epoch != epoch {
@@ -1162,7 +1162,7 @@ impl<'a> Sim<'a> {
     /// A manual trigger from `UpdatePodStatus` (a started container without a successful
     /// readiness result): probe now and reset the ticker.
     fn manual_readiness_trigger(&mut self, i: usize) {
-        let Some(period) = self.probes[1].as_ref().map(|p| p.period) else {
+        let Some(period) = self.probes[1].as_ref().map(ProbeSpec::period) else {
             return;
         };
         let clock = &mut self.instances[i].clocks[1];
@@ -1188,13 +1188,11 @@ impl<'a> Sim<'a> {
             return;
         };
         let view = self.view(i);
-        let mut sets: Vec<SetResult> = Vec::new();
-        let gate =
-            self.instances[i].workers[k].gate(&spec, self.now, view, &mut |set| sets.push(set));
-        for set in sets {
+        let gated = self.instances[i].workers[k].gate(&spec.timing, at(self.now), view);
+        if let Some(set) = gated.set {
             self.set_result(i, k, set);
         }
-        if gate != Gate::Probe {
+        if gated.gate != Gate::Probe {
             return;
         }
         let answer = self.respond(i, spec.handler);
@@ -1203,7 +1201,7 @@ impl<'a> Sim<'a> {
         {
             self.readiness_answered(i, answered_ok);
         }
-        let (duration, ok) = within(answer, spec.timeout);
+        let (duration, ok) = within(answer, spec.timeout());
         self.probe_requests += 1;
         let container = self.instances[i].container_id;
         if duration == 0 {
@@ -1238,7 +1236,7 @@ impl<'a> Sim<'a> {
         if self.instances[i].workers[k].container() != Some(container) {
             return;
         }
-        if let Some(set) = self.instances[i].workers[k].record(&spec, ok) {
+        if let Some(set) = self.instances[i].workers[k].record(&spec.timing, ok) {
             self.set_result(i, k, set);
         }
     }
@@ -2803,6 +2801,16 @@ fn within(answer: Option<(Millis, bool)>, timeout: Millis) -> (Millis, bool) {
         Some((latency, _)) if latency >= timeout => (timeout, false),
         Some((latency, ok)) => (latency, ok),
     }
+}
+
+/// A point in simulated time as the Kubernetes model takes it.
+fn at(time: Millis) -> Duration {
+    Duration::from_millis(time)
+}
+
+/// A Kubernetes model's time back in simulated milliseconds.
+fn millis(time: Duration) -> Millis {
+    time.as_millis() as Millis
 }
 
 fn was_never_checked(lb: &LbState) -> bool {

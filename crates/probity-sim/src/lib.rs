@@ -33,14 +33,13 @@
 //! assert!((report.fleet_error_rate - 1.0 / 3.0).abs() < 0.01);
 //! ```
 //!
-//! The models and their sources are described in `docs/simulate.md`; the kubelet rules are in
-//! [`kubelet`], each citing the Kubernetes code it follows. Runs are deterministic: the same
+//! The models and their sources are described in `docs/simulate.md`; the kubelet rules are
+//! those of [`probity_contract::kube`], each citing the Kubernetes code it follows. Runs are deterministic: the same
 //! scenario and seed give the same report, byte for byte once serialised.
 
 pub mod chart;
 pub mod engine;
 pub mod error;
-pub mod kubelet;
 pub mod report;
 pub mod scenario;
 pub mod time;

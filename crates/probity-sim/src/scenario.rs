@@ -11,7 +11,10 @@
 use crate::error::{Invalid, ScenarioError};
 use crate::time::{Millis, Span};
 use probity::Tier;
-use probity::contract::{Contract, LivenessKind, ProbeKind};
+use probity::contract::{Contract, LivenessKind};
+use probity_contract::kube;
+use probity_contract::kube::probe::ProbeTiming;
+use probity_contract::probe::ProbeKind;
 use serde::Deserialize;
 use serde::de::IgnoredAny;
 use std::collections::BTreeMap;
@@ -122,13 +125,13 @@ pub enum BackoffRequeue {
 #[allow(dead_code)] // fields accepted so a pasted spec parses; they do not affect the model
 struct ContainerFile {
     #[serde(default)]
-    liveness_probe: Option<ProbeFile>,
+    liveness_probe: Option<kube::probe::ProbeSpec>,
     #[serde(default)]
-    readiness_probe: Option<ProbeFile>,
+    readiness_probe: Option<kube::probe::ProbeSpec>,
     #[serde(default)]
-    startup_probe: Option<ProbeFile>,
+    startup_probe: Option<kube::probe::ProbeSpec>,
     #[serde(default)]
-    lifecycle: Option<LifecycleFile>,
+    lifecycle: Option<kube::termination::Lifecycle>,
     #[serde(default)]
     name: Option<IgnoredAny>,
     #[serde(default)]
@@ -153,98 +156,6 @@ struct ContainerFile {
     security_context: Option<IgnoredAny>,
     #[serde(default)]
     working_dir: Option<IgnoredAny>,
-}
-
-#[derive(Debug, Clone, Default, Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
-#[allow(dead_code)] // fields accepted so a pasted spec parses; they do not affect the model
-struct LifecycleFile {
-    #[serde(default)]
-    pre_stop: Option<PreStopFile>,
-    #[serde(default)]
-    post_start: Option<IgnoredAny>,
-    #[serde(default)]
-    stop_signal: Option<IgnoredAny>,
-}
-
-#[derive(Debug, Clone, Default, Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
-#[allow(dead_code)] // fields accepted so a pasted spec parses; they do not affect the model
-struct PreStopFile {
-    #[serde(default)]
-    sleep: Option<SleepFile>,
-    #[serde(default)]
-    exec: Option<IgnoredAny>,
-    #[serde(default)]
-    http_get: Option<IgnoredAny>,
-}
-
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct SleepFile {
-    seconds: i64,
-}
-
-/// A Kubernetes probe, field for field (`core/v1 Probe`).
-#[derive(Debug, Clone, Default, Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
-struct ProbeFile {
-    #[serde(default)]
-    http_get: Option<HttpGetFile>,
-    #[serde(default)]
-    tcp_socket: Option<TcpSocketFile>,
-    #[serde(default)]
-    grpc: Option<GrpcFile>,
-    #[serde(default)]
-    exec: Option<IgnoredAny>,
-    #[serde(default)]
-    initial_delay_seconds: Option<i64>,
-    #[serde(default)]
-    period_seconds: Option<i64>,
-    #[serde(default)]
-    timeout_seconds: Option<i64>,
-    #[serde(default)]
-    success_threshold: Option<i64>,
-    #[serde(default)]
-    failure_threshold: Option<i64>,
-    #[serde(default)]
-    termination_grace_period_seconds: Option<i64>,
-}
-
-#[derive(Debug, Clone, Default, Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
-#[allow(dead_code)] // fields accepted so a pasted spec parses; they do not affect the model
-struct HttpGetFile {
-    #[serde(default)]
-    path: Option<String>,
-    #[serde(default)]
-    port: Option<IgnoredAny>,
-    #[serde(default)]
-    host: Option<IgnoredAny>,
-    #[serde(default)]
-    scheme: Option<IgnoredAny>,
-    #[serde(default)]
-    http_headers: Option<IgnoredAny>,
-}
-
-#[derive(Debug, Clone, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-#[allow(dead_code)] // fields accepted so a pasted spec parses; they do not affect the model
-struct TcpSocketFile {
-    #[serde(default)]
-    port: Option<IgnoredAny>,
-    #[serde(default)]
-    host: Option<IgnoredAny>,
-}
-
-#[derive(Debug, Clone, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-#[allow(dead_code)] // fields accepted so a pasted spec parses; they do not affect the model
-struct GrpcFile {
-    #[serde(default)]
-    port: Option<IgnoredAny>,
-    #[serde(default)]
-    service: Option<String>,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -827,22 +738,14 @@ impl Probes {
     }
 }
 
-/// A probe with the kubelet's defaults applied (`SetDefaults_Probe`: period 10, timeout 1,
+/// A probe with the API server's defaults applied (`SetDefaults_Probe`: period 10, timeout 1,
 /// success 1, failure 3; a zero is replaced by the default).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ProbeSpec {
     /// What the probe calls.
     pub handler: Handler,
-    /// `initialDelaySeconds`, in milliseconds.
-    pub initial_delay: Millis,
-    /// `periodSeconds`, in milliseconds.
-    pub period: Millis,
-    /// `timeoutSeconds`, in milliseconds.
-    pub timeout: Millis,
-    /// `successThreshold`.
-    pub success_threshold: u32,
-    /// `failureThreshold`.
-    pub failure_threshold: u32,
+    /// Its five numbers.
+    pub timing: ProbeTiming,
     /// Probe-level `terminationGracePeriodSeconds`, in milliseconds.
     pub termination_grace: Option<Millis>,
 }
@@ -852,13 +755,19 @@ impl ProbeSpec {
     pub fn http(endpoint: usize) -> Self {
         ProbeSpec {
             handler: Handler::Http { endpoint },
-            initial_delay: 0,
-            period: 10_000,
-            timeout: 1_000,
-            success_threshold: 1,
-            failure_threshold: 3,
+            timing: ProbeTiming::default(),
             termination_grace: None,
         }
+    }
+
+    /// `periodSeconds`, in milliseconds.
+    pub fn period(&self) -> Millis {
+        self.timing.period.as_millis() as Millis
+    }
+
+    /// `timeoutSeconds`, in milliseconds.
+    pub fn timeout(&self) -> Millis {
+        self.timing.timeout.as_millis() as Millis
     }
 }
 
@@ -1341,16 +1250,11 @@ fn validate(raw: ScenarioFile, base: &Path) -> Checked<Scenario> {
             ),
         ));
     };
-    let termination_grace = match raw.fleet.termination_grace_period_seconds {
-        None => 30_000,
-        Some(seconds) if seconds >= 0 => seconds as u64 * 1000,
-        Some(_) => {
-            return Err(Invalid::new(
-                "fleet.terminationGracePeriodSeconds",
-                "must be ≥ 0",
-            ));
-        }
-    };
+    let termination_grace =
+        kube::termination::pod_grace_period(raw.fleet.termination_grace_period_seconds)
+            .map_err(|violation| violation.under("fleet"))
+            .map_err(Invalid::from)?
+            .as_millis() as Millis;
     let fleet = Fleet {
         replicas,
         names,
@@ -1585,15 +1489,17 @@ fn validate(raw: ScenarioFile, base: &Path) -> Checked<Scenario> {
     };
 
     // Probes.
-    let probe =
-        |file: &Option<ProbeFile>, kind: ProbeKind, field: &str| -> Checked<Option<ProbeSpec>> {
-            match file {
-                None => Ok(None),
-                Some(file) => {
-                    checked_probe(file, kind, field, &endpoint_index, &app.endpoints).map(Some)
-                }
+    let probe = |file: &Option<kube::probe::ProbeSpec>,
+                 kind: ProbeKind,
+                 field: &str|
+     -> Checked<Option<ProbeSpec>> {
+        match file {
+            None => Ok(None),
+            Some(file) => {
+                checked_probe(file, kind, field, &endpoint_index, &app.endpoints).map(Some)
             }
-        };
+        }
+    };
     let probes = Probes {
         liveness: probe(
             &raw.container.liveness_probe,
@@ -1616,23 +1522,16 @@ fn validate(raw: ScenarioFile, base: &Path) -> Checked<Scenario> {
         .lifecycle
         .as_ref()
         .and_then(|lifecycle| lifecycle.pre_stop.as_ref())
-        .and_then(|pre_stop| pre_stop.sleep.as_ref())
     {
         None => 0,
-        Some(sleep) if sleep.seconds >= 0 => sleep.seconds as u64 * 1000,
-        Some(_) => {
-            return Err(Invalid::new(
-                "container.lifecycle.preStop.sleep.seconds",
-                "must be ≥ 0",
-            ));
+        Some(pre_stop) => {
+            let grace_seconds = (termination_grace / 1000) as i64;
+            if let Some(violation) = pre_stop.validate(grace_seconds).into_iter().next() {
+                return Err(violation.under("container.lifecycle.preStop").into());
+            }
+            pre_stop.known_duration().as_millis() as Millis
         }
     };
-    if pre_stop_sleep > termination_grace {
-        return Err(Invalid::new(
-            "container.lifecycle.preStop.sleep.seconds",
-            "must not exceed terminationGracePeriodSeconds (the API server rejects it)",
-        ));
-    }
 
     // Requests.
     let requests = {
@@ -2253,12 +2152,18 @@ fn import_contract(
     }
     for endpoint in &contract.endpoints {
         let mut names = endpoint.checks.clone();
-        if endpoint.probe == ProbeKind::Readiness {
+        // probity's own probe kind, until the runtime speaks probity-contract's.
+        let probe = match endpoint.probe {
+            probity::contract::ProbeKind::Liveness => ProbeKind::Liveness,
+            probity::contract::ProbeKind::Readiness => ProbeKind::Readiness,
+            probity::contract::ProbeKind::Startup => ProbeKind::Startup,
+        };
+        if probe == ProbeKind::Readiness {
             // probity's readiness also fails until boot completes and once SIGTERM arrives.
             names.push("boot".into());
             names.push("shutdown".into());
         }
-        if endpoint.probe == ProbeKind::Startup && names.is_empty() {
+        if probe == ProbeKind::Startup && names.is_empty() {
             names.push("boot".into());
         }
         for name in &names {
@@ -2299,133 +2204,77 @@ fn import_contract(
 }
 
 fn checked_probe(
-    file: &ProbeFile,
+    file: &kube::probe::ProbeSpec,
     kind: ProbeKind,
     field: &str,
     endpoint_index: &BTreeMap<String, usize>,
     endpoints: &[Endpoint],
 ) -> Checked<ProbeSpec> {
-    // Exactly one handler ("may not specify more than 1 handler type", validation.go).
-    let handlers = [
-        file.http_get.is_some(),
-        file.tcp_socket.is_some(),
-        file.grpc.is_some(),
-        file.exec.is_some(),
-    ]
-    .iter()
-    .filter(|present| **present)
-    .count();
-    if handlers == 0 {
-        return Err(Invalid::new(
-            field,
-            "must specify a handler type (httpGet, tcpSocket, grpc or exec)",
-        ));
-    }
-    if handlers > 1 {
-        return Err(Invalid::new(
-            field,
-            "may not specify more than 1 handler type",
-        ));
-    }
+    // What the API server would reject first (validation.go), in its words.
+    let resolved = file
+        .resolve(kind)
+        .map_err(|violation| Invalid::from(violation.under(field)))?;
     let known = || list_or_none(&endpoints.iter().map(|e| e.path.clone()).collect::<Vec<_>>());
-    let handler = if let Some(http) = &file.http_get {
-        let path = http.path.clone().unwrap_or_else(|| "/".into());
-        let path = path.split('?').next().unwrap_or("/").to_string();
-        match endpoint_index.get(&path) {
-            Some(&endpoint) => Handler::Http { endpoint },
-            None => {
-                return Err(Invalid::new(
-                    format!("{field}.httpGet.path"),
-                    format!(
-                        "no endpoint `{path}` in app.endpoints (declared: {}); say what it checks there",
-                        known()
-                    ),
-                ));
+    let handler = match &resolved.handler {
+        kube::probe::Handler::HttpGet { path, .. } => {
+            let path = path.split('?').next().unwrap_or("/").to_string();
+            match endpoint_index.get(&path) {
+                Some(&endpoint) => Handler::Http { endpoint },
+                None => {
+                    return Err(Invalid::new(
+                        format!("{field}.httpGet.path"),
+                        format!(
+                            "no endpoint `{path}` in app.endpoints (declared: {}); say what it checks there",
+                            known()
+                        ),
+                    ));
+                }
             }
         }
-    } else if file.tcp_socket.is_some() {
-        Handler::Tcp
-    } else if let Some(grpc) = &file.grpc {
-        let service = grpc.service.clone().unwrap_or_default();
-        let path = format!("grpc:{service}");
-        match endpoint_index.get(&path) {
-            Some(&endpoint) => Handler::Http { endpoint },
-            None => {
-                return Err(Invalid::new(
-                    format!("{field}.grpc.service"),
-                    format!(
-                        "no endpoint `{path}` in app.endpoints (declared: {})",
-                        known()
-                    ),
-                ));
+        kube::probe::Handler::TcpSocket { .. } => Handler::Tcp,
+        kube::probe::Handler::Grpc { service, .. } => {
+            let path = format!("grpc:{service}");
+            match endpoint_index.get(&path) {
+                Some(&endpoint) => Handler::Http { endpoint },
+                None => {
+                    return Err(Invalid::new(
+                        format!("{field}.grpc.service"),
+                        format!(
+                            "no endpoint `{path}` in app.endpoints (declared: {})",
+                            known()
+                        ),
+                    ));
+                }
             }
         }
-    } else {
-        return Err(Invalid::new(
-            format!("{field}.exec"),
-            "exec probes run a command the simulator cannot model; describe the probe with httpGet or tcpSocket and the endpoint under app.endpoints",
-        ));
+        kube::probe::Handler::Exec { .. } => {
+            return Err(Invalid::new(
+                format!("{field}.exec"),
+                "exec probes run a command the simulator cannot model; describe the probe with httpGet or tcpSocket and the endpoint under app.endpoints",
+            ));
+        }
     };
-
-    let seconds = |value: Option<i64>, name: &str, default: u64| -> Checked<u64> {
-        match value {
-            None | Some(0) => Ok(default),
-            Some(v) if v < 0 => Err(Invalid::new(
-                format!("{field}.{name}"),
-                "must be greater than or equal to 0",
-            )),
-            Some(v) if v > 86_400 => Err(Invalid::new(
+    // The simulator's own bound: a probe period or timeout longer than a day is not a
+    // probe anyone runs, and would only make runs slow.
+    for (name, value) in [
+        ("initialDelaySeconds", file.initial_delay_seconds),
+        ("periodSeconds", file.period_seconds),
+        ("timeoutSeconds", file.timeout_seconds),
+        ("successThreshold", file.success_threshold),
+        ("failureThreshold", file.failure_threshold),
+    ] {
+        if value.is_some_and(|value| value > 86_400) {
+            return Err(Invalid::new(
                 format!("{field}.{name}"),
                 "more than a day cannot be simulated",
-            )),
-            Some(v) => Ok(v as u64),
-        }
-    };
-    // SetDefaults_Probe: 0 becomes the default (pkg/apis/core/v1/defaults.go).
-    let initial_delay = match file.initial_delay_seconds {
-        Some(v) if v < 0 => {
-            return Err(Invalid::new(
-                format!("{field}.initialDelaySeconds"),
-                "must be greater than or equal to 0",
             ));
         }
-        Some(v) => v as u64,
-        None => 0,
-    };
-    let period = seconds(file.period_seconds, "periodSeconds", 10)?;
-    let timeout = seconds(file.timeout_seconds, "timeoutSeconds", 1)?;
-    let success_threshold = seconds(file.success_threshold, "successThreshold", 1)? as u32;
-    let failure_threshold = seconds(file.failure_threshold, "failureThreshold", 3)? as u32;
-    if success_threshold != 1 && kind != ProbeKind::Readiness {
-        // validation.go: successThreshold "must be 1" for liveness and startup probes.
-        return Err(Invalid::new(
-            format!("{field}.successThreshold"),
-            "must be 1",
-        ));
     }
-    let termination_grace = match file.termination_grace_period_seconds {
-        None => None,
-        Some(_) if kind == ProbeKind::Readiness => {
-            return Err(Invalid::new(
-                format!("{field}.terminationGracePeriodSeconds"),
-                "must not be set for readinessProbes",
-            ));
-        }
-        Some(v) if v <= 0 => {
-            return Err(Invalid::new(
-                format!("{field}.terminationGracePeriodSeconds"),
-                "must be greater than 0",
-            ));
-        }
-        Some(v) => Some(v as u64 * 1000),
-    };
     Ok(ProbeSpec {
         handler,
-        initial_delay: initial_delay * 1000,
-        period: period * 1000,
-        timeout: timeout * 1000,
-        success_threshold,
-        failure_threshold,
-        termination_grace,
+        timing: resolved.timing,
+        termination_grace: resolved
+            .termination_grace_period
+            .map(|grace| grace.as_millis() as Millis),
     })
 }

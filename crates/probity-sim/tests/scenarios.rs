@@ -68,8 +68,8 @@ fn malformed_scenarios_name_file_field_and_reason() {
         ),
         (
             "{ httpGet: { path: /livez, port: 8080 } }",
-            "{ httpGet: { path: /livez }, tcpSocket: { port: 8080 } }",
-            "container.livenessProbe",
+            "{ httpGet: { path: /livez, port: 8080 }, tcpSocket: { port: 8080 } }",
+            "container.livenessProbe.tcpSocket",
             "more than 1 handler",
         ),
         (
