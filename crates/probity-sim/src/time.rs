@@ -53,7 +53,7 @@ impl Span {
 
     /// A duration the simulator can count: whole milliseconds.
     fn from_duration(duration: Duration, written: &str) -> Result<Self, String> {
-        if duration.subsec_nanos() % 1_000_000 != 0 {
+        if !duration.subsec_nanos().is_multiple_of(1_000_000) {
             return Err(format!(
                 "`{written}`: the simulator counts whole milliseconds"
             ));
