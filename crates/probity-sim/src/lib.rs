@@ -38,7 +38,7 @@
 //! scenario and seed give the same report, byte for byte once serialised.
 
 pub mod chart;
-pub mod engine;
+mod engine;
 pub mod error;
 pub mod report;
 pub mod scenario;

@@ -717,7 +717,7 @@ pub struct KubeletSettings {
 }
 
 /// The three probes of the container.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Copy, Default)]
 pub struct Probes {
     /// `livenessProbe`.
     pub liveness: Option<ProbeSpec>,
@@ -740,7 +740,7 @@ impl Probes {
 
 /// A probe with the API server's defaults applied (`SetDefaults_Probe`: period 10, timeout 1,
 /// success 1, failure 3; a zero is replaced by the default).
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ProbeSpec {
     /// What the probe calls.
     pub handler: Handler,
@@ -945,54 +945,11 @@ pub enum Routing {
         propagation: Millis,
     },
     /// HAProxy with `check` on every server.
-    Haproxy {
-        /// The endpoint the check calls.
-        check: Handler,
-        /// `inter`.
-        inter: Millis,
-        /// `fastinter`.
-        fastinter: Millis,
-        /// `downinter`.
-        downinter: Millis,
-        /// `rise`.
-        rise: u32,
-        /// `fall`.
-        fall: u32,
-        /// The check timeout (`timeout check`, else `inter`).
-        timeout: Millis,
-    },
+    Haproxy(HaproxySettings),
     /// Envoy with active health checking.
-    Envoy {
-        /// The endpoint the health check calls.
-        check: Handler,
-        /// `interval`.
-        interval: Millis,
-        /// `timeout`.
-        timeout: Millis,
-        /// `unhealthy_threshold`.
-        unhealthy_threshold: u32,
-        /// `healthy_threshold`.
-        healthy_threshold: u32,
-        /// `healthy_panic_threshold`, in percent.
-        panic_threshold: f64,
-        /// Outlier detection, when configured.
-        outlier: Option<Outlier>,
-    },
+    Envoy(EnvoySettings),
     /// An AWS Application Load Balancer target group.
-    Alb {
-        /// The health-check path's endpoint.
-        check: Handler,
-        /// `HealthCheckIntervalSeconds`.
-        interval: Millis,
-        /// `HealthCheckTimeoutSeconds`.
-        timeout: Millis,
-        /// `HealthyThresholdCount`.
-        healthy_threshold: u32,
-        /// `UnhealthyThresholdCount`.
-        unhealthy_threshold: u32,
-        /// Load-balancer nodes; each checks every target.
-        nodes: u32,
-    },
+    Alb(AlbSettings),
     /// Consistent hashing by user over a ring of pods.
     ConsistentHash {
         /// Points per pod on the ring.
@@ -1004,14 +961,69 @@ pub enum Routing {
     },
 }
 
+/// HAProxy's check settings.
+#[derive(Debug, Clone, Copy)]
+pub struct HaproxySettings {
+    /// The endpoint the check calls.
+    pub check: Handler,
+    /// `inter`.
+    pub inter: Millis,
+    /// `fastinter`.
+    pub fastinter: Millis,
+    /// `downinter`.
+    pub downinter: Millis,
+    /// `rise`.
+    pub rise: u32,
+    /// `fall`.
+    pub fall: u32,
+    /// The check timeout (`timeout check`, else `inter`).
+    pub timeout: Millis,
+}
+
+/// Envoy's active health checking, panic threshold and outlier detection.
+#[derive(Debug, Clone, Copy)]
+pub struct EnvoySettings {
+    /// The endpoint the health check calls.
+    pub check: Handler,
+    /// `interval`.
+    pub interval: Millis,
+    /// `timeout`.
+    pub timeout: Millis,
+    /// `unhealthy_threshold`.
+    pub unhealthy_threshold: u32,
+    /// `healthy_threshold`.
+    pub healthy_threshold: u32,
+    /// `healthy_panic_threshold`, in percent.
+    pub panic_threshold: f64,
+    /// Outlier detection, when configured.
+    pub outlier: Option<Outlier>,
+}
+
+/// An ALB target group's health check.
+#[derive(Debug, Clone, Copy)]
+pub struct AlbSettings {
+    /// The health-check path's endpoint.
+    pub check: Handler,
+    /// `HealthCheckIntervalSeconds`.
+    pub interval: Millis,
+    /// `HealthCheckTimeoutSeconds`.
+    pub timeout: Millis,
+    /// `HealthyThresholdCount`.
+    pub healthy_threshold: u32,
+    /// `UnhealthyThresholdCount`.
+    pub unhealthy_threshold: u32,
+    /// Load-balancer nodes; each checks every target.
+    pub nodes: u32,
+}
+
 impl Routing {
     /// A short name for reports.
     pub fn name(&self) -> &'static str {
         match self {
             Routing::KubernetesService { .. } => "kubernetes-service",
-            Routing::Haproxy { .. } => "haproxy",
-            Routing::Envoy { .. } => "envoy",
-            Routing::Alb { .. } => "alb",
+            Routing::Haproxy(_) => "haproxy",
+            Routing::Envoy(_) => "envoy",
+            Routing::Alb(_) => "alb",
             Routing::ConsistentHash { .. } => "consistent-hash",
         }
     }
@@ -1103,6 +1115,17 @@ pub enum FaultKind {
 }
 
 impl FaultKind {
+    /// The dependency a fault on a shared dependency is about (an outage, a slow or a
+    /// flapping dependency); `None` for faults in one pod and operator actions.
+    pub fn shared_dependency(&self) -> Option<usize> {
+        match self {
+            FaultKind::DependencyOutage { dependency, .. }
+            | FaultKind::SlowDependency { dependency, .. }
+            | FaultKind::FlappingDependency { dependency, .. } => Some(*dependency),
+            _ => None,
+        }
+    }
+
     /// Whether this is an operator action rather than a fault.
     pub fn is_operator_action(&self) -> bool {
         matches!(
@@ -1645,7 +1668,7 @@ fn validate(raw: ScenarioFile, base: &Path) -> Checked<Scenario> {
             positive(*inter, "routing.inter")?;
             at_least_one(*rise, "routing.rise")?;
             at_least_one(*fall, "routing.fall")?;
-            Routing::Haproxy {
+            Routing::Haproxy(HaproxySettings {
                 check: lb_handler(check_path, "routing.check_path")?,
                 inter: inter.as_millis(),
                 fastinter: fastinter.unwrap_or(*inter).as_millis().max(1),
@@ -1653,7 +1676,7 @@ fn validate(raw: ScenarioFile, base: &Path) -> Checked<Scenario> {
                 rise: *rise,
                 fall: *fall,
                 timeout: timeout_check.unwrap_or(*inter).as_millis().max(1),
-            }
+            })
         }
         RoutingFile::Envoy {
             check_path,
@@ -1698,7 +1721,7 @@ fn validate(raw: ScenarioFile, base: &Path) -> Checked<Scenario> {
                     })
                 }
             };
-            Routing::Envoy {
+            Routing::Envoy(EnvoySettings {
                 check: lb_handler(check_path, "routing.check_path")?,
                 interval: interval.as_millis(),
                 timeout: timeout.as_millis(),
@@ -1706,7 +1729,7 @@ fn validate(raw: ScenarioFile, base: &Path) -> Checked<Scenario> {
                 healthy_threshold: *healthy_threshold,
                 panic_threshold: *panic_threshold,
                 outlier,
-            }
+            })
         }
         RoutingFile::Alb {
             check_path,
@@ -1739,14 +1762,14 @@ fn validate(raw: ScenarioFile, base: &Path) -> Checked<Scenario> {
                 }
             }
             at_least_one(*nodes, "routing.nodes")?;
-            Routing::Alb {
+            Routing::Alb(AlbSettings {
                 check: lb_handler(check_path, "routing.check_path")?,
                 interval: interval.as_millis(),
                 timeout: timeout.as_millis(),
                 healthy_threshold: *healthy_threshold,
                 unhealthy_threshold: *unhealthy_threshold,
                 nodes: *nodes,
-            }
+            })
         }
         RoutingFile::ConsistentHash {
             virtual_nodes,

@@ -1,0 +1,171 @@
+//! Envoy with active health checking, its panic threshold and outlier detection.
+//!
+//! Sources: `api/envoy/config/core/v3/health_check.proto`,
+//! `docs/root/intro/arch_overview/upstream/{health_checking,outlier,load_balancing/panic_threshold}.rst`.
+//! - With a health checker, new hosts start unhealthy (`FAILED_ACTIVE_HC`); "during startup,
+//!   only a single successful health check is required to mark a host healthy";
+//! - a status outside the expected ones (200) marks a host unhealthy at once; timeouts count
+//!   toward `unhealthy_threshold`;
+//! - below `healthy_panic_threshold` percent of hosts available, Envoy balances over every
+//!   host, healthy or not; with none healthy and panic off, "no healthy upstream";
+//! - consecutive-5xx ejection is inline, lasts `base_ejection_time × times ejected` up to
+//!   `max_ejection_time`, at most `max_ejection_percent` of hosts (but always one), and a
+//!   successful active check unejects the host.
+
+use super::{CheckResult, CheckRuns, HealthCheck, Router};
+use crate::engine::traffic::Split;
+use crate::scenario::EnvoySettings;
+use crate::time::Millis;
+
+/// Envoy in front of the pods.
+#[derive(Debug)]
+pub(crate) struct Envoy {
+    settings: EnvoySettings,
+    hosts: Vec<Host>,
+    ejected: usize,
+}
+
+#[derive(Debug, Clone, Copy, Default)]
+struct Host {
+    checks: CheckRuns,
+    ejected: bool,
+    ejections: u32,
+    ejection_epoch: u32,
+    ejection_pending: bool,
+}
+
+impl Envoy {
+    /// Envoy over `pods` hosts.
+    pub(crate) fn new(pods: usize, settings: EnvoySettings) -> Self {
+        Envoy {
+            settings,
+            hosts: vec![Host::default(); pods],
+            ejected: 0,
+        }
+    }
+
+    fn set_ejected(&mut self, pod: usize, ejected: bool) {
+        let host = &mut self.hosts[pod];
+        if host.ejected != ejected {
+            host.ejected = ejected;
+            if ejected {
+                self.ejected += 1;
+            } else {
+                self.ejected -= 1;
+            }
+        }
+    }
+}
+
+impl Router for Envoy {
+    fn name(&self) -> &'static str {
+        "envoy"
+    }
+
+    fn healthy(&self, pod: usize) -> bool {
+        let host = &self.hosts[pod];
+        host.checks.healthy && !host.ejected
+    }
+
+    fn split(&self, members: usize, pods: usize) -> Split {
+        let healthy_percent = 100.0 * members as f64 / pods as f64;
+        if healthy_percent < self.settings.panic_threshold {
+            Split::Everyone // panic: balance across every host, healthy or not
+        } else if members == 0 {
+            Split::Rejected // "no healthy upstream"
+        } else {
+            Split::Members
+        }
+    }
+
+    fn health_check(&self) -> Option<HealthCheck> {
+        Some(HealthCheck {
+            handler: self.settings.check,
+            timeout: self.settings.timeout,
+            checkers: 1,
+            interval: self.settings.interval,
+        })
+    }
+
+    fn start_checking(&mut self, pod: usize, steady: bool) {
+        self.hosts[pod].checks.healthy = steady;
+    }
+
+    fn check_epoch(&self, pod: usize) -> u32 {
+        self.hosts[pod].checks.epoch
+    }
+
+    fn begin_check(&mut self, pod: usize) -> u32 {
+        self.hosts[pod].checks.epoch += 1;
+        self.hosts[pod].checks.epoch
+    }
+
+    fn record_check(&mut self, pod: usize, result: CheckResult) -> Millis {
+        let settings = self.settings;
+        let host = &mut self.hosts[pod];
+        let never_checked = host.checks.health == 0;
+        host.checks.count(result.success);
+        if result.success {
+            let at_startup = host.ejections == 0 && !host.ejected && never_checked;
+            if !host.checks.healthy
+                && (host.checks.successes >= settings.healthy_threshold || at_startup)
+            {
+                host.checks.healthy = true;
+            }
+            // A successful active check unejects the host.
+            if host.ejected {
+                host.ejection_epoch += 1;
+                self.set_ejected(pod, false);
+            }
+        } else if result.definitive || host.checks.failures >= settings.unhealthy_threshold {
+            host.checks.healthy = false;
+        }
+        self.hosts[pod].checks.health = 1;
+        settings.interval
+    }
+
+    fn eject_after(&mut self, pod: usize, requests_per_second: f64) -> Option<(Millis, u32)> {
+        let outlier = self.settings.outlier?;
+        let host = &mut self.hosts[pod];
+        if host.ejected || host.ejection_pending {
+            return None;
+        }
+        host.ejection_pending = true;
+        let wait = (f64::from(outlier.consecutive_5xx) / requests_per_second * 1000.0).ceil();
+        Some((wait as Millis, host.ejection_epoch))
+    }
+
+    fn eject(&mut self, pod: usize, epoch: u32) -> Option<(Millis, u32)> {
+        let outlier = self.settings.outlier?;
+        let pods = self.hosts.len();
+        let host = &mut self.hosts[pod];
+        if host.ejection_epoch != epoch || host.ejected {
+            return None;
+        }
+        host.ejection_pending = false;
+        // max_ejection_percent, but at least one host is always ejectable.
+        let allowed = ((outlier.max_ejection_percent / 100.0) * pods as f64)
+            .floor()
+            .max(1.0) as usize;
+        if self.ejected >= allowed {
+            return None;
+        }
+        let host = &mut self.hosts[pod];
+        host.ejections += 1;
+        host.ejection_epoch += 1;
+        let lasts = (outlier.base_ejection_time * u64::from(host.ejections))
+            .min(outlier.max_ejection_time);
+        let epoch = host.ejection_epoch;
+        self.set_ejected(pod, true);
+        Some((lasts, epoch))
+    }
+
+    fn eject_end(&mut self, pod: usize, epoch: u32) -> bool {
+        let host = &self.hosts[pod];
+        if host.ejection_epoch != epoch || !host.ejected {
+            return false;
+        }
+        self.set_ejected(pod, false);
+        true
+    }
+}
