@@ -51,7 +51,17 @@ pub use scenario::{Format, Scenario};
 /// Runs a scenario with a seed. The seed decides probe ticker phases, poll jitter, flaky
 /// dependency outcomes and everything else left to chance.
 pub fn simulate(scenario: &Scenario, seed: u64) -> Report {
-    engine::run(scenario, seed)
+    engine::run(scenario, seed, &mut |_| {})
+}
+
+/// Runs a scenario like [`simulate`], telling `progress` the simulated time reached (in
+/// milliseconds) every few tens of thousands of events, for a progress display.
+pub fn simulate_with_progress(
+    scenario: &Scenario,
+    seed: u64,
+    progress: &mut dyn FnMut(time::Millis),
+) -> Report {
+    engine::run(scenario, seed, progress)
 }
 
 /// The seed a scenario runs with: the caller's, else the file's, else 1.

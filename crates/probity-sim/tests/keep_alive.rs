@@ -231,7 +231,7 @@ fn keep_alive_values_are_checked() {
             "clients: 30,",
             "clients: -3,",
             "requests.keep_alive.clients",
-            "invalid value",
+            "a whole number, 0 or more",
         ),
         (
             "{ clients: 30, connection_lifetime: 60s }",

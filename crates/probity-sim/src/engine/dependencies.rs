@@ -134,8 +134,11 @@ impl Sim<'_> {
                 return (0, false);
             }
             if let Some(size) = self.scenario.app.pool_size
-                && process.inflight.iter().filter(|(_, on)| usize::from(*on) == dependency).count()
-                    as u32
+                && process
+                    .inflight
+                    .iter()
+                    .filter(|(_, on)| usize::from(*on) == dependency)
+                    .count() as u32
                     >= size
             {
                 return (spec.connect_timeout, false);

@@ -157,7 +157,9 @@ impl Sim<'_> {
             // REJECT: connection refused; the client tries again at its next request.
             (None, false, now + gap)
         } else {
-            let pod = connections.members.select(connections.rng.usize(0..members));
+            let pod = connections
+                .members
+                .select(connections.rng.usize(0..members));
             let state = &self.pods[pod];
             let closes = close_when_unready
                 && state
@@ -230,13 +232,8 @@ impl Sim<'_> {
                 entry.ends_at = leaves_at;
                 entry.epoch += 1;
                 let epoch = entry.epoch;
-                self.queue.schedule(
-                    leaves_at,
-                    Event::ConnectionEnd {
-                        connection,
-                        epoch,
-                    },
-                );
+                self.queue
+                    .schedule(leaves_at, Event::ConnectionEnd { connection, epoch });
             }
         }
     }
@@ -316,7 +313,9 @@ mod tests {
         assert_eq!(picked, [1, 3, 4, 8]);
         members.set(3, false);
         members.set(0, true);
-        let picked: Vec<usize> = (0..members.count()).map(|rank| members.select(rank)).collect();
+        let picked: Vec<usize> = (0..members.count())
+            .map(|rank| members.select(rank))
+            .collect();
         assert_eq!(picked, [0, 1, 4, 8]);
     }
 }

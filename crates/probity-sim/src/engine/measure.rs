@@ -67,7 +67,13 @@ impl Measurements {
 
     /// The traffic of `[from, to)`: `rate_per_ms` requests per millisecond, `failure` of them
     /// failing, added to the buckets it falls in.
-    pub(super) fn record_traffic(&mut self, from: Millis, to: Millis, rate_per_ms: f64, failure: f64) {
+    pub(super) fn record_traffic(
+        &mut self,
+        from: Millis,
+        to: Millis,
+        rate_per_ms: f64,
+        failure: f64,
+    ) {
         let resolution = self.resolution;
         let mut time = from;
         while time < to {
@@ -160,7 +166,13 @@ impl Sim<'_> {
         let series: Vec<f64> = measure
             .buckets
             .iter()
-            .map(|(requests, failed)| if *requests > 0.0 { failed / requests } else { 0.0 })
+            .map(|(requests, failed)| {
+                if *requests > 0.0 {
+                    failed / requests
+                } else {
+                    0.0
+                }
+            })
             .collect();
         let bucket_of = |time: Millis| (time / resolution) as usize;
 
@@ -205,10 +217,12 @@ impl Sim<'_> {
             ),
         };
         let last_bucket = measure.buckets.len() - 1;
-        let (window_requests, window_failed) = measure.buckets
-            [bucket_of(from).min(last_bucket)..bucket_of(to.saturating_sub(1)).min(last_bucket) + 1]
+        let (window_requests, window_failed) = measure.buckets[bucket_of(from).min(last_bucket)
+            ..bucket_of(to.saturating_sub(1)).min(last_bucket) + 1]
             .iter()
-            .fold((0.0, 0.0), |sum, bucket| (sum.0 + bucket.0, sum.1 + bucket.1));
+            .fold((0.0, 0.0), |sum, bucket| {
+                (sum.0 + bucket.0, sum.1 + bucket.1)
+            });
         let fleet_error_rate = if window_requests > 0.0 {
             window_failed / window_requests
         } else {

@@ -44,19 +44,16 @@ use router::{CheckResult, Router};
 use std::time::Duration;
 use traffic::{Split, Traffic};
 
-/// Runs a scenario with a seed and returns what it measured.
-pub(crate) fn run(scenario: &Scenario, seed: u64) -> Report {
+/// Runs a scenario with a seed and returns what it measured. `progress` hears the
+/// simulated time reached, now and then (every few tens of thousands of events).
+pub(crate) fn run(scenario: &Scenario, seed: u64, progress: &mut dyn FnMut(Millis)) -> Report {
     let mut sim = Sim::new(scenario, seed);
-    sim.run();
+    sim.run(progress);
     sim.report()
 }
 
-/// Runs a scenario and returns the report and the number of events the run scheduled.
-pub(crate) fn run_counting(scenario: &Scenario, seed: u64) -> (Report, u64) {
-    let mut sim = Sim::new(scenario, seed);
-    sim.run();
-    (sim.report(), sim.queue.scheduled())
-}
+/// Events between two progress calls.
+const PROGRESS_EVERY: u32 = 1 << 16;
 
 /// A point in simulated time as the Kubernetes model takes it.
 fn at(time: Millis) -> Duration {
@@ -156,10 +153,11 @@ impl<'a> Sim<'a> {
         }
     }
 
-    fn run(&mut self) {
+    fn run(&mut self, progress: &mut dyn FnMut(Millis)) {
         self.init_fleet();
         self.schedule_faults();
         let end = self.scenario.duration;
+        let mut until_progress = PROGRESS_EVERY;
         while let Some(next) = self.queue.next_time() {
             if self.unsettled && next > self.traffic.last {
                 // The instant is over: settle it before time moves on. Settling may schedule
@@ -176,6 +174,11 @@ impl<'a> Sim<'a> {
             self.advance(time);
             self.now = time;
             self.handle(event);
+            until_progress -= 1;
+            if until_progress == 0 {
+                until_progress = PROGRESS_EVERY;
+                progress(time);
+            }
         }
         if self.unsettled {
             self.settle();
@@ -208,7 +211,9 @@ impl<'a> Sim<'a> {
     fn handle(&mut self, event: Event) {
         let kind = |slot: u8| ProbeKind::ALL[usize::from(slot)];
         match event {
-            Event::ProbeTick { pod, slot, epoch } => self.probe_tick(pod as usize, kind(slot), epoch),
+            Event::ProbeTick { pod, slot, epoch } => {
+                self.probe_tick(pod as usize, kind(slot), epoch)
+            }
             Event::ProbeDone {
                 pod,
                 slot,
@@ -361,7 +366,8 @@ impl<'a> Sim<'a> {
     /// Integrates the traffic up to `to`.
     fn advance(&mut self, to: Millis) {
         let measure = &mut self.measure;
-        self.traffic
-            .advance(to, |from, to, rate, failure| measure.record_traffic(from, to, rate, failure));
+        self.traffic.advance(to, |from, to, rate, failure| {
+            measure.record_traffic(from, to, rate, failure)
+        });
     }
 }

@@ -199,16 +199,18 @@ impl Passive {
             .iter()
             .enumerate()
             .filter(|(check, _)| polled[*check])
-            .filter_map(|(check, spec)| match (spec.target, spec.passive_failure_threshold) {
-                (CheckTarget::Dependency(dependency), Some(threshold)) if threshold > 0 => {
-                    Some(PassiveCheck {
-                        check,
-                        dependency,
-                        threshold,
-                    })
-                }
-                _ => None,
-            })
+            .filter_map(
+                |(check, spec)| match (spec.target, spec.passive_failure_threshold) {
+                    (CheckTarget::Dependency(dependency), Some(threshold)) if threshold > 0 => {
+                        Some(PassiveCheck {
+                            check,
+                            dependency,
+                            threshold,
+                        })
+                    }
+                    _ => None,
+                },
+            )
             .collect();
         Passive {
             checks,
@@ -344,27 +346,6 @@ impl Sim<'_> {
         });
     }
 
-    /// The split's kind changed, so another share clock is in force: every run is re-timed.
-    pub(super) fn retime_passive(&mut self) {
-        if self.passive.checks.is_empty() {
-            return;
-        }
-        let (unit, everyone) = self.share_clocks();
-        self.passive.due.clear();
-        for pod in 0..self.pods.len() {
-            let Some(state) = self.pods[pod].process.as_mut() else {
-                continue;
-            };
-            for run in &mut state.passive {
-                run.account(unit, everyone);
-                run.epoch += 1;
-            }
-            for passive in 0..self.passive.checks.len() {
-                self.time_passive_run(pod, passive);
-            }
-        }
-    }
-
     /// Schedules the real time of the earliest run due, at the share clock's current rate.
     pub(super) fn schedule_passive_due(&mut self) {
         while let Some(top) = self.passive.due.peek() {
@@ -372,7 +353,8 @@ impl Sim<'_> {
                 .process
                 .as_ref()
                 .is_some_and(|state| {
-                    state.id == top.process && state.passive[top.passive as usize].epoch == top.epoch
+                    state.id == top.process
+                        && state.passive[top.passive as usize].epoch == top.epoch
                 });
             if current {
                 break;
@@ -417,9 +399,7 @@ impl Sim<'_> {
         let (unit, everyone) = self.share_clocks();
         let now = self.now;
         let fell = match self.pods[pod].process.as_mut() {
-            Some(state)
-                if state.id == top.process && state.passive[passive].epoch == top.epoch =>
-            {
+            Some(state) if state.id == top.process && state.passive[passive].epoch == top.epoch => {
                 let run = &mut state.passive[passive];
                 run.account(unit, everyone);
                 run.reset = false;

@@ -88,7 +88,10 @@ impl Pod {
     /// Whether the pod accepts connections (else a connect is refused, or reset).
     pub(super) fn accepts(&self) -> bool {
         self.container != Container::Waiting
-            && self.process.as_ref().is_some_and(|process| process.listening)
+            && self
+                .process
+                .as_ref()
+                .is_some_and(|process| process.listening)
     }
 
     /// Whether its app is still booting.

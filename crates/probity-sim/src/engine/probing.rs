@@ -145,7 +145,8 @@ impl Sim<'_> {
             return;
         };
         let view = self.container_view(pod);
-        let gated = self.pods[pod].probes.workers[slot(kind)].gate(&probe.timing, at(self.now), view);
+        let gated =
+            self.pods[pod].probes.workers[slot(kind)].gate(&probe.timing, at(self.now), view);
         if let Some(set) = gated.set {
             self.set_result(pod, kind, set);
         }
@@ -178,7 +179,13 @@ impl Sim<'_> {
     }
 
     /// A probe's result is in.
-    pub(super) fn probe_done(&mut self, pod: usize, kind: ProbeKind, container: u32, success: bool) {
+    pub(super) fn probe_done(
+        &mut self,
+        pod: usize,
+        kind: ProbeKind,
+        container: u32,
+        success: bool,
+    ) {
         self.pods[pod].probes.tickers[slot(kind)].busy = false;
         self.record_probe(pod, kind, container, success);
         let ticker = &mut self.pods[pod].probes.tickers[slot(kind)];

@@ -127,7 +127,6 @@ pub(crate) struct EventQueue {
     in_wheel: usize,
     later: BinaryHeap<Reverse<Entry>>,
     sequence: u64,
-    scheduled: u64,
 }
 
 impl Default for EventQueue {
@@ -139,7 +138,6 @@ impl Default for EventQueue {
             in_wheel: 0,
             later: BinaryHeap::new(),
             sequence: 0,
-            scheduled: 0,
         }
     }
 }
@@ -148,7 +146,6 @@ impl EventQueue {
     /// Adds `event` at `at` (never earlier than the last event taken).
     pub(crate) fn schedule(&mut self, at: Millis, event: Event) {
         self.sequence += 1;
-        self.scheduled += 1;
         let at = at.max(self.cursor);
         if at - self.cursor < HORIZON as Millis {
             self.insert(at, event);
@@ -229,11 +226,6 @@ impl EventQueue {
         self.in_wheel -= 1;
         Some((next, event))
     }
-
-    /// Events scheduled so far (a measure of the work a run did).
-    pub(crate) fn scheduled(&self) -> u64 {
-        self.scheduled
-    }
 }
 
 #[cfg(test)]
@@ -256,7 +248,6 @@ mod tests {
             })
             .collect();
         assert_eq!(faults, [1, 3, 0, 2]);
-        assert_eq!(queue.scheduled(), 4);
         assert_eq!(queue.next_time(), None);
     }
 
@@ -269,7 +260,9 @@ mod tests {
         let mut rng = fastrand::Rng::with_seed(11);
         let mut sequence = 0u32;
         let mut now = 0;
-        let mut push = |queue: &mut EventQueue, reference: &mut BinaryHeap<Reverse<(Millis, u32)>>, at: Millis| {
+        let mut push = |queue: &mut EventQueue,
+                        reference: &mut BinaryHeap<Reverse<(Millis, u32)>>,
+                        at: Millis| {
             sequence += 1;
             queue.schedule(at, Event::FaultStart { fault: sequence });
             reference.push(Reverse((at, sequence)));

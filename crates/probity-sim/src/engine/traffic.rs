@@ -139,11 +139,13 @@ impl Traffic {
     }
 
     /// The fraction of all requests that fail right now.
+    #[cfg(test)]
     pub(crate) fn fleet_failure(&self) -> f64 {
         self.fleet_failure
     }
 
     /// The fraction refused right now.
+    #[cfg(test)]
     pub(crate) fn refused(&self) -> f64 {
         self.refused
     }
@@ -243,10 +245,8 @@ impl Traffic {
         self.everyone = everyone;
         self.refused = refused;
         self.rejected = rejected;
-        let fleet = refused
-            + rejected
-            + unit * self.weighted_failure.value
-            + everyone * self.failure.value;
+        let fleet =
+            refused + rejected + unit * self.weighted_failure.value + everyone * self.failure.value;
         self.fleet_failure = fleet.clamp(0.0, 1.0);
         changed
     }
@@ -291,7 +291,11 @@ mod tests {
         for pod in 0..3 {
             traffic.flush(pod);
         }
-        let requests: Vec<f64> = traffic.flows.iter().map(|flow| flow.requests.round()).collect();
+        let requests: Vec<f64> = traffic
+            .flows
+            .iter()
+            .map(|flow| flow.requests.round())
+            .collect();
         assert_eq!(requests, [1000.0, 2500.0, 2500.0]);
         assert_eq!(traffic.flows[0].failed.round(), 1000.0);
         assert_eq!(traffic.total_requests.round(), 6000.0);
@@ -303,7 +307,7 @@ mod tests {
         let mut traffic = Traffic::new(2, 1000.0);
         traffic.set(0, false, 0.0, 1.0);
         traffic.set(1, false, 0.0, 0.0);
-        assert!(traffic.apply(Split::Refused, 2) == false);
+        assert!(!traffic.apply(Split::Refused, 2));
         assert_eq!(traffic.fleet_failure(), 1.0);
         assert!(traffic.apply(Split::Everyone, 2));
         assert_eq!(traffic.fleet_failure(), 0.5);

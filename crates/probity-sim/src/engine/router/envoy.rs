@@ -153,8 +153,8 @@ impl Router for Envoy {
         let host = &mut self.hosts[pod];
         host.ejections += 1;
         host.ejection_epoch += 1;
-        let lasts = (outlier.base_ejection_time * u64::from(host.ejections))
-            .min(outlier.max_ejection_time);
+        let lasts =
+            (outlier.base_ejection_time * u64::from(host.ejections)).min(outlier.max_ejection_time);
         let epoch = host.ejection_epoch;
         self.set_ejected(pod, true);
         Some((lasts, epoch))

@@ -60,7 +60,11 @@ impl Router for Haproxy {
     }
 
     fn start_checking(&mut self, pod: usize, steady: bool) {
-        let health = if steady { self.top() } else { self.settings.rise };
+        let health = if steady {
+            self.top()
+        } else {
+            self.settings.rise
+        };
         let server = &mut self.servers[pod];
         server.health = health;
         server.healthy = true;
