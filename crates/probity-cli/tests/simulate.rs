@@ -82,3 +82,78 @@ fn a_bad_scenario_exits_2_naming_file_and_field() {
     assert!(std::fs::read_to_string(&chart).unwrap().starts_with("<svg"));
     std::fs::remove_dir_all(&dir).ok();
 }
+
+/// A scenario that takes a few seconds to run: a large fleet for ten simulated minutes.
+fn slow_scenario(dir: &std::path::Path) -> PathBuf {
+    let path = dir.join("slow.yaml");
+    std::fs::write(
+        &path,
+        r#"
+name: slow
+duration: 10m
+fleet: { replicas: 10000 }
+dependencies: { db: {} }
+app:
+  endpoints:
+    /livez: { checks: [] }
+    /readyz: { mode: cached, checks: [db] }
+container:
+  livenessProbe:  { httpGet: { path: /livez, port: 8080 }, periodSeconds: 10 }
+  readinessProbe: { httpGet: { path: /readyz, port: 8080 }, periodSeconds: 5 }
+faults:
+  - { kind: dependency-outage, dependency: db, at: 5m, duration: 1m }
+"#,
+    )
+    .unwrap();
+    path
+}
+
+fn find_script() -> Option<PathBuf> {
+    std::env::split_paths(&std::env::var_os("PATH")?)
+        .map(|dir| dir.join("script"))
+        .find(|candidate| candidate.is_file())
+}
+
+#[test]
+fn progress_shows_on_a_terminal_only_and_never_with_json() {
+    let dir = std::env::temp_dir().join(format!("probity-cli-progress-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let slow = slow_scenario(&dir);
+    let slow = slow.to_str().unwrap();
+    // Not a terminal: nothing on stderr.
+    let piped = probity(&["simulate", slow]);
+    assert!(piped.status.success());
+    assert!(
+        piped.stderr.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&piped.stderr)
+    );
+    let Some(script) = find_script() else {
+        if std::env::var("CI").is_ok_and(|value| value == "true") {
+            panic!("`script` (util-linux) is needed to give the command a terminal");
+        }
+        eprintln!("!!! SKIPPED: no `script` to run the command on a terminal");
+        return;
+    };
+    // On a terminal (script(1) gives it one), a run longer than a second shows a bar.
+    let on_terminal = |extra: &str| {
+        let log = dir.join("tty.log");
+        let command = format!("{} simulate {slow} {extra}", env!("CARGO_BIN_EXE_probity"));
+        let status = Command::new(&script)
+            .args(["-qec", &command])
+            .arg(&log)
+            .stdout(std::process::Stdio::null())
+            .status()
+            .unwrap();
+        assert!(status.success());
+        String::from_utf8_lossy(&std::fs::read(&log).unwrap()).into_owned()
+    };
+    let shown = on_terminal("");
+    assert!(shown.contains("s simulated"), "no progress bar in: {shown}");
+    let json = on_terminal("--json");
+    assert!(
+        !json.contains("s simulated"),
+        "a progress bar with --json: {json}"
+    );
+    std::fs::remove_dir_all(&dir).ok();
+}

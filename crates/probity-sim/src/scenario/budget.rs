@@ -10,7 +10,7 @@ use crate::error::Invalid;
 use probity_contract::probe::ProbeKind;
 
 /// The most events a run may take (a few minutes of work).
-pub const MAX_EVENTS: f64 = 2e9;
+pub const MAX_EVENTS: f64 = 1e9;
 
 /// One source of events.
 struct Source {
