@@ -18,7 +18,7 @@ fn probity(args: &[&str]) -> std::process::Output {
 
 #[test]
 fn json_output_is_byte_identical_for_the_same_seed() {
-    let file = scenario("seed-000-pool-leak-after.yaml");
+    let file = scenario("pool-leak-after.yaml");
     let file = file.to_str().unwrap();
     let one = probity(&["simulate", file, "--json", "--seed", "3"]);
     let two = probity(&["simulate", file, "--json", "--seed", "3"]);
@@ -42,8 +42,8 @@ fn json_output_is_byte_identical_for_the_same_seed() {
 
 #[test]
 fn compare_prints_both_scenarios_side_by_side() {
-    let before = scenario("seed-000-pool-leak-before.yaml");
-    let after = scenario("seed-000-pool-leak-after.yaml");
+    let before = scenario("pool-leak-before.yaml");
+    let after = scenario("pool-leak-after.yaml");
     let out = probity(&[
         "simulate",
         "--compare",
@@ -53,7 +53,7 @@ fn compare_prints_both_scenarios_side_by_side() {
     assert!(out.status.success());
     let text = String::from_utf8(out.stdout).unwrap();
     assert!(
-        text.contains("seed-000-pool-leak-before") && text.contains("seed-000-pool-leak-after")
+        text.contains("pool-leak-before") && text.contains("pool-leak-after")
     );
     assert!(text.contains("time to drain") && text.contains("never"));
 }
@@ -74,7 +74,7 @@ fn a_bad_scenario_exits_2_naming_file_and_field() {
     let chart = dir.join("chart.svg");
     let ok = probity(&[
         "simulate",
-        scenario("seed-000-deadlock.yaml").to_str().unwrap(),
+        scenario("deadlock.yaml").to_str().unwrap(),
         "--chart",
         chart.to_str().unwrap(),
     ]);

@@ -127,7 +127,7 @@ fn screenshot(chromium: &Path, html: &Path, png: &Path, height: u32) {
 
 fn report() -> Report {
     let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../../scenarios/seed-000-db-in-liveness-before.yaml");
+        .join("../../scenarios/db-in-liveness-before.yaml");
     let scenario = Scenario::load(&path).unwrap();
     simulate(&scenario, effective_seed(&scenario, None))
 }

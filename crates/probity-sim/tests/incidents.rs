@@ -1,5 +1,5 @@
-//! Every seed incident, replayed: the simulated outcome against what the seed reports, with
-//! the tolerance the seed's own precision allows.
+//! Every incident, replayed: the simulated outcome against what its write-up reports, with
+//! the tolerance the write-up's own precision allows.
 
 use probity_sim::report::{KillReason, LaneState, Report};
 use probity_sim::{Scenario, effective_seed, simulate};
@@ -34,8 +34,8 @@ fn entered(report: &Report, instance: usize, state: LaneState, after_s: f64) -> 
 }
 
 #[test]
-fn seed_000_pool_leak_before_keeps_a_third_of_traffic_failing() {
-    let report = run("seed-000-pool-leak-before");
+fn pool_leak_before_keeps_a_third_of_traffic_failing() {
+    let report = run("pool-leak-before");
     // "fleet error rate 33.4%", stated to a tenth of a percent.
     assert!(
         (report.fleet_error_rate - 0.334).abs() <= 0.005,
@@ -58,11 +58,11 @@ fn seed_000_pool_leak_before_keeps_a_third_of_traffic_failing() {
 }
 
 #[test]
-fn seed_000_pool_leak_after_drains_within_period_times_threshold() {
-    let report = run("seed-000-pool-leak-after");
+fn pool_leak_after_drains_within_period_times_threshold() {
+    let report = run("pool-leak-after");
     let drain = report.time_to_drain_s.expect("drained");
     // readiness period × failure threshold (5 s × 2) + poll interval (0: checked in the
-    // handler) + 1 s endpoint propagation; the seed saw 9 s, its drills 9 s and 11 s.
+    // handler) + 1 s endpoint propagation; the write-up saw 9 s, its drills 9 s and 11 s.
     assert!((5.0..=11.0).contains(&drain), "{drain}");
     assert_eq!(report.restarts, 0);
     assert_eq!(report.drains, 1);
@@ -76,8 +76,8 @@ fn seed_000_pool_leak_after_drains_within_period_times_threshold() {
 }
 
 #[test]
-fn seed_000_database_in_liveness_kills_every_instance_and_crash_loops() {
-    let report = run("seed-000-db-in-liveness-before");
+fn database_in_liveness_kills_every_instance_and_crash_loops() {
+    let report = run("db-in-liveness-before");
     let onset = 60.0;
     for name in ["instance-1", "instance-2", "instance-3"] {
         let kill = first_kill(&report, name).expect("killed");
@@ -95,7 +95,7 @@ fn seed_000_database_in_liveness_kills_every_instance_and_crash_loops() {
             .count();
         assert!(kills >= 3, "{name}: {kills} kills");
     }
-    // The third cycle lands around 11:03:40 (t = 150 s) in the seed.
+    // The third cycle lands around 11:03:40 (t = 150 s) in the write-up.
     let third: Vec<f64> = report
         .kills
         .iter()
@@ -117,8 +117,8 @@ fn seed_000_database_in_liveness_kills_every_instance_and_crash_loops() {
 }
 
 #[test]
-fn seed_000_database_in_readiness_drains_and_recovers_in_seconds() {
-    let report = run("seed-000-db-in-liveness-after");
+fn database_in_readiness_drains_and_recovers_in_seconds() {
+    let report = run("db-in-liveness-after");
     assert_eq!(report.restarts, 0);
     assert_eq!(report.drains, 3);
     // "traffic resumes 6 s after the db recovers": at most a readiness period plus propagation.
@@ -128,8 +128,8 @@ fn seed_000_database_in_readiness_drains_and_recovers_in_seconds() {
 }
 
 #[test]
-fn seed_000_deadlock_is_restarted_by_liveness() {
-    let report = run("seed-000-deadlock");
+fn deadlock_is_restarted_by_liveness() {
+    let report = run("deadlock");
     let onset = 60.0;
     assert_eq!(report.kills.len(), 1);
     assert_eq!(report.kills[0].reason, KillReason::Liveness);
@@ -146,8 +146,8 @@ fn seed_000_deadlock_is_restarted_by_liveness() {
 }
 
 #[test]
-fn seed_001_outage_before_fails_everything_with_nothing_reacting() {
-    let report = run("seed-001-db-outage-before");
+fn db_outage_before_fails_everything_with_nothing_reacting() {
+    let report = run("db-outage-before");
     assert!(report.fleet_error_rate > 0.999);
     assert_eq!(report.restarts, 0);
     assert_eq!(report.drains, 0);
@@ -156,8 +156,8 @@ fn seed_001_outage_before_fails_everything_with_nothing_reacting() {
 }
 
 #[test]
-fn seed_001_outage_after_drains_without_restarts_and_recovers_by_itself() {
-    let report = run("seed-001-db-outage-after");
+fn db_outage_after_drains_without_restarts_and_recovers_by_itself() {
+    let report = run("db-outage-after");
     assert_eq!(report.restarts, 0);
     assert_eq!(report.drains, 3);
     assert!(report.kills.is_empty(), "liveness kept passing");
@@ -166,8 +166,8 @@ fn seed_001_outage_after_drains_without_restarts_and_recovers_by_itself() {
 }
 
 #[test]
-fn seed_003_dead_pod_behind_consistent_hashing_fails_its_users() {
-    let report = run("seed-003-consistent-hash-dead-pod-before");
+fn dead_pod_behind_consistent_hashing_fails_its_users() {
+    let report = run("consistent-hash-dead-pod-before");
     // "about 2.5% of users" for one pod in ~40.
     assert!(
         (0.015..=0.035).contains(&report.fleet_error_rate),
@@ -176,7 +176,7 @@ fn seed_003_dead_pod_behind_consistent_hashing_fails_its_users() {
     );
     assert_eq!(report.time_to_drain_s, None);
     assert_eq!(report.time_to_recover_s, None);
-    let after = run("seed-003-consistent-hash-dead-pod-after");
+    let after = run("consistent-hash-dead-pod-after");
     let drain = after.time_to_drain_s.expect("drained");
     assert!(drain <= 36.0, "{drain}");
     let tail = &after.error_rate_series[after.error_rate_series.len() - 600..];
@@ -184,8 +184,8 @@ fn seed_003_dead_pod_behind_consistent_hashing_fails_its_users() {
 }
 
 #[test]
-fn seed_003_deep_check_drains_the_fleet_over_a_billing_outage() {
-    let before = run("seed-003-deep-check-billing-before");
+fn deep_check_drains_the_fleet_over_a_billing_outage() {
+    let before = run("deep-check-before");
     // "one probe every two seconds across fifty pods is twenty-five queries per second".
     for dep in ["db", "cache", "billing", "flags"] {
         assert!(
@@ -195,7 +195,7 @@ fn seed_003_deep_check_drains_the_fleet_over_a_billing_outage() {
     }
     assert_eq!(before.drains, 50);
     assert!(before.fleet_error_rate > 0.9, "{}", before.fleet_error_rate);
-    let after = run("seed-003-deep-check-billing-after");
+    let after = run("deep-check-after");
     assert_eq!(after.drains, 0);
     // Only the ~10% of requests that use billing fail.
     assert!(
@@ -207,9 +207,9 @@ fn seed_003_deep_check_drains_the_fleet_over_a_billing_outage() {
 }
 
 #[test]
-fn seed_003_hysteresis_damps_flapping() {
-    let without = run("seed-003-flapping-without-hysteresis");
-    let with = run("seed-003-flapping-with-hysteresis");
+fn hysteresis_damps_flapping() {
+    let without = run("flapping-before");
+    let with = run("flapping-after");
     assert_eq!(without.restarts + with.restarts, 0);
     assert!(
         (with.rotation_changes as f64) < 0.8 * without.rotation_changes as f64,
@@ -223,12 +223,12 @@ fn seed_003_hysteresis_damps_flapping() {
 }
 
 #[test]
-fn seed_003_slow_dependency_piles_up_without_a_timeout() {
-    let without = run("seed-003-slow-dependency-without-timeout");
+fn slow_dependency_piles_up_without_a_timeout() {
+    let without = run("slow-dependency-before");
     assert!(without.oom_kills > 0);
     assert!(without.restarts > 0);
     assert!(without.max_inflight_checks > 12);
-    let with = run("seed-003-slow-dependency-with-timeout");
+    let with = run("slow-dependency-after");
     assert_eq!(with.restarts, 0);
     assert_eq!(with.oom_kills, 0);
     assert_eq!(with.drains, 10);
@@ -236,8 +236,8 @@ fn seed_003_slow_dependency_piles_up_without_a_timeout() {
 }
 
 #[test]
-fn seed_003_model_load_crash_loops_without_a_startup_probe() {
-    let without = run("seed-003-model-load-without-startup-probe");
+fn model_load_crash_loops_without_a_startup_probe() {
+    let without = run("model-load-before");
     assert!(without.restarts >= 10, "{}", without.restarts);
     // "the default liveness probe gives up … around the 30-second mark".
     let first = without.kills[0].at_s;
@@ -245,7 +245,7 @@ fn seed_003_model_load_crash_loops_without_a_startup_probe() {
     for i in 0..4 {
         assert_eq!(entered(&without, i, LaneState::Ready, 0.0), None);
     }
-    let with = run("seed-003-model-load-with-startup-probe");
+    let with = run("model-load-after");
     assert_eq!(with.restarts, 0);
     for i in 0..4 {
         let ready = entered(&with, i, LaneState::Ready, 0.0).expect("ready");
@@ -254,8 +254,8 @@ fn seed_003_model_load_crash_loops_without_a_startup_probe() {
 }
 
 #[test]
-fn seed_003_probe_cost_at_2000_pods() {
-    let report = run("seed-003-probe-cost-2000-pods");
+fn probe_cost_at_2000_pods() {
+    let report = run("probe-cost-2000-pods");
     // "2000 pods with both probes at 2-second intervals is 2000 requests per second".
     assert!(
         (report.probe_rps - 2000.0).abs() < 1.0,
@@ -267,8 +267,8 @@ fn seed_003_probe_cost_at_2000_pods() {
 }
 
 #[test]
-fn seed_004_restart_storm_outlasts_the_failover() {
-    let report = run("seed-004-restart-storm-before");
+fn restart_storm_outlasts_the_failover() {
+    let report = run("restart-storm-before");
     let onset = 60.0;
     // "3 failures × 10 s = 30 s fits inside 40 s → all 12 replicas killed at once".
     for i in 0..12 {
@@ -279,7 +279,7 @@ fn seed_004_restart_storm_outlasts_the_failover() {
     // "the database healthy for 13 of those minutes": the storm goes on for 10+ minutes after
     // the 40 s failover ended.
     assert!(report.time_to_recover_s.is_none_or(|t| t >= 600.0));
-    let after = run("seed-004-restart-storm-after");
+    let after = run("restart-storm-after");
     assert_eq!(after.restarts, 0);
     assert_eq!(after.drains, 12);
     assert!(after.time_to_recover_s.expect("recovered") <= 6.0);
