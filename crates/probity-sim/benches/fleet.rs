@@ -9,8 +9,8 @@ use std::hint::black_box;
 use std::path::PathBuf;
 
 fn fleet(c: &mut Criterion) {
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../../scenarios/probe-cost-2000-pods.yaml");
+    let path =
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../scenarios/probe-cost-2000-pods.yaml");
     let scenario = Scenario::load(&path).expect("the probe-cost scenario loads");
     let mut group = c.benchmark_group("simulate");
     group.sample_size(10);

@@ -8,9 +8,10 @@
 
 use super::Sim;
 use super::pod::Process;
+use super::pool;
 use super::queue::Event;
 use crate::report::KillReason;
-use crate::scenario::{FaultKind, OutageBehaviour};
+use crate::scenario::{FaultKind, OutageBehaviour, PoolCheck};
 use crate::time::Millis;
 use std::collections::BTreeSet;
 
@@ -116,22 +117,61 @@ impl Sim<'_> {
         }
     }
 
+    /// The load a pod's requests offer its pool to `dependency`, in connections' worth of
+    /// work (requests per millisecond reaching it × the hold time).
+    pub(super) fn pool_load(&self, pod: usize, dependency: usize) -> f64 {
+        let Some(pool) = self.scenario.dependencies[dependency].pool else {
+            return 0.0;
+        };
+        let reaching: f64 = self
+            .scenario
+            .requests
+            .mix
+            .iter()
+            .filter(|class| class.needs.contains(&dependency))
+            .map(|class| class.share)
+            .sum();
+        self.scenario.requests.rate / 1000.0 * self.traffic.share(pod) * reaching * pool.hold as f64
+    }
+
     /// A call a health check makes to a dependency: its latency and whether it succeeds.
+    /// `asks` is what the check asks of a pool modelled as a queue, and its acquire budget.
     pub(super) fn call_dependency(
         &mut self,
         pod: usize,
         dependency: usize,
-        uses_pool: bool,
+        asks: Option<(PoolCheck, Millis)>,
         count: bool,
     ) -> (Millis, bool) {
         if count {
             self.dependencies.calls[dependency] += 1;
         }
         let spec = &self.scenario.dependencies[dependency];
-        if uses_pool && let Some(process) = self.pods[pod].process.as_ref() {
+        if let Some((question, budget)) = asks
+            && let Some(process) = self.pods[pod].process.as_ref()
+        {
             if process.pool_exhausted(dependency) {
-                // pool.available() == 0: fails at once.
-                return (0, false);
+                // A leaked pool: no connection is idle, and none comes back within any
+                // budget (an idle-connection check fails at once, an acquire at its budget).
+                let waited = if spec.pool.is_some() && question == PoolCheck::Acquire {
+                    budget
+                } else {
+                    0
+                };
+                return (waited, false);
+            }
+            if let Some(pool) = spec.pool {
+                let offered = self.pool_load(pod, dependency);
+                let (failing, waited) = match question {
+                    PoolCheck::IdleConnection => (pool::all_busy(pool.size, offered), 0),
+                    PoolCheck::Acquire => (
+                        pool::wait_exceeds(pool.size, offered, pool.hold as f64, budget as f64),
+                        budget,
+                    ),
+                };
+                if self.rng.f64() < failing {
+                    return (waited, false);
+                }
             }
             if let Some(size) = self.scenario.app.pool_size
                 && process
@@ -170,12 +210,38 @@ impl Sim<'_> {
     /// fraction of calls that succeed, and how long a failing call takes to fail (at once
     /// for an exhausted pool or a refused connection; a hang, a wait for a held pool or a
     /// slow answer ends at the request timeout, or the connect timeout if shorter).
-    pub(super) fn request_call(&self, process: &Process, dependency: usize) -> (f64, Millis) {
+    pub(super) fn request_call(
+        &self,
+        pod: usize,
+        process: &Process,
+        dependency: usize,
+    ) -> (f64, Millis) {
         let timeout = self.scenario.requests.timeout;
         let spec = &self.scenario.dependencies[dependency];
         if process.pool_exhausted(dependency) {
             return (0.0, 0);
         }
+        let (available, delay) = self.dependency_call_fares(process, dependency);
+        match spec.pool {
+            // Requests queue for a connection; those that wait past their timeout fail.
+            Some(pool) if available > 0.0 => {
+                let offered = self.pool_load(pod, dependency);
+                let served = pool::served(pool.size, offered, pool.hold as f64, timeout as f64);
+                if served < 1.0 {
+                    (available * served, timeout)
+                } else {
+                    (available, delay)
+                }
+            }
+            _ => (available, delay),
+        }
+    }
+
+    /// How a real call fares past the pool: the fraction that succeed, and how long a
+    /// failing one takes.
+    fn dependency_call_fares(&self, process: &Process, dependency: usize) -> (f64, Millis) {
+        let timeout = self.scenario.requests.timeout;
+        let spec = &self.scenario.dependencies[dependency];
         if let Some(size) = self.scenario.app.pool_size
             && process.held(dependency, self.now) as u32 >= size
         {
@@ -203,7 +269,7 @@ impl Sim<'_> {
         for class in &self.scenario.requests.mix {
             let mut succeeds = 1.0;
             for &dependency in &class.needs {
-                let (available, _) = self.request_call(process, dependency);
+                let (available, _) = self.request_call(pod, process, dependency);
                 if available == 0.0 {
                     succeeds = 0.0;
                     break;

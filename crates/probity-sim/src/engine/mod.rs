@@ -12,6 +12,7 @@
 //! | [`policy`] | the app's health policy: endpoints, pollers, hysteresis |
 //! | [`passive`] | passive reports from real requests |
 //! | [`dependencies`] | how calls to each dependency fare, and the app's pool |
+//! | [`pool`] | a pod's connection pool as a bounded queue |
 //! | [`faults`] | faults and operator actions on the timeline |
 //! | [`traffic`] | requests as a fluid, split over the pods |
 //! | [`keep_alive`] | keep-alive client connections pinned to pods |
@@ -30,6 +31,7 @@ mod measure;
 mod passive;
 mod pod;
 mod policy;
+mod pool;
 mod probing;
 mod queue;
 mod router;
@@ -91,6 +93,8 @@ struct Sim<'a> {
     all_changed: bool,
     /// Something changed in this instant.
     unsettled: bool,
+    /// Some dependency's pool is a queue, whose waits depend on each pod's share of traffic.
+    queued_pools: bool,
     initialising: bool,
 }
 
@@ -149,6 +153,10 @@ impl<'a> Sim<'a> {
             changed_flag: vec![false; pods],
             all_changed: true,
             unsettled: true,
+            queued_pools: scenario
+                .dependencies
+                .iter()
+                .any(|dependency| dependency.pool.is_some()),
             initialising: true,
         }
     }
@@ -322,6 +330,7 @@ impl<'a> Sim<'a> {
             pods
         };
         self.unsettled = false;
+        let members_before = self.traffic.members();
         let mut reweighted = Vec::new();
         for &pod in &pods {
             let member = self.in_rotation(pod);
@@ -345,7 +354,25 @@ impl<'a> Sim<'a> {
             },
             None => self.router.split(self.traffic.members(), pod_count),
         };
-        let split_changed = self.traffic.apply(split, pod_count);
+        let mut split_changed = self.traffic.apply(split, pod_count);
+        if self.queued_pools {
+            // A queue's waits follow the pod's share of traffic, which any change of members
+            // moves: re-evaluate every pod then, with the shares now in force.
+            let shares_moved = split_changed || self.traffic.members() != members_before;
+            let again: Vec<usize> = if shares_moved {
+                (0..pod_count).collect()
+            } else {
+                pods.clone()
+            };
+            for pod in again {
+                let flow = &self.traffic.flows[pod];
+                let (member, weight) = (flow.member, flow.weight);
+                let failure = self.pod_failure(pod);
+                self.traffic.set(pod, member, weight, failure);
+            }
+            self.traffic.apply(split, pod_count);
+            split_changed |= shares_moved;
+        }
         if split_changed && !all {
             pods = (0..pod_count).collect();
         } else if !reweighted.is_empty() {

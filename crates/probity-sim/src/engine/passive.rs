@@ -249,10 +249,10 @@ impl Sim<'_> {
                             reaching += class.share * reach;
                             break;
                         }
-                        reach *= self.request_call(process, need).0;
+                        reach *= self.request_call(pod, process, need).0;
                     }
                 }
-                let (available, delay) = self.request_call(process, dependency);
+                let (available, delay) = self.request_call(pod, process, dependency);
                 (available, delay, rate_per_ms * reaching)
             });
             let Some(process) = self.pods[pod].process.as_mut() else {

@@ -157,9 +157,11 @@ impl Sim<'_> {
         let CheckTarget::Dependency(dependency) = spec.target else {
             return;
         };
-        let (interval, jitter, timeout, uses_pool) =
-            (spec.interval, spec.jitter, spec.timeout, spec.uses_pool);
-        let (latency, answered) = self.call_dependency(pod, dependency, uses_pool, true);
+        let (interval, jitter, timeout) = (spec.interval, spec.jitter, spec.timeout);
+        let asks = spec
+            .uses_pool
+            .then_some((spec.pool_check, spec.acquire_budget));
+        let (latency, answered) = self.call_dependency(pod, dependency, asks, true);
         let (cost, success) = match timeout {
             Some(limit) if latency > limit => (limit, false),
             _ => (latency, answered),
@@ -310,8 +312,10 @@ impl Sim<'_> {
                     }
                     EndpointMode::Sync => {
                         let timeout = endpoint.timeout.or(spec.timeout);
-                        let (latency, answered) =
-                            self.call_dependency(pod, dependency, spec.uses_pool, true);
+                        let asks = spec
+                            .uses_pool
+                            .then_some((spec.pool_check, spec.acquire_budget));
+                        let (latency, answered) = self.call_dependency(pod, dependency, asks, true);
                         let (cost, passed) = match timeout {
                             Some(limit) if latency > limit => (limit, false),
                             _ => (latency, answered),

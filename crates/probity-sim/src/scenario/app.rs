@@ -142,6 +142,24 @@ pub(super) struct CheckFile {
     pub(super) uses_pool: bool,
     #[serde(default = "default_detect")]
     pub(super) detect_after: Span,
+    #[serde(default)]
+    pub(super) pool_check: PoolCheck,
+    #[serde(default)]
+    pub(super) acquire_budget: Option<Span>,
+}
+
+/// What a check asks of a pool that is modelled as a queue (`dependencies.NAME.pool`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum PoolCheck {
+    /// "Can a request get a connection within its budget?": the check acquires one, and
+    /// fails if the wait exceeds its acquire budget. A busy pool with connections cycling
+    /// passes; a leaked one fails.
+    #[default]
+    Acquire,
+    /// "Is a connection idle right now?" (`pool.available() > 0`): fails whenever every
+    /// connection is in use, which a busy pool doing its job is, much of the time.
+    IdleConnection,
 }
 
 fn default_tier() -> Tier {
@@ -176,6 +194,8 @@ impl Default for CheckFile {
             passive_failure_threshold: None,
             uses_pool: true,
             detect_after: default_detect(),
+            pool_check: PoolCheck::default(),
+            acquire_budget: None,
         }
     }
 }
@@ -261,6 +281,11 @@ pub struct Check {
     pub uses_pool: bool,
     /// For a deadlock detector, the time it takes to see a deadlock.
     pub detect_after: Millis,
+    /// What the check asks of a pool modelled as a queue.
+    pub pool_check: PoolCheck,
+    /// How long the check waits for a connection before it fails (its `acquire_budget`,
+    /// else its timeout, else 1 s).
+    pub acquire_budget: Millis,
 }
 
 /// The most checks and endpoints an app may have.
@@ -480,5 +505,10 @@ fn build_check(name: &str, target: CheckTarget, check: &CheckFile) -> Check {
         passive_failure_threshold: check.passive_failure_threshold,
         uses_pool: check.uses_pool,
         detect_after: check.detect_after.as_millis(),
+        pool_check: check.pool_check,
+        acquire_budget: check
+            .acquire_budget
+            .or(check.timeout)
+            .map_or(1_000, Span::as_millis),
     }
 }

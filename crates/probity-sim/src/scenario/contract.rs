@@ -79,6 +79,7 @@ pub(super) fn import(
                     passive_failure_threshold: check.passive_failure_threshold,
                     uses_pool: true,
                     detect_after: default_detect(),
+                    ..CheckFile::default()
                 },
             ),
         );

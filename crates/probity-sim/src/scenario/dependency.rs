@@ -24,6 +24,15 @@ pub(super) struct DependencyFile {
     health_depends_on: Vec<String>,
     #[serde(default)]
     herd: Option<HerdFile>,
+    #[serde(default)]
+    pool: Option<PoolFile>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PoolFile {
+    size: u32,
+    hold: Span,
 }
 
 fn default_latency() -> Span {
@@ -41,6 +50,7 @@ impl Default for DependencyFile {
             connect_timeout: default_connect_timeout(),
             health_depends_on: Vec::new(),
             herd: None,
+            pool: None,
         }
     }
 }
@@ -85,6 +95,19 @@ pub struct Dependency {
     pub health_depends_on: Vec<usize>,
     /// The herd model: a dependency overloaded by too many simultaneous cold starts.
     pub herd: Option<Herd>,
+    /// Each pod's connection pool to it, as a queue (`None`: the pool is not modelled
+    /// beyond a leak).
+    pub pool: Option<Pool>,
+}
+
+/// A pod's connection pool to a dependency, modelled as a bounded queue: `size` connections,
+/// each held `hold` on average by a request; a request that finds none idle waits its turn.
+#[derive(Debug, Clone, Copy)]
+pub struct Pool {
+    /// Connections in the pool.
+    pub size: u32,
+    /// Average time a request holds a connection.
+    pub hold: Millis,
 }
 
 /// A dependency that too many simultaneous cold starts overload.
@@ -167,6 +190,27 @@ pub(super) fn resolve(
                 })
             }
         };
+        let pool = match &file.pool {
+            None => None,
+            Some(pool) => {
+                if !(1..=10_000).contains(&pool.size) {
+                    return Err(Invalid::new(
+                        format!("{field}.pool.size"),
+                        "must be between 1 and 10000",
+                    ));
+                }
+                if pool.hold.as_millis() == 0 {
+                    return Err(Invalid::new(
+                        format!("{field}.pool.hold"),
+                        "must be longer than zero",
+                    ));
+                }
+                Some(Pool {
+                    size: pool.size,
+                    hold: pool.hold.as_millis(),
+                })
+            }
+        };
         dependencies.push(Dependency {
             name: name.clone(),
             latency: file.latency.as_millis(),
@@ -174,6 +218,7 @@ pub(super) fn resolve(
             connect_timeout: file.connect_timeout.as_millis(),
             health_depends_on,
             herd,
+            pool,
         });
     }
     Ok((names, dependencies))

@@ -24,9 +24,9 @@ pub mod read;
 pub mod requests;
 pub mod routing;
 
-pub use app::{App, Check, CheckTarget, Endpoint, EndpointMode, InternalKind};
+pub use app::{App, Check, CheckTarget, Endpoint, EndpointMode, InternalKind, PoolCheck};
 pub use container::{Handler, ProbeSpec, Probes};
-pub use dependency::{Dependency, Herd, OutageBehaviour};
+pub use dependency::{Dependency, Herd, OutageBehaviour, Pool};
 pub use fault::{Fault, FaultKind};
 pub use fleet::{BackoffRequeue, Fleet, KubeletSettings, Start};
 pub use measure::Measure;
