@@ -2,7 +2,9 @@
 
 use anyhow::{Context, bail};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
-use probity_sim::{Report, Scenario, chart, compare_text, effective_seed, simulate_with_progress};
+use probity_sim::{
+    Report, Scenario, chart, common_window, compare_text, effective_seed, simulate_with_progress,
+};
 use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -50,7 +52,18 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
     }
     if args.json {
         let json = if comparing {
-            serde_json::json!({ "before": reports[0], "after": reports[1] })
+            // Both error rates over one window, so a fix that recovers sooner is not measured
+            // over a shorter span than the incident it fixes.
+            let window = common_window(&reports[0], &reports[1]);
+            serde_json::json!({
+                "before": reports[0],
+                "after": reports[1],
+                "window_s": [window.0, window.1],
+                "error_rate": {
+                    "before": reports[0].error_rate_between(window.0, window.1),
+                    "after": reports[1].error_rate_between(window.0, window.1),
+                },
+            })
         } else {
             serde_json::to_value(&reports).context("serialising the reports")?
         };

@@ -52,10 +52,30 @@ fn compare_prints_both_scenarios_side_by_side() {
     ]);
     assert!(out.status.success());
     let text = String::from_utf8(out.stdout).unwrap();
-    assert!(
-        text.contains("pool-leak-before") && text.contains("pool-leak-after")
-    );
+    assert!(text.contains("pool-leak-before") && text.contains("pool-leak-after"));
     assert!(text.contains("time to drain") && text.contains("never"));
+    // What a reader acts on comes first.
+    assert!(
+        text.lines().nth(1).unwrap().starts_with("requests failed"),
+        "{text}"
+    );
+    // Both error rates over the same window: the fix no longer reads as a regression.
+    let json = probity(&[
+        "simulate",
+        "--json",
+        "--compare",
+        before.to_str().unwrap(),
+        after.to_str().unwrap(),
+    ]);
+    let json: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
+    let before_rate = json["error_rate"]["before"].as_f64().unwrap();
+    let after_rate = json["error_rate"]["after"].as_f64().unwrap();
+    assert!(
+        after_rate < before_rate / 10.0,
+        "{before_rate} vs {after_rate}"
+    );
+    assert_eq!(json["after"]["drain"], "drained");
+    assert_eq!(json["before"]["drain"], "never-drained");
 }
 
 #[test]

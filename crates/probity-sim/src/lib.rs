@@ -29,7 +29,7 @@
 //! let scenario = Scenario::parse(yaml, Format::Yaml, Path::new("example.yaml")).unwrap();
 //! let report = simulate(&scenario, 1);
 //! // A health endpoint that checks nothing keeps the broken instance in rotation.
-//! assert_eq!(report.time_to_drain_s, None);
+//! assert_eq!(report.drain, probity_sim::DrainOutcome::NeverDrained);
 //! assert!((report.fleet_error_rate - 1.0 / 3.0).abs() < 0.01);
 //! ```
 //!
@@ -45,7 +45,7 @@ pub mod scenario;
 pub mod time;
 
 pub use error::ScenarioError;
-pub use report::{Report, compare_text};
+pub use report::{DrainOutcome, Report, common_window, compare_text};
 pub use scenario::{Format, Scenario};
 
 /// Runs a scenario with a seed. The seed decides probe ticker phases, poll jitter, flaky

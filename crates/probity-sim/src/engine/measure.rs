@@ -4,7 +4,7 @@
 use super::Sim;
 use super::pod::Container;
 use crate::report::{
-    FaultSummary, InstanceReport, KillReason, KillRecord, LaneSpan, LaneState, Report,
+    DrainOutcome, FaultSummary, InstanceReport, KillReason, KillRecord, LaneSpan, LaneState, Report,
 };
 use crate::time::Millis;
 use std::collections::BTreeMap;
@@ -253,19 +253,28 @@ impl Sim<'_> {
             / 1000.0;
 
         // Time to drain: every pod the fault broke left rotation because of a check.
-        let time_to_drain_s = onset.and_then(|onset| {
-            let mut affected = measure
-                .pods
-                .iter()
-                .filter(|record| record.affected_at.is_some())
-                .peekable();
-            affected.peek()?;
-            let mut latest = 0;
-            for record in affected {
-                latest = latest.max(record.drained_at?);
+        let affected: Vec<&PodRecord> = measure
+            .pods
+            .iter()
+            .filter(|record| record.affected_at.is_some())
+            .collect();
+        let (drain, time_to_drain_s) = match onset {
+            Some(onset) if !affected.is_empty() => {
+                let drained: Option<Vec<Millis>> =
+                    affected.iter().map(|record| record.drained_at).collect();
+                match drained {
+                    Some(times) => {
+                        let latest = times.into_iter().max().unwrap_or(onset);
+                        (
+                            DrainOutcome::Drained,
+                            Some(latest.saturating_sub(onset) as f64 / 1000.0),
+                        )
+                    }
+                    None => (DrainOutcome::NeverDrained, None),
+                }
             }
-            Some(latest.saturating_sub(onset) as f64 / 1000.0)
-        });
+            _ => (DrainOutcome::NothingToDrain, None),
+        };
 
         let seconds = scenario.duration as f64 / 1000.0;
         let dependency_check_qps = scenario
@@ -340,6 +349,11 @@ impl Sim<'_> {
             drains: measure.pods.iter().map(|record| record.drains).sum(),
             rotation_changes: measure.rotation_changes,
             time_to_drain_s: time_to_drain_s.map(|value| round(value, 3)),
+            drain,
+            window_s: (
+                from as f64 / 1000.0,
+                to.min(scenario.duration) as f64 / 1000.0,
+            ),
             time_to_recover_s: time_to_recover_s.map(|value| round(value, 3)),
             outage_s: round(outage_s, 3),
             probe_rps: round(measure.probe_requests as f64 / seconds, 3),
