@@ -54,6 +54,8 @@ pub enum KillReason {
     OutOfMemory,
     /// The boot could not finish (a dependency the warm-up needs was unavailable).
     BootFailure,
+    /// The process exited by itself soon after it started.
+    Exited,
 }
 
 /// One kill, crash or restart.

@@ -278,6 +278,13 @@ impl Sim<'_> {
             }
             passing += class.share * succeeds;
         }
+        // A pod sent more than it can serve slows down until the excess times out.
+        if let Some(capacity) = self.scenario.app.capacity {
+            let load = self.scenario.requests.rate * self.traffic.share(pod);
+            if load > capacity {
+                passing *= capacity / load;
+            }
+        }
         (1.0 - passing).clamp(0.0, 1.0)
     }
 

@@ -94,6 +94,10 @@ impl Sim<'_> {
                 }
                 self.mark(instance);
             }
+            FaultKind::CrashOnStart { instance, after } => {
+                self.pods[instance].crashes_after = Some(after);
+                self.schedule_crash(instance);
+            }
             FaultKind::ManualDrain { instance } => {
                 self.pods[instance].manual_drained = true;
                 self.pod_changed(instance);

@@ -93,8 +93,9 @@ struct Sim<'a> {
     all_changed: bool,
     /// Something changed in this instant.
     unsettled: bool,
-    /// Some dependency's pool is a queue, whose waits depend on each pod's share of traffic.
-    queued_pools: bool,
+    /// A pod's failures depend on its share of traffic (a pool modelled as a queue, a pod's
+    /// capacity), which any change of members moves.
+    share_dependent: bool,
     initialising: bool,
 }
 
@@ -153,10 +154,11 @@ impl<'a> Sim<'a> {
             changed_flag: vec![false; pods],
             all_changed: true,
             unsettled: true,
-            queued_pools: scenario
-                .dependencies
-                .iter()
-                .any(|dependency| dependency.pool.is_some()),
+            share_dependent: scenario.app.capacity.is_some()
+                || scenario
+                    .dependencies
+                    .iter()
+                    .any(|dependency| dependency.pool.is_some()),
             initialising: true,
         }
     }
@@ -265,6 +267,7 @@ impl<'a> Sim<'a> {
             Event::Eject { pod, epoch } => self.eject(pod as usize, epoch),
             Event::EjectEnd { pod, epoch } => self.eject_end(pod as usize, epoch),
             Event::HungEnd { pod, .. } => self.mark(pod as usize),
+            Event::CrashExit { pod, container } => self.crash_exit(pod as usize, container),
             Event::PassiveResume {
                 pod,
                 check,
@@ -355,9 +358,9 @@ impl<'a> Sim<'a> {
             None => self.router.split(self.traffic.members(), pod_count),
         };
         let mut split_changed = self.traffic.apply(split, pod_count);
-        if self.queued_pools {
-            // A queue's waits follow the pod's share of traffic, which any change of members
-            // moves: re-evaluate every pod then, with the shares now in force.
+        if self.share_dependent {
+            // Failures follow the pod's share of traffic, which any change of members moves:
+            // re-evaluate every pod then, with the shares now in force.
             let shares_moved = split_changed || self.traffic.members() != members_before;
             let again: Vec<usize> = if shares_moved {
                 (0..pod_count).collect()

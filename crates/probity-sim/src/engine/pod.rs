@@ -53,6 +53,8 @@ pub(super) struct Pod {
     pub(super) pod_ready: bool,
     /// An operator took it out of rotation.
     pub(super) manual_drained: bool,
+    /// Its process exits this long after each start (a crash-on-start fault).
+    pub(super) crashes_after: Option<Millis>,
 }
 
 impl Pod {
@@ -71,6 +73,7 @@ impl Pod {
             probes: PodProbes::new(),
             pod_ready: false,
             manual_drained: false,
+            crashes_after: None,
         }
     }
 
@@ -320,6 +323,7 @@ impl Sim<'_> {
             answered_unready: false,
         });
         self.boot_started(pod);
+        self.schedule_crash(pod);
         self.start_pollers(pod, id, false);
         self.refresh_boots();
         self.reschedule_boot(pod);
@@ -328,6 +332,29 @@ impl Sim<'_> {
         }
         self.update_pod_ready(pod);
         self.pod_changed(pod);
+    }
+
+    /// A pod that crashes on start: its running container exits `after` from now.
+    pub(super) fn schedule_crash(&mut self, pod: usize) {
+        let state = &self.pods[pod];
+        if let Some(after) = state.crashes_after
+            && state.container == Container::Running
+        {
+            self.queue.schedule(
+                self.now + after,
+                Event::CrashExit {
+                    pod: pod as u32,
+                    container: state.container_id,
+                },
+            );
+        }
+    }
+
+    /// The process exits by itself; the kubelet restarts it through `doBackOff`.
+    pub(super) fn crash_exit(&mut self, pod: usize, container: u32) {
+        if self.pods[pod].container_id == container {
+            self.crash(pod, KillReason::Exited);
+        }
     }
 
     /// The boot's warm-up stalls while a dependency it needs is down, and slows down while

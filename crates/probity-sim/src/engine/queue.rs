@@ -55,6 +55,8 @@ pub(crate) enum Event {
     Eject { pod: u32, epoch: u32 },
     /// A pod's ejection ends.
     EjectEnd { pod: u32, epoch: u32 },
+    /// A process that crashes on start exits.
+    CrashExit { pod: u32, container: u32 },
     /// A hung health-check call gives its pool connection back.
     HungEnd { pod: u32, process: u32 },
     /// Reports of new conditions start reaching a passive check.

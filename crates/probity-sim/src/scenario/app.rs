@@ -33,6 +33,8 @@ pub(super) struct AppFile {
     #[serde(default)]
     pub(super) close_connections_when_unready: bool,
     #[serde(default)]
+    capacity: Option<f64>,
+    #[serde(default)]
     endpoints: BTreeMap<String, EndpointFile>,
     #[serde(default)]
     checks: BTreeMap<String, CheckFile>,
@@ -54,6 +56,7 @@ impl Default for AppFile {
             max_inflight_checks: None,
             boot_needs: Vec::new(),
             close_connections_when_unready: false,
+            capacity: None,
             endpoints: BTreeMap::new(),
             checks: BTreeMap::new(),
         }
@@ -220,6 +223,9 @@ pub struct App {
     /// Whether the server answers with `Connection: close` while its readiness fails, so a
     /// keep-alive client reconnects after its next request there.
     pub close_connections_when_unready: bool,
+    /// Requests per second one pod serves; a pod sent more fails the excess (`None`: no
+    /// limit).
+    pub capacity: Option<f64>,
     /// The health endpoints.
     pub endpoints: Vec<Endpoint>,
     /// The checks the endpoints evaluate.
@@ -433,6 +439,14 @@ impl AppFile {
         if let Some(0) = self.pool_size {
             return Err(Invalid::new("app.pool_size", "must be at least 1"));
         }
+        if let Some(capacity) = self.capacity
+            && !(capacity.is_finite() && capacity > 0.0)
+        {
+            return Err(Invalid::new(
+                "app.capacity",
+                "must be a positive number of requests per second",
+            ));
+        }
         Ok(App {
             boot: self.boot.as_millis(),
             listen_during_boot: self.listen_during_boot,
@@ -442,6 +456,7 @@ impl AppFile {
             max_inflight_checks: self.max_inflight_checks,
             boot_needs,
             close_connections_when_unready: self.close_connections_when_unready,
+            capacity: self.capacity,
             endpoints,
             checks,
         })

@@ -14,7 +14,8 @@ use serde_json::Value;
 /// The most faults a scenario may list.
 pub const MAX_FAULTS: usize = 10_000;
 
-const KINDS: [&str; 8] = [
+const KINDS: [&str; 9] = [
+    "crash-on-start",
     "dependency-outage",
     "slow-dependency",
     "flapping-dependency",
@@ -85,6 +86,19 @@ struct InstanceFile {
 
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
+struct CrashFile {
+    instance: InstanceRef,
+    at: Span,
+    #[serde(default = "default_crash_after")]
+    after: Span,
+}
+
+fn default_crash_after() -> Span {
+    Span::millis(500)
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
 struct FixFile {
     at: Span,
     #[serde(default)]
@@ -151,6 +165,14 @@ pub enum FaultKind {
         /// The instance.
         instance: usize,
     },
+    /// From its onset, one instance's process exits `after` each start (a bad config, a
+    /// missing secret): the kubelet restarts it through CrashLoopBackOff, probes or none.
+    CrashOnStart {
+        /// The instance.
+        instance: usize,
+        /// How long the process runs before it exits.
+        after: Millis,
+    },
     /// An operator takes one instance out of rotation by hand.
     ManualDrain {
         /// The instance.
@@ -192,6 +214,7 @@ impl FaultKind {
             FaultKind::PoolExhausted { .. } => "pool-exhausted",
             FaultKind::Deadlock { .. } => "deadlock",
             FaultKind::RuntimeStall { .. } => "runtime-stall",
+            FaultKind::CrashOnStart { .. } => "crash-on-start",
             FaultKind::ManualDrain { .. } => "manual-drain",
             FaultKind::ManualFix { .. } => "manual-fix",
         }
@@ -358,6 +381,17 @@ fn resolve_one(file: Value, field: &str, context: &Context<'_>) -> Checked<Fault
                 FaultKind::ManualDrain { instance: pod }
             };
             (file.at, None, kind)
+        }
+        "crash-on-start" => {
+            let file: CrashFile = from_value_at(rest, field)?;
+            (
+                file.at,
+                None,
+                FaultKind::CrashOnStart {
+                    instance: instance(&file.instance)?,
+                    after: file.after.as_millis(),
+                },
+            )
         }
         "manual-fix" => {
             let file: FixFile = from_value_at(rest, field)?;
