@@ -55,3 +55,85 @@ fn a_pod_sent_more_than_it_can_serve_fails_the_excess() {
         "an operator's drain is not a health check's"
     );
 }
+
+#[test]
+fn a_hard_check_fails_open_for_its_window_then_closed() {
+    let before = run("key-refresh-outage-before");
+    assert_eq!(before.drains, 3);
+    assert!(
+        before.requests_refused > 10_000,
+        "{}",
+        before.requests_refused
+    );
+    let after = run("key-refresh-outage-after");
+    assert_eq!(after.drains, 0);
+    assert_eq!(after.requests_failed, 0);
+    // Past the window it fails closed: a 7-minute outage drains the fleet about 5 minutes in.
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../scenarios/key-refresh-outage-after.yaml");
+    let text = std::fs::read_to_string(path)
+        .unwrap()
+        .replace("at: 2m, duration: 2m", "at: 30s, duration: 7m");
+    let long = Scenario::parse(
+        &text,
+        probity_sim::Format::Yaml,
+        std::path::Path::new("long.yaml"),
+    )
+    .unwrap();
+    let report = simulate(&long, 5);
+    assert_eq!(report.drains, 3);
+    for instance in &report.instances {
+        let out = instance
+            .lanes
+            .iter()
+            .find(|span| span.state == probity_sim::report::LaneState::OutOfRotation)
+            .expect("drained")
+            .from_s;
+        // Unhealthy at the first failed poll after 30 s, open for 5 minutes, then the next
+        // probes fail (2 × 5 s) and the endpoint follows (1 s).
+        assert!(
+            (330.0..=352.0).contains(&out),
+            "{}: out at {out}",
+            instance.name
+        );
+    }
+}
+
+#[test]
+fn a_contracts_fail_open_window_is_read() {
+    let dir = std::env::temp_dir().join(format!("probity-fail-open-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let contract = r#"{
+  "version": 1,
+  "endpoints": [
+    { "probe": "liveness", "path": "/livez", "checks": [], "checks_dependencies": false },
+    { "probe": "readiness", "path": "/readyz", "checks": ["jwks"], "checks_dependencies": true }
+  ],
+  "checks": [
+    { "name": "jwks", "tier": "hard", "dependency": "jwks", "interval_ms": 5000, "timeout_ms": 1000,
+      "jitter_ms": 0, "rise": 1, "fall": 1, "staleness_ms": 60000, "fail_open_for_ms": 300000,
+      "boot_requires_rise": false, "passive_failure_threshold": null }
+  ],
+  "liveness": [],
+  "startup": { "steps": [] },
+  "shutdown": { "drain_delay_ms": 0 }
+}"#;
+    std::fs::write(dir.join("contract.json"), contract).unwrap();
+    let yaml = "name: from-contract\nduration: 8m\ndependencies: { db: {}, jwks: { outage: refuse } }\nrequests: { mix: [{ share: 1.0, needs: [db] }] }\napp: { contract: contract.json }\ncontainer:\n  livenessProbe:  { httpGet: { path: /livez, port: 8080 } }\n  readinessProbe: { httpGet: { path: /readyz, port: 8080 }, periodSeconds: 5, failureThreshold: 2 }\nfaults:\n  - { kind: dependency-outage, dependency: jwks, at: 2m, duration: 2m }\n";
+    let path = dir.join("scenario.yaml");
+    std::fs::write(&path, yaml).unwrap();
+    let scenario = Scenario::load(&path).unwrap();
+    let check = scenario
+        .app
+        .checks
+        .iter()
+        .find(|check| check.name == "jwks")
+        .unwrap();
+    assert_eq!(check.fail_open_for, Some(300_000));
+    let report = simulate(&scenario, 1);
+    assert_eq!(
+        report.drains, 0,
+        "the contract's window keeps the fleet in rotation"
+    );
+    std::fs::remove_dir_all(&dir).ok();
+}

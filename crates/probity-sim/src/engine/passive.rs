@@ -412,7 +412,9 @@ impl Sim<'_> {
                 let check_state = &mut state.checks[check];
                 // The forced result also counts as the latest result.
                 check_state.last_result_at = Some(now);
-                Some(check_state.hysteresis.force_unhealthy())
+                let fell = check_state.hysteresis.force_unhealthy();
+                check_state.note_state(fell, now);
+                Some(fell)
             }
             _ => None,
         };

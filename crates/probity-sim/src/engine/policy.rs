@@ -87,6 +87,8 @@ impl Hysteresis {
 pub(super) struct CheckState {
     pub(super) hysteresis: Hysteresis,
     pub(super) last_result_at: Option<Millis>,
+    /// When the check last turned unhealthy after having been healthy (for fail-open).
+    pub(super) unhealthy_since: Option<Millis>,
     /// Bumped to cancel the scheduled poll when a re-poll takes its place.
     pub(super) poll_epoch: u32,
     /// A poll is in flight.
@@ -101,6 +103,7 @@ impl CheckState {
         CheckState {
             hysteresis: Hysteresis::new(check.rise, check.fall, check.boot_requires_rise),
             last_result_at: None,
+            unhealthy_since: None,
             poll_epoch: 0,
             polling: false,
             repoll: false,
@@ -115,6 +118,26 @@ impl CheckState {
         }
         state.last_result_at = Some(0);
         state
+    }
+}
+
+impl CheckState {
+    /// Records when a healthy check turned unhealthy (and forgets it once healthy again).
+    pub(super) fn note_state(&mut self, was_healthy: bool, now: Millis) {
+        if self.hysteresis.is_healthy() {
+            self.unhealthy_since = None;
+        } else if was_healthy {
+            self.unhealthy_since = Some(now);
+        }
+    }
+
+    /// Whether a failing hard check still fails open at `now`: it was healthy, and turned
+    /// unhealthy less than `fail_open_for` ago.
+    fn fails_open(&self, fail_open_for: Option<Millis>, now: Millis) -> bool {
+        match (fail_open_for, self.unhealthy_since) {
+            (Some(window), Some(since)) => now.saturating_sub(since) < window,
+            _ => false,
+        }
     }
 }
 
@@ -212,7 +235,9 @@ impl Sim<'_> {
         let check_state = &mut state.checks[check];
         check_state.polling = false;
         check_state.last_result_at = Some(now);
+        let was_healthy = check_state.hysteresis.is_healthy();
         check_state.hysteresis.observe(success);
+        check_state.note_state(was_healthy, now);
         // A re-poll asked for during this poll runs as soon as it is recorded.
         if std::mem::take(&mut check_state.repoll) {
             self.repoll(pod, check);
@@ -308,7 +333,8 @@ impl Sim<'_> {
                             (Some(_), None) => false,
                             (None, _) => true,
                         };
-                        state.hysteresis.is_healthy() && fresh
+                        (state.hysteresis.is_healthy() && fresh)
+                            || state.fails_open(spec.fail_open_for, now)
                     }
                     EndpointMode::Sync => {
                         let timeout = endpoint.timeout.or(spec.timeout);

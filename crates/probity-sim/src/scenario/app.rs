@@ -146,6 +146,8 @@ pub(super) struct CheckFile {
     #[serde(default = "default_detect")]
     pub(super) detect_after: Span,
     #[serde(default)]
+    pub(super) fail_open_for: Option<Span>,
+    #[serde(default)]
     pub(super) pool_check: PoolCheck,
     #[serde(default)]
     pub(super) acquire_budget: Option<Span>,
@@ -197,6 +199,7 @@ impl Default for CheckFile {
             passive_failure_threshold: None,
             uses_pool: true,
             detect_after: default_detect(),
+            fail_open_for: None,
             pool_check: PoolCheck::default(),
             acquire_budget: None,
         }
@@ -287,6 +290,9 @@ pub struct Check {
     pub uses_pool: bool,
     /// For a deadlock detector, the time it takes to see a deadlock.
     pub detect_after: Millis,
+    /// For a hard check: how long readiness keeps passing (as `warn`) after the check turned
+    /// unhealthy, before it fails closed (probity's `fail_open_for`).
+    pub fail_open_for: Option<Millis>,
     /// What the check asks of a pool modelled as a queue.
     pub pool_check: PoolCheck,
     /// How long the check waits for a connection before it fails (its `acquire_budget`,
@@ -487,6 +493,12 @@ fn checked_check(check: &CheckFile, field: &str) -> Checked<()> {
             "must be shorter than the interval",
         ));
     }
+    if check.fail_open_for.is_some() && check.tier != Tier::Hard {
+        return Err(Invalid::new(
+            format!("{field}.fail_open_for"),
+            "only a hard check fails open for a while; a soft or info check never fails readiness",
+        ));
+    }
     match check.passive_failure_threshold {
         Some(0) => {
             return Err(Invalid::new(
@@ -520,6 +532,7 @@ fn build_check(name: &str, target: CheckTarget, check: &CheckFile) -> Check {
         passive_failure_threshold: check.passive_failure_threshold,
         uses_pool: check.uses_pool,
         detect_after: check.detect_after.as_millis(),
+        fail_open_for: check.fail_open_for.map(Span::as_millis),
         pool_check: check.pool_check,
         acquire_budget: check
             .acquire_budget

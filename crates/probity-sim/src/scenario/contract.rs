@@ -77,6 +77,7 @@ pub(super) fn import(
                     staleness: Some(Span(check.staleness_ms)),
                     boot_requires_rise: check.boot_requires_rise,
                     passive_failure_threshold: check.passive_failure_threshold,
+                    fail_open_for: check.fail_open_for_ms.map(Span),
                     uses_pool: true,
                     detect_after: default_detect(),
                     ..CheckFile::default()
