@@ -137,3 +137,32 @@ fn a_contracts_fail_open_window_is_read() {
     );
     std::fs::remove_dir_all(&dir).ok();
 }
+
+#[test]
+fn a_dependency_fault_can_reach_only_some_pods() {
+    let report = run("partition");
+    assert_eq!(report.drains, 2);
+    assert_eq!(report.instances[0].drains, 1);
+    assert_eq!(report.instances[1].drains, 1);
+    for instance in &report.instances[2..] {
+        assert_eq!(instance.drains, 0, "{}", instance.name);
+        assert_eq!(instance.failed, 0, "{}", instance.name);
+    }
+    // The cut-off pods fail their share until they are drained, within seconds.
+    assert!(report.time_to_drain_s.expect("drained") <= 16.0);
+    assert!(report.peak_error_rate > 0.2 && report.peak_error_rate < 0.4);
+    assert_eq!(report.requests_refused, 0);
+    // An instance that is not in the fleet is an error at its field.
+    let text = std::fs::read_to_string(
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../scenarios/partition.yaml"),
+    )
+    .unwrap()
+    .replace("instances: [0, 1]", "instances: [0, 9]");
+    let error = Scenario::parse(
+        &text,
+        probity_sim::Format::Yaml,
+        std::path::Path::new("p.yaml"),
+    )
+    .unwrap_err();
+    assert_eq!(error.field(), Some("faults[0].instances[1]"), "{error}");
+}

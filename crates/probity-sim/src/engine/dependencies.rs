@@ -63,15 +63,15 @@ impl Dependencies {
 }
 
 impl Sim<'_> {
-    /// How `dependency` behaves now, from the faults in force.
-    pub(super) fn condition(&self, dependency: usize) -> Condition {
+    /// How `dependency` behaves now for `pod`, from the faults in force that reach it.
+    pub(super) fn condition(&self, pod: usize, dependency: usize) -> Condition {
         let now = self.now;
         let mut condition = Condition::Up;
         for &index in &self.dependencies.faults_on[dependency] {
-            if !self.faults.active[index] {
+            let fault = &self.scenario.faults[index];
+            if !self.faults.active[index] || !fault.reaches(pod) {
                 continue;
             }
-            let fault = &self.scenario.faults[index];
             match fault.kind {
                 FaultKind::DependencyOutage { behaviour, .. } => return Condition::Down(behaviour),
                 FaultKind::SlowDependency { latency, .. } => condition = Condition::Slow(latency),
@@ -95,9 +95,9 @@ impl Sim<'_> {
         condition
     }
 
-    /// Whether `dependency` is down.
-    pub(super) fn dependency_down(&self, dependency: usize) -> bool {
-        matches!(self.condition(dependency), Condition::Down(_))
+    /// Whether `dependency` is down for `pod`.
+    pub(super) fn dependency_down(&self, pod: usize, dependency: usize) -> bool {
+        matches!(self.condition(pod, dependency), Condition::Down(_))
     }
 
     /// The herd overloads `dependency` while more pods boot against it than it serves.
@@ -187,11 +187,11 @@ impl Sim<'_> {
         // Transitive health: the dependency's own health endpoint fails when what it checks
         // is down.
         for &upstream in &spec.health_depends_on {
-            if self.dependency_down(upstream) {
+            if self.dependency_down(pod, upstream) {
                 return (spec.latency, false);
             }
         }
-        match self.condition(dependency) {
+        match self.condition(pod, dependency) {
             Condition::Down(OutageBehaviour::Refuse) => (0, false),
             Condition::Down(OutageBehaviour::Hang) => (spec.connect_timeout, false),
             Condition::Slow(latency) => (latency, true),
@@ -221,7 +221,7 @@ impl Sim<'_> {
         if process.pool_exhausted(dependency) {
             return (0.0, 0);
         }
-        let (available, delay) = self.dependency_call_fares(process, dependency);
+        let (available, delay) = self.dependency_call_fares(pod, process, dependency);
         match spec.pool {
             // Requests queue for a connection; those that wait past their timeout fail.
             Some(pool) if available > 0.0 => {
@@ -239,7 +239,12 @@ impl Sim<'_> {
 
     /// How a real call fares past the pool: the fraction that succeed, and how long a
     /// failing one takes.
-    fn dependency_call_fares(&self, process: &Process, dependency: usize) -> (f64, Millis) {
+    fn dependency_call_fares(
+        &self,
+        pod: usize,
+        process: &Process,
+        dependency: usize,
+    ) -> (f64, Millis) {
         let timeout = self.scenario.requests.timeout;
         let spec = &self.scenario.dependencies[dependency];
         if let Some(size) = self.scenario.app.pool_size
@@ -247,7 +252,7 @@ impl Sim<'_> {
         {
             return (0.0, spec.connect_timeout.min(timeout));
         }
-        match self.condition(dependency) {
+        match self.condition(pod, dependency) {
             Condition::Down(OutageBehaviour::Refuse) => (0.0, 0),
             Condition::Down(OutageBehaviour::Hang) => (0.0, spec.connect_timeout.min(timeout)),
             Condition::Slow(latency) if latency > timeout => (0.0, timeout),

@@ -359,10 +359,10 @@ impl Sim<'_> {
 
     /// The boot's warm-up stalls while a dependency it needs is down, and slows down while
     /// too many pods warm up against it at once (the herd model).
-    fn boot_rate(&self) -> f64 {
+    fn boot_rate(&self, pod: usize) -> f64 {
         let mut rate: f64 = 1.0;
         for &dependency in &self.scenario.app.boot_needs {
-            if self.dependency_down(dependency) {
+            if self.dependency_down(pod, dependency) {
                 return 0.0;
             }
             if let Some(herd) = self.scenario.dependencies[dependency].herd {
@@ -388,7 +388,7 @@ impl Sim<'_> {
 
     fn reschedule_boot(&mut self, pod: usize) {
         let now = self.now;
-        let rate = self.boot_rate();
+        let rate = self.boot_rate(pod);
         let Some(process) = self.pods[pod].process.as_mut() else {
             return;
         };

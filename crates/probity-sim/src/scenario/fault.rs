@@ -30,6 +30,8 @@ const KINDS: [&str; 9] = [
 #[serde(deny_unknown_fields)]
 struct OutageFile {
     dependency: String,
+    #[serde(default)]
+    instances: Vec<InstanceRef>,
     at: Span,
     #[serde(default)]
     duration: Option<Span>,
@@ -41,6 +43,8 @@ struct OutageFile {
 #[serde(deny_unknown_fields)]
 struct SlowFile {
     dependency: String,
+    #[serde(default)]
+    instances: Vec<InstanceRef>,
     at: Span,
     #[serde(default)]
     duration: Option<Span>,
@@ -51,6 +55,8 @@ struct SlowFile {
 #[serde(deny_unknown_fields)]
 struct FlappingFile {
     dependency: String,
+    #[serde(default)]
+    instances: Vec<InstanceRef>,
     at: Span,
     #[serde(default)]
     duration: Option<Span>,
@@ -114,6 +120,16 @@ pub struct Fault {
     pub until: Option<Millis>,
     /// What it is.
     pub kind: FaultKind,
+    /// For a fault on a shared dependency, the pods it reaches (a network partition, one
+    /// zone's path); `None`: every pod.
+    pub pods: Option<Vec<usize>>,
+}
+
+impl Fault {
+    /// Whether the fault reaches `pod`.
+    pub fn reaches(&self, pod: usize) -> bool {
+        self.pods.as_ref().is_none_or(|pods| pods.contains(&pod))
+    }
 }
 
 /// The kinds of fault.
@@ -295,10 +311,28 @@ fn resolve_one(file: Value, field: &str, context: &Context<'_>) -> Checked<Fault
             Some(length) => Ok(Some(at.as_millis().saturating_add(length.as_millis()))),
         }
     };
+    let reached = |instances: &[InstanceRef]| -> Checked<Option<Vec<usize>>> {
+        if instances.is_empty() {
+            return Ok(None);
+        }
+        let mut pods = Vec::with_capacity(instances.len());
+        for (position, reference) in instances.iter().enumerate() {
+            pods.push(
+                context
+                    .fleet
+                    .instance(reference, &format!("{field}.instances[{position}]"))?,
+            );
+        }
+        pods.sort_unstable();
+        pods.dedup();
+        Ok(Some(pods))
+    };
+    let mut pods = None;
     let (at, until, kind) = match kind.as_str() {
         "dependency-outage" => {
             let file: OutageFile = from_value_at(rest, field)?;
             let index = dependency(&file.dependency)?;
+            pods = reached(&file.instances)?;
             (
                 file.at,
                 end(file.at, file.duration)?,
@@ -310,6 +344,7 @@ fn resolve_one(file: Value, field: &str, context: &Context<'_>) -> Checked<Fault
         }
         "slow-dependency" => {
             let file: SlowFile = from_value_at(rest, field)?;
+            pods = reached(&file.instances)?;
             (
                 file.at,
                 end(file.at, file.duration)?,
@@ -321,6 +356,7 @@ fn resolve_one(file: Value, field: &str, context: &Context<'_>) -> Checked<Fault
         }
         "flapping-dependency" => {
             let file: FlappingFile = from_value_at(rest, field)?;
+            pods = reached(&file.instances)?;
             if file.period.as_millis() == 0 {
                 return Err(Invalid::new(
                     format!("{field}.period"),
@@ -423,5 +459,6 @@ fn resolve_one(file: Value, field: &str, context: &Context<'_>) -> Checked<Fault
         at: at.as_millis(),
         until,
         kind,
+        pods,
     })
 }
