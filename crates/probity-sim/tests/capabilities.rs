@@ -166,3 +166,31 @@ fn a_dependency_fault_can_reach_only_some_pods() {
     .unwrap_err();
     assert_eq!(error.field(), Some("faults[0].instances[1]"), "{error}");
 }
+
+#[test]
+fn envoy_success_rate_outlier_detection_ejects_a_partly_failing_pod() {
+    let before = run("partial-failure-before");
+    let after = run("partial-failure-after");
+    let share_failed =
+        |report: &Report| report.instances[3].failed as f64 / report.requests_total as f64;
+    // Without success-rate detection the pod keeps its tenth: 30% of it fails for 4 minutes.
+    assert!(
+        before.instances[3].error_rate > 0.2,
+        "{}",
+        before.instances[3].error_rate
+    );
+    assert_eq!(before.instances[3].drains, 0);
+    // With it, the pod is ejected within a sweep or two, and again after each return.
+    assert!(
+        after.instances[3].drains >= 2,
+        "{} ejections",
+        after.instances[3].drains
+    );
+    assert!(share_failed(&after) < share_failed(&before) / 2.0);
+    // Nobody else is ejected.
+    for (index, instance) in after.instances.iter().enumerate() {
+        if index != 3 {
+            assert_eq!(instance.drains, 0, "{}", instance.name);
+        }
+    }
+}

@@ -86,6 +86,8 @@ struct Sim<'a> {
     connections: Option<keep_alive::Connections>,
     /// Which checks have pollers (those read from a cached snapshot).
     polled: Vec<bool>,
+    /// Each pod's requests and failures at the last success-rate sweep.
+    outlier_marks: Vec<(f64, f64)>,
     /// Pods changed in this instant, to re-evaluate before time moves on.
     changed: Vec<usize>,
     changed_flag: Vec<bool>,
@@ -150,6 +152,7 @@ impl<'a> Sim<'a> {
             passive,
             connections,
             polled,
+            outlier_marks: Vec::new(),
             changed: Vec::new(),
             changed_flag: vec![false; pods],
             all_changed: true,
@@ -166,6 +169,7 @@ impl<'a> Sim<'a> {
     fn run(&mut self, progress: &mut dyn FnMut(Millis)) {
         self.init_fleet();
         self.schedule_faults();
+        self.start_outlier_sweeps();
         let end = self.scenario.duration;
         let mut until_progress = PROGRESS_EVERY;
         while let Some(next) = self.queue.next_time() {
@@ -267,6 +271,7 @@ impl<'a> Sim<'a> {
             Event::Eject { pod, epoch } => self.eject(pod as usize, epoch),
             Event::EjectEnd { pod, epoch } => self.eject_end(pod as usize, epoch),
             Event::HungEnd { pod, .. } => self.mark(pod as usize),
+            Event::OutlierSweep => self.outlier_sweep(),
             Event::CrashExit { pod, container } => self.crash_exit(pod as usize, container),
             Event::PassiveResume {
                 pod,

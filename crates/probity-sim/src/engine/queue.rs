@@ -57,6 +57,8 @@ pub(crate) enum Event {
     EjectEnd { pod: u32, epoch: u32 },
     /// A process that crashes on start exits.
     CrashExit { pod: u32, container: u32 },
+    /// Envoy's success-rate outlier detection sweeps its hosts.
+    OutlierSweep,
     /// A hung health-check call gives its pool connection back.
     HungEnd { pod: u32, process: u32 },
     /// Reports of new conditions start reaching a passive check.

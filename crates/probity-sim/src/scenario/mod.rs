@@ -31,7 +31,9 @@ pub use fault::{Fault, FaultKind};
 pub use fleet::{BackoffRequeue, Fleet, KubeletSettings, Start};
 pub use measure::Measure;
 pub use requests::{KeepAlive, RequestClass, Requests};
-pub use routing::{AlbSettings, EnvoySettings, HaproxySettings, Membership, Outlier, Routing};
+pub use routing::{
+    AlbSettings, EnvoySettings, HaproxySettings, Membership, Outlier, Routing, SuccessRate,
+};
 
 use crate::error::{Invalid, ScenarioError};
 use crate::time::{Millis, Span};

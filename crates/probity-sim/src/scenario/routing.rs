@@ -148,6 +148,34 @@ struct OutlierFile {
     max_ejection_time: Span,
     #[serde(default = "default_max_ejection_percent")]
     max_ejection_percent: f64,
+    #[serde(default)]
+    success_rate: bool,
+    #[serde(default = "yes")]
+    successful_active_health_check_uneject_host: bool,
+    #[serde(default = "default_outlier_interval")]
+    interval: Span,
+    #[serde(default = "default_success_rate_minimum_hosts")]
+    success_rate_minimum_hosts: u32,
+    #[serde(default = "default_success_rate_request_volume")]
+    success_rate_request_volume: u32,
+    #[serde(default = "default_success_rate_stdev_factor")]
+    success_rate_stdev_factor: u32,
+}
+
+fn yes() -> bool {
+    true
+}
+fn default_outlier_interval() -> Span {
+    Span::secs(10)
+}
+fn default_success_rate_minimum_hosts() -> u32 {
+    5
+}
+fn default_success_rate_request_volume() -> u32 {
+    100
+}
+fn default_success_rate_stdev_factor() -> u32 {
+    1900
 }
 
 fn default_consecutive_5xx() -> u32 {
@@ -254,6 +282,26 @@ pub struct Outlier {
     pub max_ejection_time: Millis,
     /// `max_ejection_percent`.
     pub max_ejection_percent: f64,
+    /// Success-rate ejection, when enabled (`enforcing_success_rate`).
+    pub success_rate: Option<SuccessRate>,
+    /// Whether a passing active health check ends an ejection at once
+    /// (`successful_active_health_check_uneject_host`, true by default).
+    pub uneject_on_passing_check: bool,
+}
+
+/// Envoy's success-rate outlier detection: at every `interval`, hosts with enough requests
+/// whose success rate is more than `stdev_factor / 1000` standard deviations below the mean
+/// are ejected (`outlier.rst`, "Success Rate").
+#[derive(Debug, Clone, Copy)]
+pub struct SuccessRate {
+    /// The sweep's interval.
+    pub interval: Millis,
+    /// Hosts with enough requests needed before any is judged.
+    pub minimum_hosts: u32,
+    /// Requests a host needs in an interval to be judged.
+    pub request_volume: u32,
+    /// Standard deviations below the mean, in thousandths.
+    pub stdev_factor: u32,
 }
 
 impl Routing {
@@ -383,7 +431,16 @@ pub(super) fn resolve(
                             "a percentage between 0 and 100",
                         ));
                     }
+                    positive(outlier.interval, "routing.outlier_detection.interval")?;
                     Some(Outlier {
+                        success_rate: outlier.success_rate.then(|| SuccessRate {
+                            interval: outlier.interval.as_millis(),
+                            minimum_hosts: outlier.success_rate_minimum_hosts.max(1),
+                            request_volume: outlier.success_rate_request_volume,
+                            stdev_factor: outlier.success_rate_stdev_factor,
+                        }),
+                        uneject_on_passing_check: outlier
+                            .successful_active_health_check_uneject_host,
                         consecutive_5xx: outlier.consecutive_5xx,
                         base_ejection_time: outlier.base_ejection_time.as_millis(),
                         max_ejection_time: outlier

@@ -112,8 +112,11 @@ impl Router for Envoy {
             {
                 host.checks.healthy = true;
             }
-            // A successful active check unejects the host.
-            if host.ejected {
+            // A successful active check unejects the host (unless configured not to).
+            let unejects = settings
+                .outlier
+                .is_none_or(|outlier| outlier.uneject_on_passing_check);
+            if host.ejected && unejects {
                 host.ejection_epoch += 1;
                 self.set_ejected(pod, false);
             }
@@ -133,6 +136,18 @@ impl Router for Envoy {
         host.ejection_pending = true;
         let wait = (f64::from(outlier.consecutive_5xx) / requests_per_second * 1000.0).ceil();
         Some((wait as Millis, host.ejection_epoch))
+    }
+
+    fn success_rate(&self) -> Option<crate::scenario::SuccessRate> {
+        self.settings.outlier?.success_rate
+    }
+
+    fn eject_now(&mut self, pod: usize) -> Option<(Millis, u32)> {
+        if self.hosts[pod].ejected {
+            return None;
+        }
+        let epoch = self.hosts[pod].ejection_epoch;
+        self.eject(pod, epoch)
     }
 
     fn eject(&mut self, pod: usize, epoch: u32) -> Option<(Millis, u32)> {

@@ -86,6 +86,17 @@ pub(crate) trait Router: fmt::Debug {
         None
     }
 
+    /// Success-rate outlier detection's settings, when the router runs it.
+    fn success_rate(&self) -> Option<crate::scenario::SuccessRate> {
+        None
+    }
+
+    /// Ejects `pod` now (a success-rate sweep found it an outlier): how long for, if the
+    /// ejection is allowed.
+    fn eject_now(&mut self, _pod: usize) -> Option<(Millis, u32)> {
+        None
+    }
+
     /// An ejection ends: returns whether the pod came back.
     fn eject_end(&mut self, _pod: usize, _epoch: u32) -> bool {
         false
@@ -273,6 +284,61 @@ impl Sim<'_> {
         if self.router.eject_end(pod, epoch) {
             self.pod_changed(pod);
         }
+    }
+
+    /// Schedules the first success-rate sweep, when the router runs them.
+    pub(super) fn start_outlier_sweeps(&mut self) {
+        if let Some(settings) = self.router.success_rate() {
+            self.outlier_marks = vec![(0.0, 0.0); self.pods.len()];
+            self.queue.schedule(settings.interval, Event::OutlierSweep);
+        }
+    }
+
+    /// A success-rate sweep: the success rate of each host over the interval just ended;
+    /// those too far below the mean are ejected.
+    pub(super) fn outlier_sweep(&mut self) {
+        let Some(settings) = self.router.success_rate() else {
+            return;
+        };
+        let mut judged: Vec<(usize, f64)> = Vec::new();
+        for pod in 0..self.pods.len() {
+            self.traffic.flush(pod);
+            let flow = &self.traffic.flows[pod];
+            let (requests, failed) = (
+                flow.requests - self.outlier_marks[pod].0,
+                flow.failed - self.outlier_marks[pod].1,
+            );
+            self.outlier_marks[pod] = (flow.requests, flow.failed);
+            if requests >= f64::from(settings.request_volume) {
+                judged.push((pod, 1.0 - failed / requests));
+            }
+        }
+        if judged.len() >= settings.minimum_hosts as usize {
+            let count = judged.len() as f64;
+            let mean = judged.iter().map(|(_, rate)| rate).sum::<f64>() / count;
+            let variance = judged
+                .iter()
+                .map(|(_, rate)| (rate - mean).powi(2))
+                .sum::<f64>()
+                / count;
+            let threshold = mean - f64::from(settings.stdev_factor) / 1000.0 * variance.sqrt();
+            for (pod, rate) in judged {
+                if rate < threshold
+                    && let Some((lasts, epoch)) = self.router.eject_now(pod)
+                {
+                    self.queue.schedule(
+                        self.now + lasts,
+                        Event::EjectEnd {
+                            pod: pod as u32,
+                            epoch,
+                        },
+                    );
+                    self.pod_changed(pod);
+                }
+            }
+        }
+        self.queue
+            .schedule(self.now + settings.interval, Event::OutlierSweep);
     }
 
     /// Outlier detection watches a pod that fails every request: consecutive-5xx ejection
