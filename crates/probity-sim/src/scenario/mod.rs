@@ -6,7 +6,7 @@
 //! else is the simulator's own vocabulary in snake_case. `docs/simulate.md` is the reference.
 //!
 //! Each concept owns its file form, its checked form and its checks: the [`fleet`], the
-//! [`container`] and its probes, the [`app`] (and a probity [`contract`] describing it), the
+//! [`container`] and its probes, the [`app`] (and a probity contract describing it), the
 //! [`dependency`]s, the [`requests`], the [`routing`], the [`fault`]s and how results are
 //! [`measure`]d. Reading ([`read`]) goes through a value tree so YAML and TOML share one set
 //! of types, and every error names the field it is about (`container.livenessProbe.periodSeconds`).
