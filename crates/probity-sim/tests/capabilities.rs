@@ -194,3 +194,18 @@ fn envoy_success_rate_outlier_detection_ejects_a_partly_failing_pod() {
         }
     }
 }
+
+#[test]
+fn envoy_fed_from_the_endpoints_has_nothing_to_panic_over() {
+    let static_hosts = run("fleet-wide-readiness-envoy");
+    let mesh = run("fleet-wide-readiness-mesh");
+    // A static host list panics over every pod: the 30% that need no database still work.
+    assert!((static_hosts.peak_error_rate - 0.7).abs() < 0.01);
+    // From the endpoints, the hosts are gone with the readiness: every request fails, as
+    // "no healthy upstream" (an answer, not a refused connection).
+    assert!(mesh.peak_error_rate > 0.999, "{}", mesh.peak_error_rate);
+    assert_eq!(mesh.requests_refused, 0);
+    assert!(mesh.requests_failed > static_hosts.requests_failed);
+    // And it comes back when the endpoints do.
+    assert!(mesh.time_to_recover_s.expect("recovered") <= 6.0);
+}

@@ -323,6 +323,14 @@ impl<'a> Sim<'a> {
     /// Settles the instant that just ended: the changed pods' membership, weight and failure,
     /// the split, and what depends on shares (outlier detection, passive runs).
     fn settle(&mut self) {
+        if self.router.take_all_changed() {
+            // The router changed every pod's membership at once (Envoy entering or leaving
+            // panic over its endpoints).
+            for pod in 0..self.pods.len() {
+                self.record_pod_state(pod);
+            }
+            self.all_changed = true;
+        }
         let all = std::mem::take(&mut self.all_changed);
         let mut pods: Vec<usize> = if all {
             for pod in self.changed.drain(..) {

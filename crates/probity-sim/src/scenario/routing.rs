@@ -59,6 +59,10 @@ struct EnvoyFile {
     panic_threshold: f64,
     #[serde(default)]
     outlier_detection: Option<OutlierFile>,
+    #[serde(default)]
+    hosts: Option<Membership>,
+    #[serde(default = "default_propagation")]
+    propagation: Span,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -252,6 +256,11 @@ pub struct EnvoySettings {
     pub panic_threshold: f64,
     /// Outlier detection, when configured.
     pub outlier: Option<Outlier>,
+    /// Where Envoy's hosts come from: every pod (`static`, the default), or the Service's
+    /// ready endpoints through EDS, as in a service mesh (`endpoints`).
+    pub hosts: Membership,
+    /// With `hosts: endpoints`, the delay from a pod's readiness to Envoy's host set.
+    pub propagation: Millis,
 }
 
 /// An ALB target group's health check.
@@ -459,6 +468,8 @@ pub(super) fn resolve(
                 healthy_threshold: file.healthy_threshold,
                 panic_threshold: file.panic_threshold,
                 outlier,
+                hosts: file.hosts.unwrap_or(Membership::Static),
+                propagation: file.propagation.as_millis(),
             })
         }
         "alb" => {

@@ -86,6 +86,12 @@ pub(crate) trait Router: fmt::Debug {
         None
     }
 
+    /// Whether every pod's membership may have changed since the last call (Envoy fed from
+    /// endpoints entering or leaving panic); clears the flag.
+    fn take_all_changed(&mut self) -> bool {
+        false
+    }
+
     /// Success-rate outlier detection's settings, when the router runs it.
     fn success_rate(&self) -> Option<crate::scenario::SuccessRate> {
         None
