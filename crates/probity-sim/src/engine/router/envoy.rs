@@ -90,7 +90,7 @@ impl Envoy {
         settings.interval
     }
 
-    fn from_endpoints(&self) -> bool {
+    fn fed_from_endpoints(&self) -> bool {
         self.settings.hosts == Membership::Endpoints
     }
 
@@ -111,7 +111,7 @@ impl Envoy {
                 self.healthy_count -= 1;
             }
         }
-        if self.from_endpoints() {
+        if self.fed_from_endpoints() {
             let panic = self.present_count > 0
                 && 100.0 * self.healthy_count as f64 / (self.present_count as f64)
                     < self.settings.panic_threshold;
@@ -142,7 +142,7 @@ impl Router for Envoy {
     }
 
     fn healthy(&self, pod: usize) -> bool {
-        if self.from_endpoints() {
+        if self.fed_from_endpoints() {
             // In panic, every host gets traffic, healthy or not; a pod not in the endpoints
             // is no host.
             return if self.panic {
@@ -156,7 +156,7 @@ impl Router for Envoy {
     }
 
     fn split(&self, members: usize, pods: usize) -> Split {
-        if self.from_endpoints() {
+        if self.fed_from_endpoints() {
             return if members == 0 {
                 Split::Rejected // "no healthy upstream"
             } else {
@@ -189,11 +189,11 @@ impl Router for Envoy {
     }
 
     fn propagation(&self) -> Option<Millis> {
-        self.from_endpoints().then_some(self.settings.propagation)
+        self.fed_from_endpoints().then_some(self.settings.propagation)
     }
 
     fn endpoint_update(&mut self, pod: usize, ready: bool) -> bool {
-        if !self.from_endpoints() || self.present[pod] == ready {
+        if !self.fed_from_endpoints() || self.present[pod] == ready {
             return false;
         }
         let was = self.counts_healthy(pod);
