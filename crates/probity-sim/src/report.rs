@@ -194,16 +194,16 @@ fn percent(rate: f64) -> String {
 fn seconds(value: Option<f64>) -> String {
     match value {
         None => "never".into(),
-        Some(s) => human_seconds(s),
+        Some(value) => human_seconds(value),
     }
 }
 
 /// Seconds in words: `7.1s`, or `26m09s` past two minutes.
-pub fn human_seconds(s: f64) -> String {
-    if s >= 120.0 {
-        format!("{:.0}m{:02.0}s", (s / 60.0).floor(), s % 60.0)
+pub fn human_seconds(seconds: f64) -> String {
+    if seconds >= 120.0 {
+        format!("{:.0}m{:02.0}s", (seconds / 60.0).floor(), seconds % 60.0)
     } else {
-        format!("{s:.1}s")
+        format!("{seconds:.1}s")
     }
 }
 

@@ -189,7 +189,8 @@ impl Router for Envoy {
     }
 
     fn propagation(&self) -> Option<Millis> {
-        self.fed_from_endpoints().then_some(self.settings.propagation)
+        self.fed_from_endpoints()
+            .then_some(self.settings.propagation)
     }
 
     fn endpoint_update(&mut self, pod: usize, ready: bool) -> bool {
