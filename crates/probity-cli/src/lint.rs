@@ -41,6 +41,14 @@ pub(crate) struct Args {
     #[arg(long)]
     list_rules: bool,
 
+    /// List every skipped document (kinds the linter does not judge), not only their count.
+    #[arg(long, short)]
+    verbose: bool,
+
+    /// Refuse an input larger than this (bytes; suffixes K, M, G for KiB, MiB, GiB).
+    #[arg(long, value_name = "SIZE", default_value = "64M", value_parser = parse_size)]
+    max_input_size: u64,
+
     /// Colour in the human format.
     #[arg(long, value_name = "WHEN", default_value = "auto",
           value_parser = ["auto", "always", "never"])]
@@ -53,6 +61,28 @@ pub(crate) struct Args {
     /// `probe-load`: health-check requests per second reaching dependencies allowed.
     #[arg(long, value_name = "RPS", default_value_t = probity_lint::DEFAULT_MAX_DEPENDENCY_RPS)]
     max_dependency_rps: f64,
+}
+
+/// Parses a size: a number of bytes, or a number with K, M or G (KiB, MiB, GiB).
+fn parse_size(text: &str) -> Result<u64, String> {
+    let trimmed = text.trim();
+    let digits = trimmed.trim_end_matches(|c: char| c.is_ascii_alphabetic());
+    let unit = &trimmed[digits.len()..];
+    let multiplier: u64 = match unit.to_ascii_lowercase().as_str() {
+        "" | "b" => 1,
+        "k" | "kb" | "kib" => 1 << 10,
+        "m" | "mb" | "mib" => 1 << 20,
+        "g" | "gb" | "gib" => 1 << 30,
+        _ => return Err(format!("unknown size unit `{unit}`; use K, M or G")),
+    };
+    let number: u64 = digits
+        .trim()
+        .parse()
+        .map_err(|_| format!("`{text}` is not a size such as 64M"))?;
+    number
+        .checked_mul(multiplier)
+        .filter(|bytes| *bytes > 0)
+        .ok_or_else(|| format!("`{text}` is not a usable size"))
 }
 
 /// Runs `probity lint`.
@@ -99,7 +129,8 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
         max_dependency_rps: args.max_dependency_rps,
     };
 
-    let sources = source::read_inputs(&args.paths, std::io::stdin().lock())?;
+    let inputs = source::read_inputs(&args.paths, std::io::stdin().lock(), args.max_input_size);
+    let sources = inputs.sources;
     let report = probity_lint::lint(&sources, &options);
 
     let format = Format::parse(&args.format).unwrap_or(Format::Human);
@@ -108,12 +139,13 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
         "never" => false,
         _ => std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none(),
     };
-    write!(
-        stdout,
-        "{}",
-        output::render(&report, &sources, format, color)
-    )?;
-    stdout.flush()?;
+    let style = output::Style {
+        color,
+        verbose: args.verbose,
+    };
+    let mut buffered = std::io::BufWriter::with_capacity(1 << 16, stdout);
+    output::write(&report, &sources, format, style, &mut buffered)?;
+    buffered.flush()?;
 
     let mut stderr = std::io::stderr().lock();
     for &index in &report.unmatched_contracts {
@@ -129,10 +161,17 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
             args.contracts[index].display()
         )?;
     }
-    for error in &report.errors {
+    for error in &inputs.errors {
         writeln!(stderr, "error: {error}")?;
     }
-    if !report.errors.is_empty() {
+    if report.nothing_read() {
+        writeln!(
+            stderr,
+            "error: no document could be read: every one is invalid YAML or not a Kubernetes \
+             object (see the findings above)"
+        )?;
+    }
+    if !inputs.errors.is_empty() || report.nothing_read() {
         return Ok(ExitCode::from(2));
     }
     let fails = Severity::parse(&args.fail_on).is_some_and(|threshold| report.fails_at(threshold));

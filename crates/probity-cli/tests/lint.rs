@@ -69,12 +69,86 @@ fn exits_zero_when_clean_one_on_findings_two_on_errors() {
     let output = probity(&["lint", "--fail-on", "error", &warning], None);
     assert_eq!(output.status.code(), Some(0));
 
+    // A broken document is a finding; the run goes on and exits 1.
     let output = probity(&["lint", &clean, &broken], None);
+    assert_eq!(output.status.code(), Some(1));
+    let stdout = text(&output.stdout);
+    assert!(
+        stdout.contains(&format!("{broken}:1:")) && stdout.contains("error[invalid-yaml]"),
+        "{stdout}"
+    );
+
+    // Nothing could be read at all: exit 2.
+    let output = probity(&["lint", &broken], None);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(
+        text(&output.stderr).contains("no document could be read"),
+        "{}",
+        text(&output.stderr)
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn unreadable_inputs_exit_two_and_the_others_are_still_judged() {
+    let dir = temp_dir("unreadable");
+    let warning = write(&dir, "warning.yaml", WARNING);
+    let missing = dir.join("missing.yaml").display().to_string();
+    let output = probity(&["lint", &missing, "/dev/zero", &warning], None);
     assert_eq!(output.status.code(), Some(2));
     let stderr = text(&output.stderr);
-    assert!(stderr.contains(&format!("{broken}:")), "{stderr}");
-    assert!(stderr.contains("invalid YAML"), "{stderr}");
+    assert!(
+        stderr.contains(&format!("error: cannot read {missing}: ")),
+        "{stderr}"
+    );
+    assert_eq!(stderr.matches("os error").count(), 1, "{stderr}");
+    assert!(
+        stderr.contains("error: cannot read /dev/zero: it is a character device"),
+        "{stderr}"
+    );
+    assert!(
+        text(&output.stdout).contains("warning[timeout-not-below-period]"),
+        "the readable input is still judged"
+    );
+
+    let output = probity(&["lint", "--max-input-size", "100", &warning], None);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(
+        text(&output.stderr).contains("larger than the input limit of 100 bytes"),
+        "{}",
+        text(&output.stderr)
+    );
+
+    let binary = dir.join("binary.yaml");
+    std::fs::write(&binary, b"apiVersion: v1\n\x89PNG").unwrap();
+    let output = probity(&["lint", &binary.display().to_string()], None);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(
+        text(&output.stderr).contains("not UTF-8 text (byte 0x89 at byte offset 15, line 2)"),
+        "{}",
+        text(&output.stderr)
+    );
     std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn counts_skipped_kinds_and_lists_them_when_verbose() {
+    let input = format!(
+        "{WARNING}---\napiVersion: v1\nkind: ConfigMap\nmetadata: {{name: settings}}\n---\napiVersion: monitoring.coreos.com/v1\nkind: PrometheusRule\nmetadata: {{name: alerts}}\n"
+    );
+    let output = probity(&["lint", "-"], Some(&input));
+    let stdout = text(&output.stdout);
+    assert!(
+        stdout.contains("2 document(s) of other kinds skipped (ConfigMap 1, PrometheusRule 1;"),
+        "{stdout}"
+    );
+    assert!(!stdout.contains("skipped: <stdin>"), "{stdout}");
+    let output = probity(&["lint", "--verbose", "-"], Some(&input));
+    let stdout = text(&output.stdout);
+    assert!(
+        stdout.contains("skipped: <stdin>:13: ConfigMap `settings`"),
+        "{stdout}"
+    );
 }
 
 #[test]

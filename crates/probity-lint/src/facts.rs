@@ -26,12 +26,6 @@ pub(crate) struct AnnotationProblem {
     pub(crate) message: String,
 }
 
-/// A valid suppression.
-#[derive(Debug)]
-pub(crate) struct Suppression {
-    pub(crate) rule: &'static str,
-}
-
 /// Facts about one workload, from its annotations and the contracts given on the command line.
 #[derive(Debug, Default)]
 pub(crate) struct Facts<'c> {
@@ -50,26 +44,40 @@ pub(crate) struct Drain {
     pub(crate) from_contract: bool,
 }
 
-/// Reads every `probity.dev/` annotation of an object (its metadata, and its pod template's for
-/// a workload): suppressions and their problems always; facts for workloads.
-pub(crate) fn read_annotations<'c>(
-    object: &Object<'_>,
-    contracts: &'c [Contract],
-) -> (Facts<'c>, Vec<Suppression>, Vec<AnnotationProblem>) {
-    let mut facts = Facts {
-        contracts: contracts.iter().collect(),
-        ..Facts::default()
-    };
-    let mut suppressions = Vec::new();
-    let mut problems = Vec::new();
+/// The annotations of an object and, for a workload, of its pod template (second, so they
+/// override the object's).
+fn annotations<'o>(object: &'o Object<'_>) -> impl Iterator<Item = &'o Annotation> {
     let template: &[Annotation] = match &object.body {
         crate::model::Body::Workload(Workload {
             pod_annotations, ..
         }) => pod_annotations,
         _ => &[],
     };
-    // The pod template's annotations come second, so they override the object's.
-    for annotation in object.annotations.iter().chain(template) {
+    object.annotations.iter().chain(template)
+}
+
+/// The rules an object's valid `probity.dev/ignore-RULE: "<reason>"` annotations suppress.
+pub(crate) fn suppressions(object: &Object<'_>) -> Vec<&'static str> {
+    annotations(object)
+        .filter(|annotation| !annotation.value.trim().is_empty())
+        .filter_map(|annotation| annotation.key.strip_prefix(IGNORE_PREFIX))
+        .filter_map(crate::rules::find)
+        .map(|rule| rule.id)
+        .collect()
+}
+
+/// Reads every `probity.dev/` annotation of an object (its metadata, and its pod template's for
+/// a workload): the problems of its suppressions always; facts for workloads.
+pub(crate) fn read_annotations<'c>(
+    object: &Object<'_>,
+    contracts: &'c [Contract],
+) -> (Facts<'c>, Vec<AnnotationProblem>) {
+    let mut facts = Facts {
+        contracts: contracts.iter().collect(),
+        ..Facts::default()
+    };
+    let mut problems = Vec::new();
+    for annotation in annotations(object) {
         let key = annotation.key.as_str();
         if !key.starts_with(ANNOTATION_PREFIX) {
             continue;
@@ -91,7 +99,7 @@ pub(crate) fn read_annotations<'c>(
                     "`{key}` gives no reason; the suppression is not honoured until its value \
                      says why the rule does not apply"
                 )),
-                Some(rule) => suppressions.push(Suppression { rule: rule.id }),
+                Some(_) => {}
             }
             continue;
         }
@@ -133,7 +141,7 @@ pub(crate) fn read_annotations<'c>(
             )),
         }
     }
-    (facts, suppressions, problems)
+    (facts, problems)
 }
 
 /// Whether a command-line `contract` describes `container` of `object`: its `service` names the

@@ -51,9 +51,10 @@ pub mod yaml;
 
 mod engine;
 mod model;
+mod summary;
 
 pub use engine::{DEFAULT_MAX_DEPENDENCY_RPS, DEFAULT_MAX_PROBE_RPS, Options, lint};
-pub use finding::{Finding, InputError, Report};
+pub use finding::{Autofix, Finding, Report, SkippedDocument, TextEdit};
 pub use output::Format;
 pub use rules::{Rule, Severity};
 pub use source::Source;

@@ -32,14 +32,20 @@ pub(crate) enum Kind {
     StatefulSet,
     DaemonSet,
     ReplicaSet,
+    ReplicationController,
     Job,
     CronJob,
     Service,
     PodDisruptionBudget,
     HorizontalPodAutoscaler,
+    /// Any other kind whose `spec.template` is a pod template (`spec.template.spec.containers`):
+    /// an Argo Rollout, an OpenKruise CloneSet, a Knative Service, a custom resource.
+    CustomWorkload,
 }
 
 impl Kind {
+    /// The built-in kind named `kind`; other kinds are custom workloads when they carry a pod
+    /// template, and skipped otherwise.
     pub(crate) fn parse(kind: &str) -> Option<Self> {
         Some(match kind {
             "Pod" => Kind::Pod,
@@ -47,6 +53,7 @@ impl Kind {
             "StatefulSet" => Kind::StatefulSet,
             "DaemonSet" => Kind::DaemonSet,
             "ReplicaSet" => Kind::ReplicaSet,
+            "ReplicationController" => Kind::ReplicationController,
             "Job" => Kind::Job,
             "CronJob" => Kind::CronJob,
             "Service" => Kind::Service,
@@ -56,27 +63,17 @@ impl Kind {
         })
     }
 
-    pub(crate) fn as_str(self) -> &'static str {
-        match self {
-            Kind::Pod => "Pod",
-            Kind::Deployment => "Deployment",
-            Kind::StatefulSet => "StatefulSet",
-            Kind::DaemonSet => "DaemonSet",
-            Kind::ReplicaSet => "ReplicaSet",
-            Kind::Job => "Job",
-            Kind::CronJob => "CronJob",
-            Kind::Service => "Service",
-            Kind::PodDisruptionBudget => "PodDisruptionBudget",
-            Kind::HorizontalPodAutoscaler => "HorizontalPodAutoscaler",
-        }
-    }
-
     /// Whether the kind keeps a number of long-running replicas (so fleets, budgets and load
-    /// apply).
+    /// apply). A custom workload does when it says how many (`spec.replicas`).
     pub(crate) fn is_replicated(self) -> bool {
         matches!(
             self,
-            Kind::Deployment | Kind::StatefulSet | Kind::ReplicaSet | Kind::Pod
+            Kind::Deployment
+                | Kind::StatefulSet
+                | Kind::ReplicaSet
+                | Kind::ReplicationController
+                | Kind::Pod
+                | Kind::CustomWorkload
         )
     }
 
@@ -98,6 +95,8 @@ pub(crate) struct Annotation {
 pub(crate) struct Object<'a> {
     pub(crate) source: usize,
     pub(crate) kind: Kind,
+    /// The kind as written: `Deployment`, `Rollout`…
+    pub(crate) kind_name: String,
     pub(crate) name: String,
     pub(crate) namespace: Option<String>,
     /// Where the object's `kind:` is written.
@@ -106,6 +105,8 @@ pub(crate) struct Object<'a> {
     pub(crate) annotations: Vec<Annotation>,
     pub(crate) body: Body,
     pub(crate) problems: Vec<Problem>,
+    /// The rules its `probity.dev/ignore-RULE` annotations suppress (set by the engine).
+    pub(crate) suppressions: Vec<&'static str>,
 }
 
 #[derive(Debug)]
@@ -119,8 +120,10 @@ pub(crate) enum Body {
 /// A Pod, or a controller with a pod template.
 #[derive(Debug)]
 pub(crate) struct Workload {
-    /// The replica count: `spec.replicas` (default 1) for Deployments, StatefulSets and
-    /// ReplicaSets, 1 for a Pod, `None` when it depends on the cluster (DaemonSet) or is batch.
+    /// The replica count: `spec.replicas` (default 1) for Deployments, StatefulSets,
+    /// ReplicaSets and ReplicationControllers, 1 for a Pod, `spec.replicas` when a custom
+    /// workload writes it; `None` when it depends on the cluster (DaemonSet, an autoscaled
+    /// custom workload) or is batch.
     pub(crate) replicas: Option<Setting>,
     pub(crate) pod_labels: Vec<(String, String)>,
     pub(crate) pod_annotations: Vec<Annotation>,
@@ -196,8 +199,12 @@ pub(crate) struct Container {
     pub(crate) name: String,
     pub(crate) position: Position,
     pub(crate) ports: Vec<ContainerPort>,
+    /// Environment variables with literal values (`valueFrom` ones cannot be known here).
+    pub(crate) env: Vec<(String, String)>,
     pub(crate) probes: Vec<Probe>,
     pub(crate) pre_stop_sleep: Option<(i64, Position)>,
+    /// Where `lifecycle.preStop` is written, when the container has one.
+    pub(crate) pre_stop: Option<Position>,
     /// An init container with `restartPolicy: Always`: a sidecar that runs beside the
     /// application and is probed like it.
     pub(crate) sidecar: bool,
@@ -278,6 +285,8 @@ pub(crate) enum Handler {
     },
     Exec {
         command: Vec<String>,
+        /// Where `command` is written.
+        position: Position,
     },
     Missing,
 }
@@ -319,7 +328,7 @@ impl Handler {
             Handler::Grpc { port: p, service } => {
                 format!("gRPC health check of service \"{service}\" on {}", port(p))
             }
-            Handler::Exec { command } => format!("exec `{}`", command.join(" ")),
+            Handler::Exec { command, .. } => format!("exec `{}`", command.join(" ")),
             Handler::Missing => "no handler".to_owned(),
         }
     }
@@ -475,8 +484,17 @@ pub(crate) enum Read<'a> {
     Object(Box<Object<'a>>),
     /// A `List`'s items.
     List(Vec<&'a Node>),
-    /// A Kubernetes object of another kind (ConfigMap, a custom resource…): skipped.
-    Skipped,
+    /// A Kubernetes object of a kind the linter does not judge (ConfigMap, a custom resource
+    /// without a pod template…): skipped, and counted.
+    Skipped(Skipped),
+}
+
+/// A document of a kind the linter does not judge.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Skipped {
+    pub(crate) kind: String,
+    pub(crate) name: String,
+    pub(crate) position: Position,
 }
 
 /// Reads one document's root (or one `List` item) as an object.
@@ -518,10 +536,6 @@ pub(crate) fn read_object(source: usize, root: &Node) -> Result<Read<'_>, NotAnO
             .unwrap_or_default();
         return Ok(Read::List(items));
     }
-    let Some(kind) = Kind::parse(kind_text) else {
-        return Ok(Read::Skipped);
-    };
-    let mut problems = Vec::new();
     let metadata = root.get("metadata");
     let name = metadata
         .and_then(|metadata| {
@@ -531,6 +545,18 @@ pub(crate) fn read_object(source: usize, root: &Node) -> Result<Read<'_>, NotAnO
         })
         .and_then(Node::scalar_text)
         .unwrap_or_else(|| "<unnamed>".to_owned());
+    let kind = match Kind::parse(kind_text) {
+        Some(kind) => kind,
+        None if has_pod_template(root) => Kind::CustomWorkload,
+        None => {
+            return Ok(Read::Skipped(Skipped {
+                kind: kind_text.to_owned(),
+                name,
+                position: kind_entry.value.position,
+            }));
+        }
+    };
+    let mut problems = Vec::new();
     let namespace = metadata
         .and_then(|metadata| metadata.get("namespace"))
         .and_then(Node::scalar_text);
@@ -545,6 +571,7 @@ pub(crate) fn read_object(source: usize, root: &Node) -> Result<Read<'_>, NotAnO
     Ok(Read::Object(Box::new(Object {
         source,
         kind,
+        kind_name: kind_text.to_owned(),
         name,
         namespace,
         position: kind_entry.value.position,
@@ -552,7 +579,18 @@ pub(crate) fn read_object(source: usize, root: &Node) -> Result<Read<'_>, NotAnO
         annotations,
         body,
         problems,
+        suppressions: Vec::new(),
     })))
+}
+
+/// Whether `spec.template.spec.containers` is a list: the shape of a pod template, whatever the
+/// kind around it.
+fn has_pod_template(root: &Node) -> bool {
+    root.get("spec")
+        .and_then(|spec| spec.get("template"))
+        .and_then(|template| template.get("spec"))
+        .and_then(|spec| spec.get("containers"))
+        .is_some_and(|containers| containers.as_seq().is_some())
 }
 
 fn read_annotations(metadata: Option<&Node>, problems: &mut Vec<Problem>) -> Vec<Annotation> {
@@ -627,13 +665,32 @@ fn read_workload(kind: Kind, root: &Node, problems: &mut Vec<Problem>) -> Worklo
         _ => {
             let template = spec.and_then(|spec| spec.get("template"));
             let replicas = match (kind, spec) {
-                (Kind::Deployment | Kind::StatefulSet | Kind::ReplicaSet, Some(spec)) => {
-                    Some(Setting::read(spec, "replicas", 1, false, problems, None))
-                }
-                (Kind::Deployment | Kind::StatefulSet | Kind::ReplicaSet, None) => Some(Setting {
+                (
+                    Kind::Deployment
+                    | Kind::StatefulSet
+                    | Kind::ReplicaSet
+                    | Kind::ReplicationController,
+                    Some(spec),
+                ) => Some(Setting::read(spec, "replicas", 1, false, problems, None)),
+                (
+                    Kind::Deployment
+                    | Kind::StatefulSet
+                    | Kind::ReplicaSet
+                    | Kind::ReplicationController,
+                    None,
+                ) => Some(Setting {
                     value: 1,
                     written: None,
                     position: None,
+                }),
+                // A custom workload's `replicas` is only known when written; its type is the
+                // resource's own business, so a value that is not an integer is not a problem.
+                (Kind::CustomWorkload, Some(spec)) => spec.entry("replicas").and_then(|entry| {
+                    entry.value.as_i64().map(|count| Setting {
+                        value: count,
+                        written: Some(count),
+                        position: Some(entry.value.position),
+                    })
                 }),
                 _ => None,
             };
@@ -745,10 +802,26 @@ fn read_container(node: &Node, problems: &mut Vec<Problem>) -> Container {
             &name,
         ));
     }
-    let pre_stop_sleep = node
+    let pre_stop_entry = node
         .get("lifecycle")
-        .and_then(|lifecycle| lifecycle.get("preStop"))
-        .and_then(|pre_stop| read_pre_stop_sleep(pre_stop, problems, &name));
+        .and_then(|lifecycle| lifecycle.entry("preStop"))
+        .filter(|entry| !entry.value.is_null());
+    let pre_stop_sleep =
+        pre_stop_entry.and_then(|entry| read_pre_stop_sleep(&entry.value, problems, &name));
+    let env = node
+        .get("env")
+        .and_then(Node::as_seq)
+        .map(|items| {
+            items
+                .iter()
+                .filter_map(|item| {
+                    let name = item.get("name")?.scalar_text()?;
+                    let value = item.get("value")?.scalar_text()?;
+                    Some((name, value))
+                })
+                .collect()
+        })
+        .unwrap_or_default();
     // Only meaningful on init containers; on others the API server rejects it (`api` rules).
     let sidecar = node
         .get("restartPolicy")
@@ -758,8 +831,10 @@ fn read_container(node: &Node, problems: &mut Vec<Problem>) -> Container {
         position: node.position,
         name,
         ports,
+        env,
         probes,
         pre_stop_sleep,
+        pre_stop: pre_stop_entry.map(|entry| entry.key_position),
         sidecar,
     }
 }
@@ -851,6 +926,9 @@ fn read_probe(
                     .and_then(Node::as_seq)
                     .map(|items| items.iter().filter_map(Node::scalar_text).collect())
                     .unwrap_or_default(),
+                position: value
+                    .get("command")
+                    .map_or(entry.key_position, |command| command.position),
             },
         };
     }
@@ -1091,8 +1169,11 @@ mod tests {
     use crate::yaml::parse_documents;
 
     fn object(text: &str, check: impl FnOnce(&Object<'_>)) {
-        let documents = parse_documents(text).unwrap();
-        let root = documents[0].root.as_ref().unwrap();
+        let mut documents = parse_documents(text);
+        let crate::yaml::Parsed::Document(document) = documents.remove(0) else {
+            panic!("invalid YAML")
+        };
+        let root = document.root.as_ref().unwrap();
         match read_object(0, root) {
             Ok(Read::Object(object)) => check(&object),
             _ => panic!("not an object"),
@@ -1156,7 +1237,13 @@ mod tests {
         object(text, |object| {
             assert_eq!(object.problems.len(), 1);
             assert!(object.problems[0].message.contains("periodSeconds"));
-            assert_eq!(object.problems[0].position, Position::new(9, 22));
+            assert_eq!(
+                (
+                    object.problems[0].position.line,
+                    object.problems[0].position.column
+                ),
+                (9, 22)
+            );
         });
     }
 

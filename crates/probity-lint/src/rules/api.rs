@@ -7,10 +7,9 @@ use crate::model::{Body, Kind, Object};
 use crate::yaml::Node;
 use probity::contract::ProbeKind;
 
-pub(crate) fn check(cx: &mut Cx<'_>, index: usize, object: &Object<'_>) {
+pub(crate) fn check(cx: &mut Cx<'_>, object: &Object<'_>) {
     for problem in &object.problems {
         cx.report(
-            index,
             object,
             &rule::REJECTED_BY_API_SERVER,
             problem.position,
@@ -18,12 +17,29 @@ pub(crate) fn check(cx: &mut Cx<'_>, index: usize, object: &Object<'_>) {
             format!("{}; the API server cannot decode it", problem.message),
         );
     }
-    check_probes(cx, index, object);
-    let top = top_schema(object.kind);
-    walk(cx, index, object, object.root, top, None);
+    check_probes(cx, object);
+    match top_schema(object.kind) {
+        Some(top) => walk(cx, object, object.root, top, None),
+        // A custom resource's own fields are its schema's business; its pod template's
+        // containers are Kubernetes containers.
+        None => {
+            if let Some(template) = object
+                .root
+                .get("spec")
+                .and_then(|spec| spec.get("template"))
+            {
+                if let Some(metadata) = template.get("metadata") {
+                    walk(cx, object, metadata, &OBJECT_META, None);
+                }
+                if let Some(spec) = template.get("spec") {
+                    walk(cx, object, spec, &POD_CONTAINERS, None);
+                }
+            }
+        }
+    }
 }
 
-fn check_probes(cx: &mut Cx<'_>, index: usize, object: &Object<'_>) {
+fn check_probes(cx: &mut Cx<'_>, object: &Object<'_>) {
     let Body::Workload(workload) = &object.body else {
         return;
     };
@@ -39,7 +55,6 @@ fn check_probes(cx: &mut Cx<'_>, index: usize, object: &Object<'_>) {
     {
         for probe in &container.probes {
             cx.report(
-                index,
                 object,
                 &rule::REJECTED_BY_API_SERVER,
                 probe.position,
@@ -58,7 +73,6 @@ fn check_probes(cx: &mut Cx<'_>, index: usize, object: &Object<'_>) {
             let key = probe.key();
             match probe.handler_keys.as_slice() {
                 [] => cx.report(
-                    index,
                     object,
                     &rule::REJECTED_BY_API_SERVER,
                     probe.position,
@@ -72,7 +86,6 @@ fn check_probes(cx: &mut Cx<'_>, index: usize, object: &Object<'_>) {
                 [(first, _), rest @ ..] => {
                     for (extra, position) in rest {
                         cx.report(
-                            index,
                             object,
                             &rule::REJECTED_BY_API_SERVER,
                             *position,
@@ -91,7 +104,6 @@ fn check_probes(cx: &mut Cx<'_>, index: usize, object: &Object<'_>) {
                 && written > 1
             {
                 cx.report(
-                    index,
                     object,
                     &rule::REJECTED_BY_API_SERVER,
                     position,
@@ -114,7 +126,6 @@ fn check_probes(cx: &mut Cx<'_>, index: usize, object: &Object<'_>) {
                     && written < 0
                 {
                     cx.report(
-                        index,
                         object,
                         &rule::REJECTED_BY_API_SERVER,
                         position,
@@ -129,7 +140,6 @@ fn check_probes(cx: &mut Cx<'_>, index: usize, object: &Object<'_>) {
             if let Some((grace, position)) = probe.termination_grace {
                 if probe.kind == ProbeKind::Readiness {
                     cx.report(
-                        index,
                         object,
                         &rule::REJECTED_BY_API_SERVER,
                         position,
@@ -139,7 +149,6 @@ fn check_probes(cx: &mut Cx<'_>, index: usize, object: &Object<'_>) {
                     );
                 } else if grace <= 0 {
                     cx.report(
-                        index,
                         object,
                         &rule::REJECTED_BY_API_SERVER,
                         position,
@@ -385,6 +394,24 @@ const DAEMON_SET_SPEC: Schema = Schema {
         ("revisionHistoryLimit", Leaf),
     ],
 };
+const REPLICATION_CONTROLLER_SPEC: Schema = Schema {
+    name: "ReplicationControllerSpec",
+    fields: &[
+        ("replicas", Leaf),
+        ("minReadySeconds", Leaf),
+        ("selector", Leaf),
+        ("template", Obj(&POD_TEMPLATE)),
+    ],
+};
+/// The containers of a custom workload's pod template; its other fields are left alone (a
+/// Knative revision template adds `containerConcurrency` and `timeoutSeconds`, for one).
+const POD_CONTAINERS: Schema = Schema {
+    name: "PodSpec",
+    fields: &[
+        ("initContainers", List(&CONTAINER)),
+        ("containers", List(&CONTAINER)),
+    ],
+};
 const REPLICA_SET_SPEC: Schema = Schema {
     name: "ReplicaSetSpec",
     fields: &[
@@ -497,30 +524,36 @@ top!(DEPLOYMENT, "Deployment", Obj(&DEPLOYMENT_SPEC));
 top!(STATEFUL_SET, "StatefulSet", Obj(&STATEFUL_SET_SPEC));
 top!(DAEMON_SET, "DaemonSet", Obj(&DAEMON_SET_SPEC));
 top!(REPLICA_SET, "ReplicaSet", Obj(&REPLICA_SET_SPEC));
+top!(
+    REPLICATION_CONTROLLER,
+    "ReplicationController",
+    Obj(&REPLICATION_CONTROLLER_SPEC)
+);
 top!(JOB, "Job", Obj(&JOB_SPEC));
 top!(CRON_JOB, "CronJob", Obj(&CRON_JOB_SPEC));
 top!(SERVICE, "Service", Obj(&SERVICE_SPEC));
 top!(PDB, "PodDisruptionBudget", Obj(&PDB_SPEC));
 top!(HPA, "HorizontalPodAutoscaler", Obj(&HPA_SPEC));
 
-fn top_schema(kind: Kind) -> &'static Schema {
-    match kind {
+fn top_schema(kind: Kind) -> Option<&'static Schema> {
+    Some(match kind {
         Kind::Pod => &POD,
         Kind::Deployment => &DEPLOYMENT,
         Kind::StatefulSet => &STATEFUL_SET,
         Kind::DaemonSet => &DAEMON_SET,
         Kind::ReplicaSet => &REPLICA_SET,
+        Kind::ReplicationController => &REPLICATION_CONTROLLER,
         Kind::Job => &JOB,
         Kind::CronJob => &CRON_JOB,
         Kind::Service => &SERVICE,
         Kind::PodDisruptionBudget => &PDB,
         Kind::HorizontalPodAutoscaler => &HPA,
-    }
+        Kind::CustomWorkload => return None,
+    })
 }
 
 fn walk(
     cx: &mut Cx<'_>,
-    index: usize,
     object: &Object<'_>,
     node: &Node,
     schema: &'static Schema,
@@ -532,7 +565,7 @@ fn walk(
     for entry in entries {
         match schema.fields.iter().find(|(name, _)| *name == entry.key) {
             Some((_, Leaf)) => {}
-            Some((_, Obj(child))) => walk(cx, index, object, &entry.value, child, container),
+            Some((_, Obj(child))) => walk(cx, object, &entry.value, child, container),
             Some((_, List(child))) => {
                 for item in entry.value.as_seq().unwrap_or_default() {
                     let name = if std::ptr::eq(*child, &CONTAINER) {
@@ -540,7 +573,7 @@ fn walk(
                     } else {
                         container
                     };
-                    walk(cx, index, object, item, child, name);
+                    walk(cx, object, item, child, name);
                 }
             }
             None => {
@@ -548,7 +581,6 @@ fn walk(
                     .map(|field| format!(" (did you mean `{field}`?)"))
                     .unwrap_or_default();
                 cx.report(
-                    index,
                     object,
                     &rule::UNKNOWN_FIELD,
                     entry.key_position,

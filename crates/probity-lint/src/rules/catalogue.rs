@@ -1,12 +1,13 @@
 //! Every rule's id, severity, why and fix: the single source of `--explain`, SARIF rule metadata
 //! and `docs/lint-rules.md`.
 
-use super::{Rule, Severity};
+use super::{Rule, Scope, Severity};
 
 /// Liveness and readiness probe the same handler.
 pub const IDENTICAL_LIVENESS_READINESS: Rule = Rule {
     id: "identical-liveness-readiness",
     severity: Severity::Error,
+    scope: Scope::Object,
     summary: "liveness and readiness probe the same handler",
     why: "Liveness asks \"should this container be restarted?\" and readiness asks \"should it get \
 traffic now?\"; the right answers differ exactly when a dependency fails. One endpoint for both \
@@ -26,6 +27,7 @@ needs (`/readyz`, read from a cached snapshot). Point each probe at its own endp
 pub const LIVENESS_CHECKS_DEPENDENCIES: Rule = Rule {
     id: "liveness-checks-dependencies",
     severity: Severity::Error,
+    scope: Scope::Object,
     summary: "a probe that restarts the container calls an endpoint that checks dependencies",
     why: "Kubernetes' only response to a failed liveness or startup probe is to kill the \
 container (`pkg/kubelet/kuberuntime/kuberuntime_manager.go` `computePodActions`). A restart \
@@ -44,6 +46,7 @@ and recovers by itself when the dependency returns.",
 pub const TIMEOUT_NOT_BELOW_PERIOD: Rule = Rule {
     id: "timeout-not-below-period",
     severity: Severity::Warning,
+    scope: Scope::Object,
     summary: "a probe's timeout is not shorter than its period",
     why: "The kubelet probes on a `time.Ticker` that drops ticks while a probe runs \
 (`pkg/kubelet/prober/worker.go`): with `timeoutSeconds` ≥ `periodSeconds` a slow endpoint is \
@@ -59,6 +62,7 @@ from a cached snapshot in milliseconds, so the default 1 s is usually right).",
 pub const INITIAL_DELAY_INSTEAD_OF_STARTUP_PROBE: Rule = Rule {
     id: "initial-delay-instead-of-startup-probe",
     severity: Severity::Warning,
+    scope: Scope::Object,
     summary: "a large liveness `initialDelaySeconds` stands in for a startup probe",
     why: "A fixed delay is a guess at the boot time: too short and a slow boot crash-loops (seed \
 000: \"cold starts take 35s and the probe grace was 20s\"; seed 003: a 90 s model load against a \
@@ -75,6 +79,7 @@ failureThreshold: 30` for up to 150 s.",
 pub const INITIAL_DELAY_WITH_STARTUP_PROBE: Rule = Rule {
     id: "initial-delay-with-startup-probe",
     severity: Severity::Info,
+    scope: Scope::Object,
     summary: "`initialDelaySeconds` on liveness or readiness of a container that has a startup probe",
     why: "The documentation says liveness and readiness delays begin after the startup probe \
 succeeds, but the kubelet measures `initialDelaySeconds` from the container's start \
@@ -90,6 +95,7 @@ probe's budget cover the boot.",
 pub const STARTUP_BUDGET_BELOW_BOOT_TIME: Rule = Rule {
     id: "startup-budget-below-boot-time",
     severity: Severity::Error,
+    scope: Scope::Object,
     summary: "the probes give up before the service's declared boot time",
     why: "A container that has not finished booting when its startup probe (or, without one, its \
 liveness probe) runs out of failures is killed and restarted, and boots from scratch again: a \
@@ -108,6 +114,7 @@ failureThreshold: 30` for 150 s.",
 pub const LIVENESS_WINDOW_SHORTER_THAN_READINESS: Rule = Rule {
     id: "liveness-window-shorter-than-readiness",
     severity: Severity::Warning,
+    scope: Scope::Object,
     summary: "liveness gives up no later than readiness: pods are killed before they are drained",
     why: "When a container degrades, readiness should take it out of rotation first and liveness \
 restart it only if it stays broken. If `failureThreshold × periodSeconds` of liveness is not \
@@ -124,6 +131,7 @@ failureThreshold: 2` and liveness `periodSeconds: 10, failureThreshold: 3`.",
 pub const LIVENESS_WINDOW_TOO_SHORT: Rule = Rule {
     id: "liveness-window-too-short",
     severity: Severity::Warning,
+    scope: Scope::Object,
     summary: "the liveness failure window is too short to ride out a pause",
     why: "A liveness probe kills on `failureThreshold` consecutive failures, each at most \
 `periodSeconds` apart. A garbage-collection pause, a CPU-throttled burst, a slow disk or a busy \
@@ -139,6 +147,7 @@ collection pause\", not a momentary one). `failureThreshold: 1` kills on a singl
 pub const READINESS_FLAPPING: Rule = Rule {
     id: "readiness-flapping",
     severity: Severity::Warning,
+    scope: Scope::Object,
     summary: "readiness flips on a single result with a short period",
     why: "With `successThreshold: 1` and `failureThreshold: 1` every single probe result moves the \
 pod in or out of the Service's endpoints; with a short period and a dependency that comes and goes \
@@ -155,6 +164,7 @@ service as well.",
 pub const REJECTED_BY_API_SERVER: Rule = Rule {
     id: "rejected-by-api-server",
     severity: Severity::Error,
+    scope: Scope::Object,
     summary: "a value the Kubernetes API server rejects",
     why: "Schema validation (kubeconform, IDE schemas) does not catch these: the generated JSON \
 schemas carry no such constraints, and the API server enforces them in \
@@ -175,6 +185,7 @@ no `terminationGracePeriodSeconds` on readiness, exactly one of `httpGet`, `tcpS
 pub const UNKNOWN_FIELD: Rule = Rule {
     id: "unknown-field",
     severity: Severity::Error,
+    scope: Scope::Object,
     summary: "a field Kubernetes does not know, usually a typo",
     why: "A misspelt field such as `initialDelaySecond` or `failureTreshold` is dropped by every \
 decoder that is not in strict mode (the API server only warns by default, Helm and many \
@@ -190,6 +201,7 @@ field.",
 pub const PROBE_HOST_NOT_POD: Rule = Rule {
     id: "probe-host-not-pod",
     severity: Severity::Warning,
+    scope: Scope::Object,
     summary: "a probe's `host` sends it somewhere other than the pod",
     why: "The kubelet sends HTTP and TCP probes to the pod IP unless `host` is set \
 (`pkg/probe/http/http.go`). It resolves `host` from the node, not from the pod: `localhost` or \
@@ -205,6 +217,7 @@ instead.",
 pub const PROBE_PORT_NOT_DECLARED: Rule = Rule {
     id: "probe-port-not-declared",
     severity: Severity::Warning,
+    scope: Scope::Object,
     summary: "a probe's port is not one the container declares",
     why: "A named port the container does not declare cannot be resolved: the kubelet's \
 `findPortByName` fails and the probe errors on every attempt (kube-linter's `liveness-port`, \
@@ -219,6 +232,7 @@ port in `ports` with `protocol: TCP`.",
 pub const GRPC_NAMED_PORT: Rule = Rule {
     id: "grpc-named-port",
     severity: Severity::Error,
+    scope: Scope::Object,
     summary: "a gRPC probe names its port",
     why: "`grpc.port` is an `int32`, not an int-or-string like `httpGet.port`: gRPC probes \
 \"don't support named ports\" (KEP-2727, GA in Kubernetes 1.27). The API server rejects the \
@@ -230,6 +244,7 @@ manifest.",
 pub const GRACE_PERIOD_BELOW_DRAIN: Rule = Rule {
     id: "grace-period-below-drain",
     severity: Severity::Error,
+    scope: Scope::Object,
     summary: "`terminationGracePeriodSeconds` is shorter than the preStop sleep plus the drain",
     why: "On deletion the kubelet runs `preStop`, then sends SIGTERM, and sends SIGKILL when \
 `terminationGracePeriodSeconds` (default 30 s) has passed since the start, preStop included \
@@ -247,6 +262,7 @@ deadline, with a few seconds to spare, or shorten the sleep or the drain.",
 pub const MISSING_READINESS_PROBE: Rule = Rule {
     id: "missing-readiness-probe",
     severity: Severity::Warning,
+    scope: Scope::Object,
     summary: "a pod behind a Service has no readiness probe",
     why: "Without a readiness probe a container is Ready as soon as it starts \
 (`pod-lifecycle.md` \"Types of probe\": the default state is Success), so the Service's \
@@ -262,6 +278,7 @@ answered from a cached snapshot.",
 pub const PUBLISH_NOT_READY_ADDRESSES: Rule = Rule {
     id: "publish-not-ready-addresses",
     severity: Severity::Warning,
+    scope: Scope::Object,
     summary: "`publishNotReadyAddresses` makes the selected pods' readiness probes meaningless",
     why: "The EndpointSlice controller marks every endpoint ready when the Service sets \
 `publishNotReadyAddresses: true` (`staging/src/k8s.io/endpointslice/utils.go` `podToEndpoint`: \
@@ -277,6 +294,7 @@ each other early, give them a separate headless Service.",
 pub const PDB_BLOCKS_EVERY_DRAIN: Rule = Rule {
     id: "pdb-blocks-every-drain",
     severity: Severity::Warning,
+    scope: Scope::Object,
     summary: "a PodDisruptionBudget allows no voluntary eviction at all",
     why: "With `minAvailable` at or above the replica count, or `maxUnavailable: 0`, the eviction \
 API refuses every eviction of the selected pods, so `kubectl drain`, node upgrades and cluster \
@@ -293,6 +311,7 @@ replica count (a percentage such as `50%` follows scaling).",
 pub const PDB_PROTECTS_NOTHING: Rule = Rule {
     id: "pdb-protects-nothing",
     severity: Severity::Warning,
+    scope: Scope::Object,
     summary: "a PodDisruptionBudget allows every selected pod to be evicted at once",
     why: "`minAvailable: 0` (or `0%`), or a `maxUnavailable` at or above the replica count, lets \
 a node drain evict every replica at the same time. The budget looks like protection but does \
@@ -306,6 +325,7 @@ simultaneously\" during voluntary disruptions such as node drains.",
 pub const PDB_MISSING: Rule = Rule {
     id: "pdb-missing",
     severity: Severity::Info,
+    scope: Scope::Object,
     summary: "a multi-replica workload has no PodDisruptionBudget in the same input",
     why: "Without a budget a node drain or upgrade may evict every replica at once (several can \
 share a node), turning maintenance into an outage. Seed 004's fix adds `minAvailable: 50%`; it \
@@ -319,6 +339,7 @@ drains\". Informational, because the budget may live in another repository.",
 pub const PROBE_LOAD: Rule = Rule {
     id: "probe-load",
     severity: Severity::Warning,
+    scope: Scope::Object,
     summary: "health checking costs too much at the workload's replica count",
     why: "Probe load scales with the fleet: per pod it is the sum of 1 / `periodSeconds` over its \
 liveness and readiness probes, and across the fleet it is that times the replica count (the \
@@ -339,6 +360,7 @@ check per poll interval, and lengthen the pollers' intervals for large fleets.",
 pub const INVALID_ANNOTATION: Rule = Rule {
     id: "invalid-annotation",
     severity: Severity::Warning,
+    scope: Scope::Object,
     summary: "a `probity.dev/` annotation the linter cannot use, or a suppression without a reason",
     why: "A suppression is a decision someone must be able to review later: \
 `probity.dev/ignore-RULE: \"<reason>\"` records why the rule does not apply to this object. An \
@@ -347,6 +369,51 @@ silently changes what is checked, so the annotation is reported and, for a suppr
 honoured.",
     fix: "Write the reason as the annotation's value, use a rule id that `probity lint --explain` \
 knows, or correct the value as the message says.",
+};
+
+/// A document that is not valid YAML.
+pub const INVALID_YAML: Rule = Rule {
+    id: "invalid-yaml",
+    severity: Severity::Error,
+    scope: Scope::Document,
+    summary: "a document that is not valid YAML",
+    why: "The API server refuses a document it cannot parse, and so does every tool after it; \
+nothing in it is applied. The linter reports where parsing stopped, skips to the next `---` and \
+judges the other documents of the stream: one broken document (a Helm template that rendered \
+badly, a merge conflict marker) never hides the mistakes in the rest of the file.",
+    fix: "Correct the YAML at the position shown (an unclosed bracket or quote, a tab in the \
+indentation, a key at the wrong depth), or render the template before linting it.",
+};
+
+/// A document that parses but is not a Kubernetes object.
+pub const NOT_A_KUBERNETES_OBJECT: Rule = Rule {
+    id: "not-a-kubernetes-object",
+    severity: Severity::Warning,
+    scope: Scope::Document,
+    summary: "a document that is not a Kubernetes object, so nothing in it is judged",
+    why: "Every Kubernetes object is a mapping with a string `apiVersion` and `kind` \
+(`k8s.io/apimachinery` `TypeMeta`); without them `kubectl apply` refuses the document. Usually \
+the file is not a manifest at all (a Helm `values.yaml`, a `Chart.yaml`, a CI file picked up by \
+a folder walk), or the document lost its header in an edit. Either way the linter cannot judge \
+it, and says so rather than passing it silently.",
+    fix: "Lint rendered manifests (`helm template … | probity lint -`), leave files that are not \
+manifests out of the paths given, or restore the document's `apiVersion` and `kind`.",
+};
+
+/// A key written twice in one mapping.
+pub const DUPLICATE_KEY: Rule = Rule {
+    id: "duplicate-key",
+    severity: Severity::Warning,
+    scope: Scope::Object,
+    summary: "a key written twice in one mapping: only the last value counts",
+    why: "YAML forbids a repeated key, but the API server's decoder (`sigs.k8s.io/yaml` in \
+non-strict mode) accepts it with a warning and keeps the last value, so the first one is \
+silently discarded: an environment variable, a probe setting or a label that the author can see \
+in the file is not what runs. Strict tools (`kubectl apply --validate=strict`, kubeconform \
+`-strict`) refuse the whole document. A real rendered Helm chart repeated \
+`CARTS_DYNAMODB_CREATETABLE` in a ConfigMap this way.",
+    fix: "Keep one occurrence of the key, with the value that should win; `probity lint --fix` \
+removes the first one, which is the one that is ignored today.",
 };
 
 /// Every rule, in the order the reference lists them.
@@ -373,4 +440,7 @@ pub const ALL: &[&Rule] = &[
     &PDB_MISSING,
     &PROBE_LOAD,
     &INVALID_ANNOTATION,
+    &DUPLICATE_KEY,
+    &INVALID_YAML,
+    &NOT_A_KUBERNETES_OBJECT,
 ];

@@ -8,7 +8,9 @@
 pub mod catalogue;
 
 pub(crate) mod api;
+pub(crate) mod fixes;
 pub(crate) mod fleet;
+pub(crate) mod hosts;
 pub(crate) mod probes;
 pub(crate) mod termination;
 
@@ -53,6 +55,15 @@ impl std::fmt::Display for Severity {
     }
 }
 
+/// What a rule's findings are about.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Scope {
+    /// An object (or a container of one); suppressible by annotation on the object.
+    Object,
+    /// A document that is not an object the linter can read; nothing to annotate.
+    Document,
+}
+
 /// One rule: a stable id, a severity, why it matters and how to fix it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Rule {
@@ -60,6 +71,8 @@ pub struct Rule {
     pub id: &'static str,
     /// The severity of every finding of this rule.
     pub severity: Severity,
+    /// What its findings are about.
+    pub scope: Scope,
     /// One line: what the rule finds.
     pub summary: &'static str,
     /// One paragraph: why it matters, citing the seed or the Kubernetes source.
@@ -72,10 +85,19 @@ impl Rule {
     /// The rule's reference text as Markdown, as `--explain` prints it and `docs/lint-rules.md`
     /// lists it.
     pub fn explain(&self) -> String {
+        let suppress = match self.scope {
+            Scope::Object => format!(
+                "**Suppress** on one object with the annotation \
+                 `probity.dev/ignore-{}: \"<reason>\"`.",
+                self.id
+            ),
+            Scope::Document => "**Cannot be suppressed**: there is no object to annotate; \
+                                correct the document or leave it out of the paths linted."
+                .to_owned(),
+        };
         format!(
             "## `{id}`\n\n**Severity:** {severity}. {summary}.\n\n**Why.** {why}\n\n**Fix.** {fix}\n\n\
-             **Suppress** on one object with the annotation \
-             `probity.dev/ignore-{id}: \"<reason>\"`.\n",
+             {suppress}\n",
             id = self.id,
             severity = self.severity,
             summary = capitalise(self.summary),

@@ -15,12 +15,10 @@ const SHORT_READINESS_PERIOD_SECONDS: i64 = 10;
 
 pub(crate) fn check(
     cx: &mut Cx<'_>,
-    index: usize,
     object: &Object<'_>,
     workload: &Workload,
     pod: &PodSpec,
     facts: &Facts<'_>,
-    service_names: &[&str],
 ) {
     for container in pod.probed() {
         let name = Some(container.name.as_str());
@@ -32,7 +30,6 @@ pub(crate) fn check(
         if let (Some(live), Some(ready)) = (liveness, readiness) {
             if same_handler(container, &live.handler, &ready.handler) {
                 cx.report(
-                    index,
                     object,
                     &rule::IDENTICAL_LIVENESS_READINESS,
                     ready.position,
@@ -46,7 +43,6 @@ pub(crate) fn check(
             }
             if live.failure_window() <= ready.failure_window() {
                 cx.report(
-                    index,
                     object,
                     &rule::LIVENESS_WINDOW_SHORTER_THAN_READINESS,
                     live.failure
@@ -76,7 +72,6 @@ pub(crate) fn check(
                     _ => probe.position,
                 };
                 cx.report(
-                    index,
                     object,
                     &rule::LIVENESS_CHECKS_DEPENDENCIES,
                     position,
@@ -92,13 +87,12 @@ pub(crate) fn check(
         }
 
         for probe in &container.probes {
-            check_probe(cx, index, object, pod, container, probe, service_names);
+            check_probe(cx, object, container, probe);
         }
 
         if let Some(live) = liveness {
             if startup.is_none() && live.initial_delay.value > LARGE_INITIAL_DELAY_SECONDS {
                 cx.report(
-                    index,
                     object,
                     &rule::INITIAL_DELAY_INSTEAD_OF_STARTUP_PROBE,
                     live.initial_delay.at(live.position),
@@ -114,7 +108,6 @@ pub(crate) fn check(
             let window = live.failure_window();
             if live.failure.value == 1 || window < MIN_LIVENESS_WINDOW_SECONDS {
                 cx.report(
-                    index,
                     object,
                     &rule::LIVENESS_WINDOW_TOO_SHORT,
                     live.failure
@@ -143,7 +136,6 @@ pub(crate) fn check(
             for probe in [liveness, readiness].into_iter().flatten() {
                 if probe.initial_delay.value > 0 {
                     cx.report(
-                        index,
                         object,
                         &rule::INITIAL_DELAY_WITH_STARTUP_PROBE,
                         probe.initial_delay.at(probe.position),
@@ -167,7 +159,6 @@ pub(crate) fn check(
                 let budget = gate.budget();
                 if (budget as f64) < boot {
                     cx.report(
-                        index,
                         object,
                         &rule::STARTUP_BUDGET_BELOW_BOOT_TIME,
                         gate.failure
@@ -198,7 +189,6 @@ pub(crate) fn check(
             && ready.period.value < SHORT_READINESS_PERIOD_SECONDS
         {
             cx.report(
-                index,
                 object,
                 &rule::READINESS_FLAPPING,
                 ready
@@ -218,19 +208,10 @@ pub(crate) fn check(
     }
 }
 
-fn check_probe(
-    cx: &mut Cx<'_>,
-    index: usize,
-    object: &Object<'_>,
-    pod: &PodSpec,
-    container: &Container,
-    probe: &Probe,
-    service_names: &[&str],
-) {
+fn check_probe(cx: &mut Cx<'_>, object: &Object<'_>, container: &Container, probe: &Probe) {
     let name = Some(container.name.as_str());
     if probe.timeout.value >= probe.period.value {
         cx.report(
-            index,
             object,
             &rule::TIMEOUT_NOT_BELOW_PERIOD,
             probe.timeout.at(probe.position),
@@ -245,52 +226,10 @@ fn check_probe(
         );
     }
 
-    if let Some(host) = probe.handler.host() {
-        let name_lower = host.name.to_ascii_lowercase();
-        let loopback = name_lower == "localhost"
-            || name_lower.starts_with("127.")
-            || name_lower == "::1"
-            || name_lower == "[::1]";
-        let is_ip = name_lower.parse::<std::net::IpAddr>().is_ok();
-        let service = service_names.iter().any(|service| {
-            name_lower == *service || name_lower.starts_with(&format!("{service}."))
-        }) || name_lower.contains(".svc");
-        let message = if loopback && !pod.host_network {
-            Some(format!(
-                "the {} probe's host `{}` is the node the kubelet runs on, not this pod",
-                probe.kind, host.name
-            ))
-        } else if service {
-            Some(format!(
-                "the {} probe's host `{}` is a Service: the kubelet probes whichever pod the \
-                 Service picks, not this one",
-                probe.kind, host.name
-            ))
-        } else if !loopback && !is_ip {
-            Some(format!(
-                "the {} probe's host `{}` is resolved from the node and is not this pod",
-                probe.kind, host.name
-            ))
-        } else {
-            None
-        };
-        if let Some(message) = message {
-            cx.report(
-                index,
-                object,
-                &rule::PROBE_HOST_NOT_POD,
-                host.position,
-                name,
-                message,
-            );
-        }
-    }
-
     if let Some(port) = probe.handler.port() {
         let is_grpc = matches!(probe.handler, Handler::Grpc { .. });
         match &port.port {
             PortRef::Name(port_name) if is_grpc => cx.report(
-                index,
                 object,
                 &rule::GRPC_NAMED_PORT,
                 port.position,
@@ -304,7 +243,6 @@ fn check_probe(
             PortRef::Name(port_name) => {
                 if container.resolve_port(&port.port).is_none() {
                     cx.report(
-                        index,
                         object,
                         &rule::PROBE_PORT_NOT_DECLARED,
                         port.position,
@@ -322,7 +260,6 @@ fn check_probe(
                     .filter(|declared| !declared.protocol.eq_ignore_ascii_case("TCP"))
                 {
                     cx.report(
-                        index,
                         object,
                         &rule::PROBE_PORT_NOT_DECLARED,
                         port.position,
@@ -349,7 +286,6 @@ fn check_probe(
                         .collect::<Vec<_>>()
                         .join(", ");
                     cx.report(
-                        index,
                         object,
                         &rule::PROBE_PORT_NOT_DECLARED,
                         port.position,
@@ -366,7 +302,6 @@ fn check_probe(
                         .all(|declared| !declared.protocol.eq_ignore_ascii_case("TCP"))
                 {
                     cx.report(
-                        index,
                         object,
                         &rule::PROBE_PORT_NOT_DECLARED,
                         port.position,
@@ -442,7 +377,9 @@ fn same_handler(container: &Container, a: &Handler, b: &Handler) -> bool {
                 service: b_service,
             },
         ) => same_port(a_port, b_port) && a_service == b_service,
-        (Handler::Exec { command: a }, Handler::Exec { command: b }) => !a.is_empty() && a == b,
+        (Handler::Exec { command: a, .. }, Handler::Exec { command: b, .. }) => {
+            !a.is_empty() && a == b
+        }
         _ => false,
     }
 }

@@ -8,7 +8,6 @@ use crate::model::{Object, PodSpec, Workload};
 
 pub(crate) fn check(
     cx: &mut Cx<'_>,
-    index: usize,
     object: &Object<'_>,
     workload: &Workload,
     pod: &PodSpec,
@@ -57,7 +56,6 @@ pub(crate) fn check(
                 " (default)"
             };
             cx.report(
-                index,
                 object,
                 &rule::GRACE_PERIOD_BELOW_DRAIN,
                 position,
