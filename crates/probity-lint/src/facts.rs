@@ -12,6 +12,8 @@ pub const ANNOTATION_PREFIX: &str = "probity.dev/";
 pub const CONTRACT_ANNOTATION: &str = "probity.dev/contract";
 /// Comma-separated endpoints whose answer depends on something outside the process.
 pub const DEPENDENCY_ENDPOINTS_ANNOTATION: &str = "probity.dev/dependency-endpoints";
+/// Comma-separated endpoints whose answer includes another service's health endpoint.
+pub const TRANSITIVE_ENDPOINTS_ANNOTATION: &str = "probity.dev/transitive-endpoints";
 /// Worst boot time in seconds.
 pub const BOOT_SECONDS_ANNOTATION: &str = "probity.dev/boot-seconds";
 /// Time the service keeps serving after SIGTERM, in seconds.
@@ -32,6 +34,7 @@ pub(crate) struct Facts<'c> {
     inline_contract: Option<Contract>,
     contracts: Vec<&'c Contract>,
     dependency_endpoints: Vec<String>,
+    transitive_endpoints: Vec<String>,
     boot_seconds: Option<f64>,
     drain_delay_seconds: Option<f64>,
 }
@@ -42,6 +45,8 @@ pub(crate) struct Drain {
     pub(crate) delay: f64,
     pub(crate) in_flight: f64,
     pub(crate) from_contract: bool,
+    /// How long a readiness change takes to reach the load balancers, when the contract says.
+    pub(crate) propagation: Option<f64>,
 }
 
 /// The annotations of an object and, for a workload, of its pod template (second, so they
@@ -108,21 +113,25 @@ pub(crate) fn read_annotations<'c>(
                 Ok(contract) => facts.inline_contract = Some(contract),
                 Err(error) => problem(format!("`{key}` is not a valid contract: {error}")),
             },
-            DEPENDENCY_ENDPOINTS_ANNOTATION => {
-                facts.dependency_endpoints = value
+            DEPENDENCY_ENDPOINTS_ANNOTATION | TRANSITIVE_ENDPOINTS_ANNOTATION => {
+                let endpoints: Vec<String> = value
                     .split(',')
                     .map(str::trim)
                     .filter(|endpoint| !endpoint.is_empty())
                     .map(str::to_owned)
                     .collect();
-                if let Some(bad) = facts
-                    .dependency_endpoints
+                if let Some(bad) = endpoints
                     .iter()
                     .find(|endpoint| !endpoint.starts_with('/') && !endpoint.starts_with("grpc:"))
                 {
                     problem(format!(
                         "`{key}` lists `{bad}`; write HTTP paths starting with `/` or `grpc:SERVICE`"
                     ));
+                }
+                if key == DEPENDENCY_ENDPOINTS_ANNOTATION {
+                    facts.dependency_endpoints = endpoints;
+                } else {
+                    facts.transitive_endpoints = endpoints;
                 }
             }
             BOOT_SECONDS_ANNOTATION | DRAIN_DELAY_ANNOTATION => match parse_seconds(value) {
@@ -136,7 +145,8 @@ pub(crate) fn read_annotations<'c>(
             },
             _ => problem(format!(
                 "`{key}` is not an annotation probity knows; known: `{CONTRACT_ANNOTATION}`, \
-                 `{DEPENDENCY_ENDPOINTS_ANNOTATION}`, `{BOOT_SECONDS_ANNOTATION}`, \
+                 `{DEPENDENCY_ENDPOINTS_ANNOTATION}`, `{TRANSITIVE_ENDPOINTS_ANNOTATION}`, \
+                 `{BOOT_SECONDS_ANNOTATION}`, \
                  `{DRAIN_DELAY_ANNOTATION}`, `{IGNORE_PREFIX}RULE`"
             )),
         }
@@ -199,19 +209,13 @@ impl Facts<'_> {
         handler: &Handler,
         contract: Option<&Contract>,
     ) -> Option<String> {
+        if let Some(listed) = listed_endpoint(&self.dependency_endpoints, handler) {
+            return Some(format!(
+                "`{listed}` is listed in `{DEPENDENCY_ENDPOINTS_ANNOTATION}`"
+            ));
+        }
         match handler {
             Handler::Http { path, .. } => {
-                let bare = path.split('?').next().unwrap_or(path);
-                if let Some(listed) = self.dependency_endpoints.iter().find(|listed| {
-                    bare == listed.as_str()
-                        || bare
-                            .strip_prefix(listed.as_str())
-                            .is_some_and(|rest| rest.starts_with('/'))
-                }) {
-                    return Some(format!(
-                        "`{listed}` is listed in `{DEPENDENCY_ENDPOINTS_ANNOTATION}`"
-                    ));
-                }
                 let endpoint = contract?.endpoint_for_path(path)?;
                 endpoint.checks_dependencies.then(|| {
                     format!(
@@ -223,12 +227,6 @@ impl Facts<'_> {
                 })
             }
             Handler::Grpc { service, .. } => {
-                let listed = format!("grpc:{service}");
-                if self.dependency_endpoints.contains(&listed) {
-                    return Some(format!(
-                        "`{listed}` is listed in `{DEPENDENCY_ENDPOINTS_ANNOTATION}`"
-                    ));
-                }
                 let endpoint = contract?
                     .endpoints
                     .iter()
@@ -243,6 +241,13 @@ impl Facts<'_> {
             }
             _ => None,
         }
+    }
+
+    /// Why the endpoint `handler` calls answers with another service's health, if the
+    /// annotation says it does.
+    pub(crate) fn transitive_reason(&self, handler: &Handler) -> Option<String> {
+        listed_endpoint(&self.transitive_endpoints, handler)
+            .map(|listed| format!("`{listed}` is listed in `{TRANSITIVE_ENDPOINTS_ANNOTATION}`"))
     }
 
     /// Whether the annotation lists the endpoint (the probe then reaches dependencies on each
@@ -271,6 +276,7 @@ impl Facts<'_> {
                 delay,
                 in_flight: 0.0,
                 from_contract: false,
+                propagation: None,
             });
         }
         let shutdown = &contract?.shutdown;
@@ -278,7 +284,32 @@ impl Facts<'_> {
             delay: shutdown.drain_delay_ms as f64 / 1000.0,
             in_flight: shutdown.in_flight_deadline_ms.unwrap_or(0) as f64 / 1000.0,
             from_contract: true,
+            propagation: None,
         })
+    }
+}
+
+/// The entry of an endpoint list (`/readyz`, `grpc:readiness`) that `handler` calls: an HTTP path
+/// matches itself and its sub-paths.
+fn listed_endpoint<'l>(endpoints: &'l [String], handler: &Handler) -> Option<&'l str> {
+    match handler {
+        Handler::Http { path, .. } => {
+            let bare = path.split('?').next().unwrap_or(path);
+            endpoints
+                .iter()
+                .find(|listed| {
+                    bare == listed.as_str()
+                        || bare
+                            .strip_prefix(listed.as_str())
+                            .is_some_and(|rest| rest.starts_with('/'))
+                })
+                .map(String::as_str)
+        }
+        Handler::Grpc { service, .. } => endpoints
+            .iter()
+            .find(|listed| listed.strip_prefix("grpc:") == Some(service.as_str()))
+            .map(String::as_str),
+        _ => None,
     }
 }
 

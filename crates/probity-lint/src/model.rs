@@ -4,7 +4,7 @@
 //! `rejected-by-api-server` rule, since the API server would refuse to decode it) and carries on
 //! with Kubernetes' default, so one bad field does not hide every other finding.
 
-use crate::yaml::{Node, Position, Value};
+use crate::yaml::{Entry, Node, Position, Value};
 use probity::contract::ProbeKind;
 
 /// Kubernetes' probe defaults (`pkg/apis/core/v1/defaults.go` `SetDefaults_Probe`); a zero is
@@ -103,15 +103,15 @@ pub(crate) struct Object<'a> {
     pub(crate) position: Position,
     pub(crate) root: &'a Node,
     pub(crate) annotations: Vec<Annotation>,
-    pub(crate) body: Body,
+    pub(crate) body: Body<'a>,
     pub(crate) problems: Vec<Problem>,
     /// The rules its `probity.dev/ignore-RULE` annotations suppress (set by the engine).
     pub(crate) suppressions: Vec<&'static str>,
 }
 
 #[derive(Debug)]
-pub(crate) enum Body {
-    Workload(Workload),
+pub(crate) enum Body<'a> {
+    Workload(Workload<'a>),
     Service(Service),
     Budget(Budget),
     Autoscaler(Autoscaler),
@@ -119,7 +119,7 @@ pub(crate) enum Body {
 
 /// A Pod, or a controller with a pod template.
 #[derive(Debug)]
-pub(crate) struct Workload {
+pub(crate) struct Workload<'a> {
     /// The replica count: `spec.replicas` (default 1) for Deployments, StatefulSets,
     /// ReplicaSets and ReplicationControllers, 1 for a Pod, `spec.replicas` when a custom
     /// workload writes it; `None` when it depends on the cluster (DaemonSet, an autoscaled
@@ -127,7 +127,7 @@ pub(crate) struct Workload {
     pub(crate) replicas: Option<Setting>,
     pub(crate) pod_labels: Vec<(String, String)>,
     pub(crate) pod_annotations: Vec<Annotation>,
-    pub(crate) pod: Option<PodSpec>,
+    pub(crate) pod: Option<PodSpec<'a>>,
 }
 
 /// An integer setting after defaulting, and where it was written (if it was).
@@ -173,19 +173,21 @@ impl Setting {
 }
 
 #[derive(Debug)]
-pub(crate) struct PodSpec {
+pub(crate) struct PodSpec<'a> {
+    /// The pod spec's mapping, for fixes.
+    pub(crate) node: &'a Node,
     pub(crate) termination_grace: Setting,
     pub(crate) host_network: bool,
     /// The application containers (`containers`).
-    pub(crate) containers: Vec<Container>,
+    pub(crate) containers: Vec<Container<'a>>,
     /// `initContainers`: sidecars (`restartPolicy: Always`, probed like the application's
     /// containers) and run-to-completion init containers (which may not have probes).
-    pub(crate) init_containers: Vec<Container>,
+    pub(crate) init_containers: Vec<Container<'a>>,
 }
 
-impl PodSpec {
+impl<'a> PodSpec<'a> {
     /// Every container the kubelet probes: the application's, then the sidecars.
-    pub(crate) fn probed(&self) -> impl Iterator<Item = &Container> {
+    pub(crate) fn probed(&self) -> impl Iterator<Item = &Container<'a>> {
         self.containers.iter().chain(
             self.init_containers
                 .iter()
@@ -195,13 +197,13 @@ impl PodSpec {
 }
 
 #[derive(Debug)]
-pub(crate) struct Container {
+pub(crate) struct Container<'a> {
     pub(crate) name: String,
     pub(crate) position: Position,
     pub(crate) ports: Vec<ContainerPort>,
     /// Environment variables with literal values (`valueFrom` ones cannot be known here).
     pub(crate) env: Vec<(String, String)>,
-    pub(crate) probes: Vec<Probe>,
+    pub(crate) probes: Vec<Probe<'a>>,
     pub(crate) pre_stop_sleep: Option<(i64, Position)>,
     /// Where `lifecycle.preStop` is written, when the container has one.
     pub(crate) pre_stop: Option<Position>,
@@ -210,8 +212,8 @@ pub(crate) struct Container {
     pub(crate) sidecar: bool,
 }
 
-impl Container {
-    pub(crate) fn probe(&self, kind: ProbeKind) -> Option<&Probe> {
+impl<'a> Container<'a> {
+    pub(crate) fn probe(&self, kind: ProbeKind) -> Option<&Probe<'a>> {
         self.probes.iter().find(|probe| probe.kind == kind)
     }
 
@@ -285,7 +287,7 @@ pub(crate) enum Handler {
     },
     Exec {
         command: Vec<String>,
-        /// Where `command` is written.
+        /// Where the `command` key is written.
         position: Position,
     },
     Missing,
@@ -309,7 +311,7 @@ impl Handler {
     }
 
     /// A short description: "GET /livez on port 8080".
-    pub(crate) fn describe(&self, container: &Container) -> String {
+    pub(crate) fn describe(&self, container: &Container<'_>) -> String {
         let port = |port: &Option<Port>| match port {
             Some(port) => match (&port.port, container.resolve_port(&port.port)) {
                 (PortRef::Name(name), Some(number)) => format!("port `{name}` ({number})"),
@@ -335,7 +337,9 @@ impl Handler {
 }
 
 #[derive(Debug)]
-pub(crate) struct Probe {
+pub(crate) struct Probe<'a> {
+    /// The `livenessProbe:` (or other) entry, for fixes.
+    pub(crate) entry: &'a Entry,
     pub(crate) kind: ProbeKind,
     /// Where `livenessProbe:` (or the other key) is written.
     pub(crate) position: Position,
@@ -350,7 +354,7 @@ pub(crate) struct Probe {
     pub(crate) termination_grace: Option<(i64, Position)>,
 }
 
-impl Probe {
+impl Probe<'_> {
     /// `failureThreshold × periodSeconds`: how long the probe tolerates failure.
     pub(crate) fn failure_window(&self) -> i64 {
         self.failure.value.saturating_mul(self.period.value)
@@ -639,7 +643,7 @@ fn read_labels(node: Option<&Node>) -> Vec<(String, String)> {
         .unwrap_or_default()
 }
 
-fn read_workload(kind: Kind, root: &Node, problems: &mut Vec<Problem>) -> Workload {
+fn read_workload<'a>(kind: Kind, root: &'a Node, problems: &mut Vec<Problem>) -> Workload<'a> {
     let spec = root.get("spec");
     let (template_metadata, pod_spec, replicas) = match kind {
         Kind::Pod => (
@@ -715,8 +719,8 @@ fn read_workload(kind: Kind, root: &Node, problems: &mut Vec<Problem>) -> Worklo
     }
 }
 
-fn read_pod_spec(node: &Node, problems: &mut Vec<Problem>) -> PodSpec {
-    let mut read_list = |key: &str| -> Vec<Container> {
+fn read_pod_spec<'a>(node: &'a Node, problems: &mut Vec<Problem>) -> PodSpec<'a> {
+    let mut read_list = |key: &str| -> Vec<Container<'a>> {
         node.get(key)
             .and_then(Node::as_seq)
             .map(|items| {
@@ -731,6 +735,7 @@ fn read_pod_spec(node: &Node, problems: &mut Vec<Problem>) -> PodSpec {
     let containers = read_list("containers");
     let init_containers = read_list("initContainers");
     PodSpec {
+        node,
         termination_grace: Setting::read(
             node,
             "terminationGracePeriodSeconds",
@@ -745,7 +750,7 @@ fn read_pod_spec(node: &Node, problems: &mut Vec<Problem>) -> PodSpec {
     }
 }
 
-fn read_container(node: &Node, problems: &mut Vec<Problem>) -> Container {
+fn read_container<'a>(node: &'a Node, problems: &mut Vec<Problem>) -> Container<'a> {
     let name = node
         .get("name")
         .and_then(Node::scalar_text)
@@ -794,13 +799,7 @@ fn read_container(node: &Node, problems: &mut Vec<Problem>) -> Container {
             });
             continue;
         }
-        probes.push(read_probe(
-            kind,
-            entry.key_position,
-            &entry.value,
-            problems,
-            &name,
-        ));
+        probes.push(read_probe(kind, entry, problems, &name));
     }
     let pre_stop_entry = node
         .get("lifecycle")
@@ -873,13 +872,14 @@ fn read_pre_stop_sleep(
     Some((seconds, command.position))
 }
 
-fn read_probe(
+fn read_probe<'a>(
     kind: ProbeKind,
-    position: Position,
-    node: &Node,
+    entry: &'a Entry,
     problems: &mut Vec<Problem>,
     container: &str,
-) -> Probe {
+) -> Probe<'a> {
+    let position = entry.key_position;
+    let node = &entry.value;
     let c = Some(container);
     let mut handler_keys = Vec::new();
     let mut handler = Handler::Missing;
@@ -927,12 +927,13 @@ fn read_probe(
                     .map(|items| items.iter().filter_map(Node::scalar_text).collect())
                     .unwrap_or_default(),
                 position: value
-                    .get("command")
-                    .map_or(entry.key_position, |command| command.position),
+                    .entry("command")
+                    .map_or(entry.key_position, |command| command.key_position),
             },
         };
     }
     Probe {
+        entry,
         kind,
         position,
         handler,

@@ -66,8 +66,6 @@ pub(crate) struct ProbeHost {
     pub(crate) host_network: bool,
     /// The HTTP path, for an `httpGet` probe.
     pub(crate) path: Option<String>,
-    /// The gRPC-free description of the handler, for messages.
-    pub(crate) described: String,
 }
 
 #[derive(Debug)]
@@ -158,7 +156,6 @@ pub(crate) fn summarise(summaries: &mut Summaries, object: &Object<'_>, facts: &
                                 Handler::Http { path, .. } => Some(path.clone()),
                                 _ => None,
                             },
-                            described: probe.handler.describe(container),
                         });
                     }
                 }

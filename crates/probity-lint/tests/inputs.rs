@@ -210,7 +210,7 @@ fn a_command_line_contract_applies_by_service_name() {
 fn damaged_manifests_never_panic() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures");
     let mut texts = Vec::new();
-    for folder in ["rules", "seeds"] {
+    for folder in ["rules", "incidents"] {
         for entry in walk(&root.join(folder)) {
             texts.push(std::fs::read_to_string(entry).unwrap());
         }

@@ -2,8 +2,9 @@
 //! unknown-field walk that catches the typos it would drop.
 
 use super::catalogue as rule;
+use super::fixes::Edits;
 use crate::engine::Cx;
-use crate::model::{Body, Kind, Object};
+use crate::model::{Body, Handler, Kind, Object, PortRef, Probe};
 use crate::yaml::Node;
 use probity::contract::ProbeKind;
 
@@ -103,18 +104,28 @@ fn check_probes(cx: &mut Cx<'_>, object: &Object<'_>) {
                     (probe.success.written, probe.success.position)
                 && written > 1
             {
-                cx.report(
+                let fix = probe
+                    .entry
+                    .value
+                    .entry("successThreshold")
+                    .and_then(|entry| {
+                        let mut edits = Edits::new(cx, object.source);
+                        edits.set_scalar(&entry.value, "1")?;
+                        edits.finish(format!("set `{key}.successThreshold` to 1"), true)
+                    });
+                cx.report_with_fix(
                     object,
                     &rule::REJECTED_BY_API_SERVER,
                     position,
                     name,
                     format!(
-                        "`{key}.successThreshold` is {written}; on {} probes it \"must \
-                                 be 1\"",
+                        "`{key}.successThreshold` is {written}; on {} probes it \"must be 1\"",
                         probe.kind
                     ),
+                    fix,
                 );
             }
+            check_port(cx, object, name, key, probe);
             for (field, setting) in [
                 ("initialDelaySeconds", &probe.initial_delay),
                 ("timeoutSeconds", &probe.timeout),
@@ -139,13 +150,26 @@ fn check_probes(cx: &mut Cx<'_>, object: &Object<'_>) {
             }
             if let Some((grace, position)) = probe.termination_grace {
                 if probe.kind == ProbeKind::Readiness {
-                    cx.report(
+                    let fix = probe
+                        .entry
+                        .value
+                        .entry("terminationGracePeriodSeconds")
+                        .and_then(|entry| {
+                            let mut edits = Edits::new(cx, object.source);
+                            edits.remove_entry(entry.span())?;
+                            edits.finish(
+                                "remove `readinessProbe.terminationGracePeriodSeconds`",
+                                true,
+                            )
+                        });
+                    cx.report_with_fix(
                         object,
                         &rule::REJECTED_BY_API_SERVER,
                         position,
                         name,
                         "`readinessProbe.terminationGracePeriodSeconds` is set; it \"must not be \
                          set for readinessProbes\" (readiness never kills)",
+                        fix,
                     );
                 } else if grace <= 0 {
                     cx.report(
@@ -161,6 +185,63 @@ fn check_probes(cx: &mut Cx<'_>, object: &Object<'_>) {
                 }
             }
         }
+    }
+}
+
+/// `ValidatePortNumOrName` (`pkg/apis/core/validation/validation.go`): a number from 1 to 65535,
+/// or a valid port name (`IsValidPortName`); gRPC ports are numbers (their names are the
+/// `grpc-named-port` rule).
+fn check_port(
+    cx: &mut Cx<'_>,
+    object: &Object<'_>,
+    container: Option<&str>,
+    key: &str,
+    probe: &Probe<'_>,
+) {
+    let Some(port) = probe.handler.port() else {
+        return;
+    };
+    let handler = match probe.handler {
+        Handler::Http { .. } => "httpGet",
+        Handler::Tcp { .. } => "tcpSocket",
+        _ => "grpc",
+    };
+    let problem = match &port.port {
+        PortRef::Number(number) if !(1..=65535).contains(number) => Some(format!(
+            "{number} \"must be between 1 and 65535, inclusive\""
+        )),
+        PortRef::Name(name) if handler != "grpc" => port_name_problem(name)
+            .map(|problem| format!("\"{name}\" is not a valid port name: it {problem}")),
+        _ => None,
+    };
+    if let Some(problem) = problem {
+        cx.report(
+            object,
+            &rule::REJECTED_BY_API_SERVER,
+            port.position,
+            container,
+            format!("`{key}.{handler}.port` {problem}"),
+        );
+    }
+}
+
+/// Why `name` is not a valid port name (`k8s.io/apimachinery` `IsValidPortName`), if it is not.
+fn port_name_problem(name: &str) -> Option<&'static str> {
+    if name.len() > 15 {
+        Some("\"must be no more than 15 characters\"")
+    } else if !name
+        .bytes()
+        .all(|byte| byte.is_ascii_lowercase() || byte.is_ascii_digit() || byte == b'-')
+    {
+        Some("\"must contain only alpha-numeric characters (a-z, 0-9), and hyphens (-)\"")
+    } else if !name.bytes().any(|byte| byte.is_ascii_lowercase()) {
+        Some("\"must contain at least one letter (a-z)\" (an unquoted number is a port number)")
+    } else if name.contains("--") {
+        Some("\"must not contain consecutive hyphens\"")
+    } else if name.starts_with('-') || name.ends_with('-') {
+        Some("\"must not begin or end with a hyphen\"")
+    } else {
+        None
     }
 }
 
@@ -577,10 +658,20 @@ fn walk(
                 }
             }
             None => {
-                let suggestion = nearest(&entry.key, schema)
+                let nearest = nearest(&entry.key, schema);
+                let suggestion = nearest
                     .map(|field| format!(" (did you mean `{field}`?)"))
                     .unwrap_or_default();
-                cx.report(
+                // Renaming is safe only when the intended field is not also written: otherwise
+                // the rename would create a repeated key.
+                let fix = nearest
+                    .filter(|field| node.entry(field).is_none())
+                    .and_then(|field| {
+                        let mut edits = Edits::new(cx, object.source);
+                        edits.rename_key(entry, field)?;
+                        edits.finish(format!("rename `{}` to `{field}`", entry.key), true)
+                    });
+                cx.report_with_fix(
                     object,
                     &rule::UNKNOWN_FIELD,
                     entry.key_position,
@@ -590,6 +681,7 @@ fn walk(
                          setting has no effect",
                         entry.key, schema.name
                     ),
+                    fix,
                 );
             }
         }

@@ -6,7 +6,7 @@
 
 use crate::engine::Cx;
 use crate::finding::{Autofix, TextEdit};
-use crate::yaml::{DuplicateKey, Entry, Node, Position, Style};
+use crate::yaml::{DuplicateKey, Entry, Node, Style};
 use std::ops::Range;
 use std::sync::Arc;
 
@@ -96,42 +96,24 @@ impl<'t> Edits<'t> {
         None
     }
 
-    /// Inserts `lines` (each without indentation or line break) as new entries after `entry`,
-    /// at the column of its key. In a flow mapping on one line, inserts them as `, key: value`
-    /// pairs after it instead.
-    pub(crate) fn insert_after(&mut self, entry: &Entry, lines: &[String]) -> Option<()> {
+    /// Inserts `block` (whole lines, indented, each ending in a line break) on the line after
+    /// `entry`, whose key must start its line (after indentation or a list item's `- `) and whose
+    /// value must end its line.
+    pub(crate) fn insert_block_after(&mut self, entry: &Entry, block: &str) -> Option<()> {
         let text = self.text;
         let end = entry.span().end;
         let key_line_start = text[..entry.key_position.offset]
             .rfind('\n')
             .map_or(0, |at| at + 1);
         let before = &text[key_line_start..entry.key_position.offset];
-        let block_key = before.chars().all(|c| c == ' ' || c == '-');
-        let line_end = text[end..].find('\n').map(|at| end + at + 1);
-        if block_key && let Some(line_end) = line_end {
-            if !only_comment(&text[end..line_end]) {
-                return None;
-            }
-            let indent = " ".repeat(entry.key_position.column.saturating_sub(1));
-            let mut inserted = String::new();
-            for line in lines {
-                inserted.push_str(&indent);
-                inserted.push_str(line);
-                inserted.push('\n');
-            }
-            return self.push(line_end..line_end, inserted);
+        if !before.chars().all(|c| c == ' ' || c == '-') {
+            return None;
         }
-        None
-    }
-
-    /// The indentation of the line `position` is on, as written.
-    pub(crate) fn line_indent(&self, position: Position) -> &'t str {
-        let text = self.text;
-        let start = text[..position.offset.min(text.len())]
-            .rfind('\n')
-            .map_or(0, |at| at + 1);
-        let line = &text[start..];
-        &line[..line.len() - line.trim_start_matches(' ').len()]
+        let line_end = text[end..].find('\n').map(|at| end + at + 1)?;
+        if !only_comment(&text[end..line_end]) {
+            return None;
+        }
+        self.push(line_end..line_end, block)
     }
 
     /// The fix, if every edit was possible.

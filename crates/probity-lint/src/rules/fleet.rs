@@ -66,7 +66,7 @@ impl<'s> SelectorIndex<'s> {
     }
 }
 
-fn selects(service: &ServiceSummary, workload: &WorkloadSummary) -> bool {
+pub(crate) fn selects(service: &ServiceSummary, workload: &WorkloadSummary) -> bool {
     service.selector.as_ref().is_some_and(|selector| {
         same_namespace(&service.subject, &workload.subject)
             && selector.iter().all(|(key, value)| {

@@ -3,8 +3,10 @@
 //! the run.
 
 use super::catalogue as rule;
+use super::commands;
 use crate::engine::Cx;
 use crate::summary::{ServiceSummary, WorkloadSummary};
+use probity::contract::ProbeKind;
 use std::collections::HashSet;
 
 pub(crate) fn check(cx: &mut Cx<'_>, workloads: &[WorkloadSummary], services: &[ServiceSummary]) {
@@ -24,6 +26,37 @@ pub(crate) fn check(cx: &mut Cx<'_>, workloads: &[WorkloadSummary], services: &[
             let service = service_names.contains(&name_lower)
                 || service_names.contains(first_label) && name_lower.contains('.')
                 || name_lower.contains(".svc");
+            // A Service that selects this very pod is its own (the probe is then only aimed at
+            // the wrong pod); any other name is another service.
+            let own_service = services.iter().any(|candidate| {
+                candidate.subject.name.eq_ignore_ascii_case(first_label)
+                    && super::fleet::selects(candidate, workload)
+            });
+            let elsewhere = !own_service && (service || (!loopback && !is_ip));
+            if elsewhere
+                && let Some(path) = host
+                    .path
+                    .as_deref()
+                    .filter(|path| commands::is_health_path(path))
+            {
+                cx.report(
+                    &workload.subject,
+                    &rule::TRANSITIVE_HEALTH_CHECK,
+                    host.position,
+                    Some(&host.container),
+                    format!(
+                        "the {} probe asks `{path}` of `{}`, another service's health endpoint: \
+                         when that service is unhealthy, this one {}",
+                        host.probe,
+                        host.host,
+                        match host.probe {
+                            ProbeKind::Readiness => "drains itself too",
+                            ProbeKind::Liveness | ProbeKind::Startup => "is restarted with it",
+                        }
+                    ),
+                );
+                continue;
+            }
             let message = if loopback && !host.host_network {
                 Some(format!(
                     "the {} probe's host `{}` is the node the kubelet runs on, not this pod",

@@ -8,6 +8,7 @@
 pub mod catalogue;
 
 pub(crate) mod api;
+pub(crate) mod commands;
 pub(crate) mod fixes;
 pub(crate) mod fleet;
 pub(crate) mod hosts;
