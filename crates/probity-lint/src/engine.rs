@@ -49,11 +49,17 @@ const MAX_LIST_DEPTH: usize = 8;
 
 /// Lints every document of every source.
 pub fn lint(sources: &[Source], options: &Options) -> Report {
+    let threads = std::thread::available_parallelism().map_or(1, usize::from);
+    lint_on(sources, options, threads)
+}
+
+/// Lints on at most `threads` threads.
+fn lint_on(sources: &[Source], options: &Options, threads: usize) -> Report {
     let names: Vec<Arc<str>> = sources
         .iter()
         .map(|source| Arc::from(source.name.as_str()))
         .collect();
-    let partials = lint_sources(sources, &names, options);
+    let partials = lint_sources(sources, &names, options, threads);
 
     let mut report = Report::default();
     let mut cx = Cx::new(&names, (0, sources), options);
@@ -109,33 +115,60 @@ struct Partial {
 /// Inputs smaller than this together are linted on the calling thread.
 const PARALLEL_BYTES: usize = 256 * 1024;
 
+/// An input larger than this is cut at document boundaries into one piece per thread.
+const SPLIT_BYTES: usize = 1024 * 1024;
+
+/// A part of one source that is linted on its own: a whole input, or a run of its documents.
+#[derive(Clone)]
+struct Piece {
+    source: usize,
+    origin: yaml::Origin,
+    range: std::ops::Range<usize>,
+}
+
 /// Lints each source on its own (the per-object rules), on several threads when there is
-/// enough text to be worth it; results come back in source order.
-fn lint_sources(sources: &[Source], names: &[Arc<str>], options: &Options) -> Vec<Partial> {
+/// enough text to be worth it; results come back in source order. A large input is cut at
+/// document boundaries so that its documents are read in parallel too.
+fn lint_sources(
+    sources: &[Source],
+    names: &[Arc<str>],
+    options: &Options,
+    threads: usize,
+) -> Vec<Partial> {
     let total: usize = sources.iter().map(|source| source.text.len()).sum();
-    let threads = std::thread::available_parallelism()
-        .map_or(1, usize::from)
-        .min(sources.len());
-    let lint_range = |start: usize, chunk: &[Source]| -> Vec<Partial> {
-        chunk
+    let parallel = threads > 1 && total >= PARALLEL_BYTES;
+    let mut pieces = Vec::new();
+    for (index, source) in sources.iter().enumerate() {
+        let parts = if parallel && source.text.len() > SPLIT_BYTES {
+            yaml::split_documents(&source.text, threads)
+        } else {
+            vec![(yaml::Origin::default(), 0..source.text.len())]
+        };
+        pieces.extend(parts.into_iter().map(|(origin, range)| Piece {
+            source: index,
+            origin,
+            range,
+        }));
+    }
+    let lint_all = |group: &[Piece]| -> Vec<Partial> {
+        group
             .iter()
-            .enumerate()
-            .map(|(offset, source)| lint_source(start + offset, source, names, options))
+            .map(|piece| lint_piece(piece, &sources[piece.source], names, options))
             .collect()
     };
-    if threads <= 1 || total < PARALLEL_BYTES {
-        return lint_range(0, sources);
+    if !parallel || pieces.len() <= 1 {
+        return lint_all(&pieces);
     }
-    // Contiguous groups of about equal size in bytes, so one large input does not leave the
+    // Contiguous groups of about equal size in bytes, so one large piece does not leave the
     // other threads idle behind many small ones.
     let share = total.div_ceil(threads);
-    let mut groups: Vec<(usize, &[Source])> = Vec::new();
+    let mut groups: Vec<&[Piece]> = Vec::new();
     let mut start = 0;
     let mut bytes = 0;
-    for (index, source) in sources.iter().enumerate() {
-        bytes += source.text.len();
-        if bytes >= share || index + 1 == sources.len() {
-            groups.push((start, &sources[start..=index]));
+    for (index, piece) in pieces.iter().enumerate() {
+        bytes += piece.range.len();
+        if bytes >= share || index + 1 == pieces.len() {
+            groups.push(&pieces[start..=index]);
             start = index + 1;
             bytes = 0;
         }
@@ -143,9 +176,9 @@ fn lint_sources(sources: &[Source], names: &[Arc<str>], options: &Options) -> Ve
     std::thread::scope(|scope| {
         let handles: Vec<_> = groups
             .into_iter()
-            .map(|(start, chunk)| scope.spawn(move || lint_range(start, chunk)))
+            .map(|group| scope.spawn(move || lint_all(group)))
             .collect();
-        let mut partials = Vec::with_capacity(sources.len());
+        let mut partials = Vec::with_capacity(pieces.len());
         for handle in handles {
             match handle.join() {
                 Ok(results) => partials.extend(results),
@@ -156,14 +189,16 @@ fn lint_sources(sources: &[Source], names: &[Arc<str>], options: &Options) -> Ve
     })
 }
 
-/// Parses one source document by document and judges each object as it is read.
-fn lint_source(index: usize, source: &Source, names: &[Arc<str>], options: &Options) -> Partial {
+/// Parses one piece of a source document by document and judges each object as it is read.
+fn lint_piece(piece: &Piece, source: &Source, names: &[Arc<str>], options: &Options) -> Partial {
+    let index = piece.source;
     let mut cx = Cx::new(names, (index, std::slice::from_ref(source)), options);
     let mut partial = Partial {
         contract_used: vec![false; options.contracts.len()],
         ..Partial::default()
     };
-    yaml::parse_stream(&source.text, |parsed| match parsed {
+    let text = &source.text[piece.range.clone()];
+    yaml::parse_stream_at(text, piece.origin, |parsed| match parsed {
         Parsed::Invalid(error) => {
             partial.unreadable += 1;
             cx.report_document(
@@ -462,5 +497,39 @@ impl<'a> Cx<'a> {
                 autofix: None,
             },
         ));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_large_input_cut_into_pieces_gives_the_same_report() {
+        let mut text = String::new();
+        let mut index = 0;
+        while text.len() < SPLIT_BYTES + SPLIT_BYTES / 4 {
+            text.push_str(&format!(
+                "---\napiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: app-{index}\n  \
+                 labels: {{a: 1, a: 2}}\nspec:\n  replicas: 3\n  template:\n    metadata:\n      \
+                 labels: {{app: app-{index}}}\n    spec:\n      containers:\n      - name: app\n        \
+                 livenessProbe: {{httpGet: {{path: /health, port: 8080}}, timeoutSeconds: 10}}\n        \
+                 readinessProbe: {{httpGet: {{path: /health, port: 8080}}}}\n---\napiVersion: v1\n\
+                 kind: Service\nmetadata: {{name: app-{index}}}\nspec: {{selector: {{app: app-{index}}}}}\n"
+            ));
+            if index % 97 == 0 {
+                text.push_str("---\nbroken: [\n");
+            }
+            index += 1;
+        }
+        let sources = [
+            Source::new("small.yaml", "kind: [\n"),
+            Source::new("large.yaml", text),
+        ];
+        let options = Options::default();
+        let one = lint_on(&sources, &options, 1);
+        let four = lint_on(&sources, &options, 4);
+        assert!(one.findings.len() > 1000, "{}", one.findings.len());
+        assert_eq!(one, four);
     }
 }

@@ -304,10 +304,29 @@ const INDEXED_MAPPING_ENTRIES: usize = 16;
 
 /// Parses every document of a YAML stream, handing each (or the error that stopped it) to
 /// `each` as soon as it is complete: only one document's tree is in memory at a time.
-pub fn parse_stream(text: &str, mut each: impl FnMut(Parsed)) {
+pub fn parse_stream(text: &str, each: impl FnMut(Parsed)) {
+    parse_stream_at(text, Origin::default(), each);
+}
+
+/// Where a piece of a larger text starts, so positions read from the piece are positions in the
+/// whole text.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Origin {
+    /// Lines before the piece.
+    pub lines: usize,
+    /// Bytes before the piece.
+    pub offset: usize,
+}
+
+/// Parses a piece of a larger text (see [`split_documents`]) as [`parse_stream`] does, with
+/// positions in the larger text.
+pub fn parse_stream_at(text: &str, origin: Origin, mut each: impl FnMut(Parsed)) {
     let options = granit_parser::options! { emit_comments: false };
     let mut parser = Parser::new_from_str_with_options(text, options);
-    let mut builder = Builder::default();
+    let mut builder = Builder {
+        origin,
+        ..Builder::default()
+    };
     loop {
         let failure = match parser.next_event() {
             None => break,
@@ -319,7 +338,7 @@ pub fn parse_stream(text: &str, mut each: impl FnMut(Parsed)) {
                 Ok(None) => continue,
                 Err(error) => error,
             },
-            Some(Err(error)) => YamlError::from(error),
+            Some(Err(error)) => builder.located(YamlError::from(error)),
         };
         each(Parsed::Invalid(failure));
         builder.abandon();
@@ -327,11 +346,69 @@ pub fn parse_stream(text: &str, mut each: impl FnMut(Parsed)) {
             Ok(true) => {}
             Ok(false) => break,
             Err(error) => {
-                each(Parsed::Invalid(YamlError::from(error)));
+                each(Parsed::Invalid(builder.located(YamlError::from(error))));
                 break;
             }
         }
     }
+}
+
+/// Splits `text` into at most `pieces` parts of about equal size, each starting at a document
+/// marker (`---` at the start of a line, after any `%` directives that precede it), so the parts
+/// can be parsed on their own, in parallel. YAML forbids a `---` line at column 0 inside any
+/// scalar, so a cut there never splits a document.
+pub fn split_documents(text: &str, pieces: usize) -> Vec<(Origin, std::ops::Range<usize>)> {
+    let mut cuts = vec![Origin::default()];
+    if pieces > 1 {
+        let share = text.len() / pieces;
+        let mut line = 0;
+        let mut line_start = 0;
+        // The start of the run of directive lines just before the current line, if any.
+        let mut directives: Option<Origin> = None;
+        let bytes = text.as_bytes();
+        while line_start < text.len() {
+            let line_end = memchr_newline(bytes, line_start);
+            let content = &text[line_start..line_end];
+            let here = Origin {
+                lines: line,
+                offset: line_start,
+            };
+            let is_marker = content
+                .strip_prefix("---")
+                .is_some_and(|rest| rest.is_empty() || rest.starts_with([' ', '\t', '\r']));
+            if is_marker {
+                let cut = directives.unwrap_or(here);
+                let wanted = cuts.len() * share;
+                if cut.offset >= wanted && cut.offset > cuts[cuts.len() - 1].offset {
+                    cuts.push(cut);
+                    if cuts.len() == pieces {
+                        break;
+                    }
+                }
+                directives = None;
+            } else if content.starts_with('%') {
+                directives.get_or_insert(here);
+            } else {
+                directives = None;
+            }
+            line += 1;
+            line_start = line_end + 1;
+        }
+    }
+    let mut parts = Vec::with_capacity(cuts.len());
+    for (index, cut) in cuts.iter().enumerate() {
+        let end = cuts.get(index + 1).map_or(text.len(), |next| next.offset);
+        parts.push((*cut, cut.offset..end));
+    }
+    parts
+}
+
+/// The index of the next `\n` at or after `from`, or the end of the text.
+fn memchr_newline(bytes: &[u8], from: usize) -> usize {
+    bytes[from..]
+        .iter()
+        .position(|byte| *byte == b'\n')
+        .map_or(bytes.len(), |at| from + at)
 }
 
 /// Parses every document of a YAML stream into a list (see [`parse_stream`]).
@@ -369,6 +446,7 @@ struct PendingKey {
 
 #[derive(Default)]
 struct Builder {
+    origin: Origin,
     stack: Vec<Frame>,
     root: Option<Node>,
     document_position: Position,
@@ -377,19 +455,26 @@ struct Builder {
     duplicate_keys: Vec<DuplicateKey>,
 }
 
-fn position(span: &Span) -> Position {
-    Position::at(
-        span.start.line().max(1),
-        span.start.col() + 1,
-        span.start.byte_offset().unwrap_or(0),
-    )
-}
-
-fn end(span: &Span) -> usize {
-    span.end.byte_offset().unwrap_or(0)
-}
-
 impl Builder {
+    fn position(&self, span: &Span) -> Position {
+        Position::at(
+            self.origin.lines + span.start.line().max(1),
+            span.start.col() + 1,
+            self.origin.offset + span.start.byte_offset().unwrap_or(0),
+        )
+    }
+
+    fn end(&self, span: &Span) -> usize {
+        self.origin.offset + span.end.byte_offset().unwrap_or(0)
+    }
+
+    /// A parser error (positioned in the piece) positioned in the whole text.
+    fn located(&self, mut error: YamlError) -> YamlError {
+        error.line += self.origin.lines;
+        error.offset += self.origin.offset;
+        error
+    }
+
     /// Forgets the document being built (after an error).
     fn abandon(&mut self) {
         self.stack.clear();
@@ -400,7 +485,7 @@ impl Builder {
     }
 
     fn on_event(&mut self, event: Event<'_>, span: Span) -> Result<Option<Document>, YamlError> {
-        let at = position(&span);
+        let at = self.position(&span);
         match event {
             Event::DocumentStart(..) => {
                 self.abandon();
@@ -429,7 +514,7 @@ impl Builder {
                 let node = Node {
                     value,
                     position: at,
-                    end: end(&span),
+                    end: self.end(&span),
                     style: node_style,
                 };
                 self.complete(node, anchor, is_plain_merge)?;
@@ -451,7 +536,7 @@ impl Builder {
             Event::SequenceStart(_, anchor, _) => self.stack.push(Frame::Seq {
                 items: Vec::new(),
                 position: at,
-                flow: at.offset < end(&span),
+                flow: at.offset < self.end(&span),
                 anchor,
             }),
             Event::MappingStart(_, anchor, _) => self.stack.push(Frame::Map {
@@ -460,14 +545,14 @@ impl Builder {
                 merges: Vec::new(),
                 key: None,
                 position: at,
-                flow: at.offset < end(&span),
+                flow: at.offset < self.end(&span),
                 anchor,
             }),
             Event::SequenceEnd | Event::MappingEnd => {
                 let Some(frame) = self.stack.pop() else {
                     return Err(YamlError::at(at, "unbalanced collection end"));
                 };
-                let closing = end(&span);
+                let closing = self.end(&span);
                 let (node, anchor) = match frame {
                     Frame::Seq {
                         items,
@@ -804,6 +889,25 @@ mod tests {
             Some(5)
         );
         assert_eq!(last.root.as_ref().unwrap().position.line, 8);
+    }
+
+    #[test]
+    fn pieces_parse_to_the_same_positions_as_the_whole() {
+        let mut text = String::from("%YAML 1.1\n---\na: 0\n");
+        for index in 1..50 {
+            text.push_str(&format!("---\n# doc {index}\nkey: {index}\nlist: [x, é]\n"));
+        }
+        text.push_str("---\nbroken: [\n---\nlast: yes\n");
+        let whole = parse_documents(&text);
+        for pieces in [1, 2, 3, 7] {
+            let mut parsed = Vec::new();
+            let parts = split_documents(&text, pieces);
+            assert_eq!(parts.len(), pieces, "{pieces}");
+            for (origin, range) in parts {
+                parse_stream_at(&text[range], origin, |document| parsed.push(document));
+            }
+            assert_eq!(parsed, whole, "{pieces} pieces");
+        }
     }
 
     #[test]
