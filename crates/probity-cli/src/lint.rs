@@ -2,7 +2,7 @@
 
 use anyhow::{Context, bail};
 use probity::Contract;
-use probity_lint::{Format, Options, Severity, output, rules, source};
+use probity_lint::{Format, Options, Severity, fix, output, rules, source};
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -40,6 +40,15 @@ pub(crate) struct Args {
     /// List every rule with its severity and exit.
     #[arg(long)]
     list_rules: bool,
+
+    /// Apply the safe fixes in place (comments and formatting are kept), print what changed on
+    /// standard error, and report what remains.
+    #[arg(long)]
+    fix: bool,
+
+    /// With --fix: print the changes as a unified diff instead of writing them.
+    #[arg(long, requires = "fix")]
+    dry_run: bool,
 
     /// List every skipped document (kinds the linter does not judge), not only their count.
     #[arg(long, short)]
@@ -130,7 +139,58 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
     };
 
     let inputs = source::read_inputs(&args.paths, std::io::stdin().lock(), args.max_input_size);
-    let sources = inputs.sources;
+    let mut sources = inputs.sources;
+    if args.fix {
+        let reads_stdin = sources
+            .iter()
+            .any(|source| source.name == source::STDIN_NAME);
+        if reads_stdin && !args.dry_run {
+            bail!("standard input cannot be fixed in place; use `--fix --dry-run` to see the diff");
+        }
+        let fixed = fix::fix_all(&sources, &options, |_| true);
+        let mut stderr = std::io::stderr().lock();
+        for applied in &fixed.applied {
+            writeln!(
+                stderr,
+                "{} {}:{}:{} [{}] {}",
+                if args.dry_run { "would fix" } else { "fixed" },
+                applied.file,
+                applied.line,
+                applied.column,
+                applied.rule,
+                applied.description
+            )?;
+        }
+        if args.dry_run {
+            for (index, source) in sources.iter().enumerate() {
+                if fixed.changed(&sources, index) {
+                    write!(
+                        stdout,
+                        "{}",
+                        fix::unified_diff(&source.name, &source.text, &fixed.sources[index].text)
+                    )?;
+                }
+            }
+            stdout.flush()?;
+        } else {
+            for (index, source) in sources.iter().enumerate() {
+                if fixed.changed(&sources, index) {
+                    std::fs::write(&source.name, &fixed.sources[index].text)
+                        .with_context(|| format!("cannot write the fixes to {}", source.name))?;
+                }
+            }
+        }
+        writeln!(
+            stderr,
+            "{} fix(es) {} in {} file(s)",
+            fixed.applied.len(),
+            if args.dry_run { "available" } else { "applied" },
+            (0..sources.len())
+                .filter(|index| fixed.changed(&sources, *index))
+                .count()
+        )?;
+        sources = fixed.sources;
+    }
     let report = probity_lint::lint(&sources, &options);
 
     let format = Format::parse(&args.format).unwrap_or(Format::Human);
@@ -143,9 +203,11 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
         color,
         verbose: args.verbose,
     };
-    let mut buffered = std::io::BufWriter::with_capacity(1 << 16, stdout);
-    output::write(&report, &sources, format, style, &mut buffered)?;
-    buffered.flush()?;
+    if !args.dry_run {
+        let mut buffered = std::io::BufWriter::with_capacity(1 << 16, stdout);
+        output::write(&report, &sources, format, style, &mut buffered)?;
+        buffered.flush()?;
+    }
 
     let mut stderr = std::io::stderr().lock();
     for &index in &report.unmatched_contracts {

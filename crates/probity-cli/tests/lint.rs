@@ -281,3 +281,81 @@ fn needs_a_path_unless_explaining() {
     let output = probity(&["lint"], None);
     assert_eq!(output.status.code(), Some(2));
 }
+
+const FIXABLE: &str = "apiVersion: v1\nkind: Pod\nmetadata: {name: slow}\nspec:\n  containers:\n  - name: app\n    image: a\n    livenessProbe:\n      httpGet: {path: /livez, port: 8080}\n      # the endpoint answers from memory\n      timeoutSeconds: 10 # was copied from the period\n      failureTreshold: 3\n";
+
+#[test]
+fn fix_dry_run_prints_a_diff_and_writes_nothing() {
+    let dir = temp_dir("dry-run");
+    let path = write(&dir, "pod.yaml", FIXABLE);
+    let output = probity(&["lint", "--fix", "--dry-run", &path], None);
+    let stdout = text(&output.stdout);
+    assert!(
+        stdout.starts_with(&format!("--- {path}\n+++ {path}\n")),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("-      timeoutSeconds: 10 # was copied from the period\n")
+            && stdout.contains("+      timeoutSeconds: 9 # was copied from the period\n"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("+      failureThreshold: 3\n"), "{stdout}");
+    let stderr = text(&output.stderr);
+    assert!(
+        stderr.contains(&format!(
+            "would fix {path}:11:23 [timeout-not-below-period] set `timeoutSeconds` to 9"
+        )),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("2 fix(es) available in 1 file(s)"),
+        "{stderr}"
+    );
+    assert_eq!(
+        output.status.code(),
+        Some(0),
+        "nothing would remain: {stderr}"
+    );
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), FIXABLE);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn fix_writes_the_file_in_place_and_reports_what_remains() {
+    let dir = temp_dir("fix");
+    let path = write(
+        &dir,
+        "pod.yaml",
+        &format!(
+            "{FIXABLE}    readinessProbe:\n      httpGet: {{path: /livez, port: 8080}}\n      timeoutSeconds: 10\n"
+        ),
+    );
+    let output = probity(&["lint", "--fix", &path], None);
+    let fixed = std::fs::read_to_string(&path).unwrap();
+    assert!(fixed.contains("      # the endpoint answers from memory\n      timeoutSeconds: 9 # was copied from the period\n      failureThreshold: 3\n"), "{fixed}");
+    assert!(fixed.contains("    readinessProbe:\n      httpGet: {path: /livez, port: 8080}\n      timeoutSeconds: 9\n"), "{fixed}");
+    let stderr = text(&output.stderr);
+    assert!(
+        stderr.contains(&format!(
+            "fixed {path}:12:7 [unknown-field] rename `failureTreshold` to `failureThreshold`"
+        )),
+        "{stderr}"
+    );
+    // The identical probes have no mechanical fix: they are still reported, and decide the exit.
+    let stdout = text(&output.stdout);
+    assert!(
+        stdout.contains("error[identical-liveness-readiness]"),
+        "{stdout}"
+    );
+    assert!(!stdout.contains("timeout-not-below-period"), "{stdout}");
+    assert_eq!(output.status.code(), Some(1));
+
+    let output = probity(&["lint", "--fix", "-"], Some(FIXABLE));
+    assert_eq!(output.status.code(), Some(2));
+    assert!(
+        text(&output.stderr).contains("standard input cannot be fixed in place"),
+        "{}",
+        text(&output.stderr)
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}

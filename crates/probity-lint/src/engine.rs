@@ -209,6 +209,7 @@ fn lint_piece(piece: &Piece, source: &Source, names: &[Arc<str>], options: &Opti
                     "{}; this document is not judged (the rest of the input is)",
                     error.message
                 ),
+                None,
             );
         }
         Parsed::Document(document) => {
@@ -252,6 +253,7 @@ fn collect<'a>(
                 &catalogue::NOT_A_KUBERNETES_OBJECT,
                 root.position,
                 format!("`List` nested more than {MAX_LIST_DEPTH} deep; its items are not judged"),
+                None,
             );
         }
         Ok(Read::Skipped(skipped)) => partial.skipped.push(SkippedDocument {
@@ -267,6 +269,7 @@ fn collect<'a>(
                 &catalogue::NOT_A_KUBERNETES_OBJECT,
                 not_an_object.position,
                 not_an_object.message,
+                None,
             );
         }
     }
@@ -305,6 +308,7 @@ fn report_duplicates(
                 &catalogue::DUPLICATE_KEY,
                 duplicate.repeated,
                 message,
+                autofix,
             ),
         }
     }
@@ -479,6 +483,7 @@ impl<'a> Cx<'a> {
         rule: &'static Rule,
         position: Position,
         message: String,
+        autofix: Option<crate::finding::Autofix>,
     ) {
         self.findings.push((
             source,
@@ -494,7 +499,7 @@ impl<'a> Cx<'a> {
                 container: None,
                 message,
                 fix: rule.fix,
-                autofix: None,
+                autofix,
             },
         ));
     }

@@ -44,6 +44,7 @@
 
 pub mod facts;
 pub mod finding;
+pub mod fix;
 pub mod output;
 pub mod rules;
 pub mod source;

@@ -77,8 +77,14 @@ impl<'t> Edits<'t> {
             .map_or(text.len(), |at| span.end + at + 1);
         let after = &text[span.end..after_end];
         if before.chars().all(|c| c == ' ') && only_comment(after) {
-            // A block entry on lines of its own.
-            return self.push(line_start..after_end, "");
+            // A block entry on lines of its own; a comment after it stays, on its own line.
+            let comment = after.trim();
+            let kept = if comment.starts_with('#') {
+                format!("{before}{comment}\n")
+            } else {
+                String::new()
+            };
+            return self.push(line_start..after_end, kept);
         }
         let before_trimmed = before.trim_end();
         if before_trimmed.ends_with(',') {
