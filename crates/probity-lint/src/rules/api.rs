@@ -32,8 +32,16 @@ pub(crate) fn check(cx: &mut Cx<'_>, object: &Object<'_>) {
                 if let Some(metadata) = template.get("metadata") {
                     walk(cx, object, metadata, &OBJECT_META, None);
                 }
-                if let Some(spec) = template.get("spec") {
-                    walk(cx, object, spec, &POD_CONTAINERS, None);
+                for list in ["containers", "initContainers"] {
+                    let containers = template
+                        .get("spec")
+                        .and_then(|spec| spec.get(list))
+                        .and_then(Node::as_seq)
+                        .unwrap_or_default();
+                    for container in containers {
+                        let name = container.get("name").and_then(Node::as_str);
+                        walk(cx, object, container, &CONTAINER, name);
+                    }
                 }
             }
         }
@@ -484,15 +492,6 @@ const REPLICATION_CONTROLLER_SPEC: Schema = Schema {
         ("template", Obj(&POD_TEMPLATE)),
     ],
 };
-/// The containers of a custom workload's pod template; its other fields are left alone (a
-/// Knative revision template adds `containerConcurrency` and `timeoutSeconds`, for one).
-const POD_CONTAINERS: Schema = Schema {
-    name: "PodSpec",
-    fields: &[
-        ("initContainers", List(&CONTAINER)),
-        ("containers", List(&CONTAINER)),
-    ],
-};
 const REPLICA_SET_SPEC: Schema = Schema {
     name: "ReplicaSetSpec",
     fields: &[
@@ -644,6 +643,11 @@ fn walk(
         return;
     };
     for entry in entries {
+        // `$patch`, `$retainKeys`, `$setElementOrder/…`: strategic-merge-patch directives of a
+        // patch file, not fields.
+        if entry.key.starts_with('$') {
+            continue;
+        }
         match schema.fields.iter().find(|(name, _)| *name == entry.key) {
             Some((_, Leaf)) => {}
             Some((_, Obj(child))) => walk(cx, object, &entry.value, child, container),
