@@ -1,10 +1,10 @@
 //! What the manifest alone cannot say about a service — which endpoints check dependencies, how
 //! long it boots, how long it drains — read from its contract or from `probity.dev/` annotations.
 
+use crate::contract::ServiceContract as Contract;
 use crate::model::{Annotation, Handler, Object, Workload};
 use crate::rules::catalogue;
 use crate::yaml::Position;
-use probity::contract::Contract;
 
 /// The annotation prefix the linter owns.
 pub const ANNOTATION_PREFIX: &str = "probity.dev/";
@@ -47,6 +47,8 @@ pub(crate) struct Drain {
     pub(crate) from_contract: bool,
     /// How long a readiness change takes to reach the load balancers, when the contract says.
     pub(crate) propagation: Option<f64>,
+    /// The readiness period (seconds) and failure threshold the contract derived the delay from.
+    pub(crate) derived_from: Option<(f64, u64)>,
 }
 
 /// The annotations of an object and, for a workload, of its pod template (second, so they
@@ -244,10 +246,44 @@ impl Facts<'_> {
     }
 
     /// Why the endpoint `handler` calls answers with another service's health, if the
-    /// annotation says it does.
-    pub(crate) fn transitive_reason(&self, handler: &Handler) -> Option<String> {
-        listed_endpoint(&self.transitive_endpoints, handler)
-            .map(|listed| format!("`{listed}` is listed in `{TRANSITIVE_ENDPOINTS_ANNOTATION}`"))
+    /// annotation or the contract says it does.
+    pub(crate) fn transitive_reason(
+        &self,
+        handler: &Handler,
+        contract: Option<&Contract>,
+    ) -> Option<String> {
+        if let Some(listed) = listed_endpoint(&self.transitive_endpoints, handler) {
+            return Some(format!(
+                "`{listed}` is listed in `{TRANSITIVE_ENDPOINTS_ANNOTATION}`"
+            ));
+        }
+        let contract = contract?;
+        let endpoint = endpoint_for(handler, contract)?;
+        let calls: Vec<&str> = contract.health_calls(endpoint).collect();
+        (!calls.is_empty()).then(|| {
+            format!(
+                "the contract says its check{} {} call{} another service's health endpoint",
+                if calls.len() == 1 { "" } else { "s" },
+                calls
+                    .iter()
+                    .map(|name| format!("`{name}`"))
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                if calls.len() == 1 { "s" } else { "" }
+            )
+        })
+    }
+
+    /// What the endpoint `handler` calls waits on, per the contract, with the endpoint's path.
+    pub(crate) fn waits_on<'c>(
+        &self,
+        handler: &Handler,
+        contract: Option<&'c Contract>,
+    ) -> Option<(&'c str, &'c [String])> {
+        let contract = contract?;
+        let endpoint = endpoint_for(handler, contract)?;
+        let waits = contract.waits_on(endpoint);
+        (!waits.is_empty()).then_some((endpoint.path.as_str(), waits))
     }
 
     /// Whether the annotation lists the endpoint (the probe then reaches dependencies on each
@@ -277,14 +313,24 @@ impl Facts<'_> {
                 in_flight: 0.0,
                 from_contract: false,
                 propagation: None,
+                derived_from: None,
             });
         }
-        let shutdown = &contract?.shutdown;
+        let contract = contract?;
+        let shutdown = &contract.shutdown;
+        let derivation = contract.drain_derivation();
         Some(Drain {
             delay: shutdown.drain_delay_ms as f64 / 1000.0,
             in_flight: shutdown.in_flight_deadline_ms.unwrap_or(0) as f64 / 1000.0,
             from_contract: true,
-            propagation: None,
+            propagation: derivation
+                .map(|derivation| derivation.load_balancer_reaction_ms as f64 / 1000.0),
+            derived_from: derivation.map(|derivation| {
+                (
+                    derivation.readiness_period_ms as f64 / 1000.0,
+                    derivation.readiness_failure_threshold,
+                )
+            }),
         })
     }
 }
@@ -309,6 +355,21 @@ fn listed_endpoint<'l>(endpoints: &'l [String], handler: &Handler) -> Option<&'l
             .iter()
             .find(|listed| listed.strip_prefix("grpc:") == Some(service.as_str()))
             .map(String::as_str),
+        _ => None,
+    }
+}
+
+/// The contract's endpoint a probe handler calls: by HTTP path, or by gRPC service name.
+fn endpoint_for<'c>(
+    handler: &Handler,
+    contract: &'c Contract,
+) -> Option<&'c probity::contract::EndpointContract> {
+    match handler {
+        Handler::Http { path, .. } => contract.endpoint_for_path(path),
+        Handler::Grpc { service, .. } => contract
+            .endpoints
+            .iter()
+            .find(|endpoint| endpoint.grpc_service.as_deref() == Some(service.as_str())),
         _ => None,
     }
 }

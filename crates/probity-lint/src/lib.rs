@@ -45,6 +45,7 @@
 //! The rule reference, `docs/lint-rules.md`, is [`rules::reference_markdown`], the same text
 //! `probity lint --explain ID` prints one rule of.
 
+pub mod contract;
 pub mod facts;
 pub mod finding;
 pub mod fix;

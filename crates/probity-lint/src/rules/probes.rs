@@ -4,12 +4,13 @@ use super::catalogue as rule;
 use super::commands;
 use super::fixes::Edits;
 use super::hosts::is_loopback;
+use crate::contract::ServiceContract as Contract;
 use crate::engine::Cx;
 use crate::facts::Facts;
 use crate::finding::Autofix;
 use crate::model::{Container, Handler, Object, PodSpec, PortRef, Probe, Setting, Workload};
 use crate::yaml::Style;
-use probity::contract::{Contract, ProbeKind};
+use probity::contract::ProbeKind;
 
 /// A liveness `initialDelaySeconds` up to this is a head start, whatever the failure window.
 const SMALL_INITIAL_DELAY_SECONDS: i64 = 10;
@@ -98,10 +99,44 @@ pub(crate) fn check(
             }
         }
 
+        if let Some(probe) = startup
+            && let Some((path, waits)) = facts.waits_on(&probe.handler, contract)
+        {
+            cx.report(
+                object,
+                &rule::STARTUP_PROBE_WAITS_ON_DEPENDENCY,
+                match &probe.handler {
+                    Handler::Http {
+                        path_position: Some(position),
+                        ..
+                    } => *position,
+                    _ => probe.position,
+                },
+                name,
+                format!(
+                    "the startup probe runs {}, and the contract says `{path}` waits on {}: an \
+                     outage of {} longer than the startup budget ({} s) kills every new pod, \
+                     again and again",
+                    probe.handler.describe(container),
+                    waits
+                        .iter()
+                        .map(|name| format!("`{name}`"))
+                        .collect::<Vec<_>>()
+                        .join(", "),
+                    if waits.len() == 1 {
+                        "it"
+                    } else {
+                        "any of them"
+                    },
+                    probe.budget()
+                ),
+            );
+        }
+
         for probe in &container.probes {
             check_probe(cx, object, container, probe);
             check_cannot_fail(cx, object, container, probe, contract);
-            check_transitive(cx, object, container, probe, facts);
+            check_transitive(cx, object, container, probe, facts, contract);
         }
 
         if let Some(live) = liveness {
@@ -501,9 +536,10 @@ fn check_transitive(
     container: &Container<'_>,
     probe: &Probe<'_>,
     facts: &Facts<'_>,
+    contract: Option<&Contract>,
 ) {
     let name = Some(container.name.as_str());
-    if let Some(reason) = facts.transitive_reason(&probe.handler) {
+    if let Some(reason) = facts.transitive_reason(&probe.handler, contract) {
         cx.report(
             object,
             &rule::TRANSITIVE_HEALTH_CHECK,

@@ -186,6 +186,20 @@ fn check_readiness_window(
     } else {
         "assumed propagation"
     };
+    // A delay derived from another readiness probe than the one the manifest sets.
+    let derived = match drain.derived_from {
+        Some((period, threshold))
+            if period != readiness.period.value as f64
+                || threshold != readiness.failure.value as u64 =>
+        {
+            format!(
+                " (the contract derived its delay from readiness {} s × {threshold}, not the \
+                 manifest's)",
+                seconds(period)
+            )
+        }
+        _ => String::new(),
+    };
     let served_text = if pre_stop > 0 {
         format!(
             "the drain delay {} s ({}) plus the preStop sleep {pre_stop} s = {} s",
@@ -211,9 +225,9 @@ fn check_readiness_window(
             .unwrap_or(readiness.position),
         Some(&container.name),
         format!(
-            "{served_text}, but readiness takes {} s to fail ({} s × {}) and {} s more to reach \
-             the load balancers ({propagation_origin}): requests keep arriving after the listener \
-             closes. Set the drain delay to at least {} s",
+            "{served_text}{derived}, but readiness takes {} s to fail ({} s × {}) and {} s more to \
+             reach the load balancers ({propagation_origin}): requests keep arriving after the \
+             listener closes. Set the drain delay to at least {} s",
             seconds(window),
             readiness.period.value,
             readiness.failure.value,
