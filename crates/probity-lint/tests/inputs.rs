@@ -244,3 +244,19 @@ fn walk(folder: &Path) -> Vec<std::path::PathBuf> {
     }
     files
 }
+
+#[test]
+fn nesting_deeper_than_the_parser_allows_is_a_finding_not_a_crash() {
+    let mut text = String::from("a:\n");
+    for depth in 1..2000 {
+        text.push_str(&" ".repeat(depth));
+        text.push_str("a:\n");
+    }
+    text.push_str("---\n");
+    text.push_str(GOOD_POD);
+    let report = run("deep.yaml", &text);
+    let rules: Vec<&str> = report.findings.iter().map(|finding| finding.rule).collect();
+    assert_eq!(rules, ["invalid-yaml", "timeout-not-below-period"]);
+    let flow = format!("a: {}{}\n", "[".repeat(100_000), "]".repeat(100_000));
+    assert_eq!(run("flow.yaml", &flow).findings[0].rule, "invalid-yaml");
+}
