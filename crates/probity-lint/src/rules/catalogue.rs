@@ -541,14 +541,16 @@ indentation, a key at the wrong depth), or render the template before linting it
 /// A document that parses but is not a Kubernetes object.
 pub const NOT_A_KUBERNETES_OBJECT: Rule = Rule {
     id: "not-a-kubernetes-object",
-    severity: Severity::Warning,
+    severity: Severity::Info,
     scope: Scope::Document,
     summary: "a document that is not a Kubernetes object, so nothing in it is judged",
     why: "Every Kubernetes object is a mapping with a string `apiVersion` and `kind` \
 (`k8s.io/apimachinery` `TypeMeta`); without them `kubectl apply` refuses the document. Usually \
 the file is not a manifest at all (a Helm `values.yaml`, a `Chart.yaml`, a CI file picked up by \
 a folder walk), or the document lost its header in an edit. Either way the linter cannot judge \
-it, and says so rather than passing it silently.",
+it, and says so rather than passing it silently; informational, because walking a repository \
+meets such files without anything being wrong (when no document at all can be read, the run \
+exits 2).",
     fix: "Lint rendered manifests (`helm template … | probity lint -`), leave files that are not \
 manifests out of the paths given, or restore the document's `apiVersion` and `kind`.",
 };
