@@ -179,13 +179,7 @@ impl Node {
 
     /// A scalar written back as text (`None` for collections and null).
     pub fn scalar_text(&self) -> Option<String> {
-        match &self.value {
-            Value::Bool(flag) => Some(flag.to_string()),
-            Value::Int(number) => Some(number.to_string()),
-            Value::Float(number) => Some(number.to_string()),
-            Value::String(text) => Some(text.clone()),
-            Value::Null | Value::Seq(_) | Value::Map(_) => None,
-        }
+        value_text(&self.value)
     }
 
     /// What sort of value this is, for messages: "a string", "a mapping"…
@@ -212,6 +206,17 @@ impl Node {
             Value::Map(entries) => 1 + entries.iter().map(|e| 1 + e.value.size()).sum::<usize>(),
             _ => 1,
         }
+    }
+}
+
+/// A scalar value written back as text (`None` for collections and null).
+fn value_text(value: &Value) -> Option<String> {
+    match value {
+        Value::Bool(flag) => Some(flag.to_string()),
+        Value::Int(number) => Some(number.to_string()),
+        Value::Float(number) => Some(number.to_string()),
+        Value::String(text) => Some(text.clone()),
+        Value::Null | Value::Seq(_) | Value::Map(_) => None,
     }
 }
 
@@ -618,20 +623,23 @@ impl Builder {
                 ..
             }) => match key.take() {
                 None => {
-                    let text = match &node.value {
+                    let (position, end) = (node.position, node.end);
+                    let text = match node.value {
                         Value::Null => String::new(),
+                        // Moved, not copied: every key of every mapping passes here.
+                        Value::String(text) => text,
                         Value::Seq(_) | Value::Map(_) => {
                             return Err(YamlError::at(
-                                node.position,
+                                position,
                                 "a mapping key must be a scalar in a Kubernetes manifest",
                             ));
                         }
-                        _ => node.scalar_text().unwrap_or_default(),
+                        ref scalar => value_text(scalar).unwrap_or_default(),
                     };
                     *key = Some(PendingKey {
                         text,
-                        position: node.position,
-                        end: node.end,
+                        position,
+                        end,
                         is_merge: is_merge_key,
                     });
                 }
