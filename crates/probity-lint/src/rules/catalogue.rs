@@ -308,9 +308,9 @@ pub const PROBE_PORT_NOT_DECLARED: Rule = Rule {
     severity: Severity::Warning,
     scope: Scope::Object,
     summary: "a probe names a port the container does not declare",
-    why: "The kubelet resolves a named probe port against the container's `ports` \
-(`pkg/kubelet/prober/prober.go` `extractPort` → `findPortByName`); a name the container does not \
-declare fails to resolve, and the probe errors on every attempt: a liveness probe restarts the \
+    why: "The kubelet resolves a named probe port against the probed container's own `ports`, not \
+its sidecars' (`pkg/kubelet/prober/prober.go` `extractPort` → `findPortByName`); a name the \
+container does not declare fails to resolve, and the probe errors on every attempt: a liveness probe restarts the \
 container forever, a readiness probe keeps it out of rotation forever. A named port declared \
 with `protocol: UDP` resolves, but the probe speaks TCP to it. A numeric port needs no \
 declaration — `ports` is informational (\"Not specifying a port here DOES NOT prevent that port \

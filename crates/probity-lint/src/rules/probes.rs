@@ -134,7 +134,7 @@ pub(crate) fn check(
         }
 
         for probe in &container.probes {
-            check_probe(cx, object, container, probe);
+            check_probe(cx, object, pod, container, probe);
             check_cannot_fail(cx, object, container, probe, contract);
             check_transitive(cx, object, container, probe, facts, contract);
         }
@@ -349,7 +349,13 @@ fn startup_probe_fix(cx: &Cx<'_>, object: &Object<'_>, live: &Probe<'_>) -> Opti
     )
 }
 
-fn check_probe(cx: &mut Cx<'_>, object: &Object<'_>, container: &Container<'_>, probe: &Probe<'_>) {
+fn check_probe(
+    cx: &mut Cx<'_>,
+    object: &Object<'_>,
+    pod: &PodSpec<'_>,
+    container: &Container<'_>,
+    probe: &Probe<'_>,
+) {
     let name = Some(container.name.as_str());
     if probe.timeout.value >= probe.period.value {
         cx.report_with_fix(
@@ -407,6 +413,27 @@ fn check_probe(cx: &mut Cx<'_>, object: &Object<'_>, container: &Container<'_>, 
                         .filter_map(|declared| declared.name.clone())
                         .map(|name| format!("`{name}`"))
                         .collect();
+                    // The kubelet's `findPortByName` looks in the probed container only, even when
+                    // another container of the pod (a sidecar) declares the name.
+                    let elsewhere = pod
+                        .containers
+                        .iter()
+                        .chain(&pod.init_containers)
+                        .filter(|other| other.name != container.name)
+                        .find(|other| {
+                            other
+                                .ports
+                                .iter()
+                                .any(|declared| declared.name.as_deref() == Some(port_name))
+                        })
+                        .map(|other| {
+                            format!(
+                                "; container `{}` declares it, but a probe's port name resolves \
+                                 against the probed container's own ports only (use the number)",
+                                other.name
+                            )
+                        })
+                        .unwrap_or_default();
                     cx.report(
                         object,
                         &rule::PROBE_PORT_NOT_DECLARED,
@@ -415,7 +442,7 @@ fn check_probe(cx: &mut Cx<'_>, object: &Object<'_>, container: &Container<'_>, 
                         format!(
                             "the {} probe uses port `{port_name}`, which container `{}` does not \
                              declare ({}): the kubelet cannot resolve it and the probe fails on \
-                             every attempt",
+                             every attempt{elsewhere}",
                             probe.kind,
                             container.name,
                             if declared.is_empty() {
