@@ -97,6 +97,11 @@ const DEFAULT_CONNECTION_CAP: usize = 25_000;
 /// accept loop must never fall behind, or every probe queues in the kernel's backlog behind
 /// the flood.
 const ADMISSION_SLOTS: usize = 64;
+/// Connections accepted while every admission slot is taken, before their first bytes came:
+/// each gets [`LATE_WAIT`] for a probe's request line (a probe sends it at once).
+const LATE_SLOTS: usize = 32;
+/// How long a connection in a late slot has to show a probe's request line.
+const LATE_WAIT: Duration = Duration::from_millis(100);
 /// The most bytes read to find a first request line.
 const REQUEST_LINE_MAX: usize = 2048;
 
@@ -179,12 +184,20 @@ impl ServeConfig {
         if let Some(limit) = self.max_connections {
             return limit;
         }
-        let reserved = DESCRIPTOR_HEADROOM + (self.probe_reserve + ADMISSION_SLOTS) as u64;
+        let reserved =
+            DESCRIPTOR_HEADROOM + (self.probe_reserve + ADMISSION_SLOTS + LATE_SLOTS) as u64;
         match descriptor_limit() {
             Some(limit) => {
                 (limit.saturating_sub(reserved) as usize).clamp(1, DEFAULT_CONNECTION_CAP)
             }
             None => DEFAULT_CONNECTION_CAP,
+        }
+    }
+
+    fn with_admission_timeout(&self, timeout: Duration) -> ServeConfig {
+        ServeConfig {
+            admission_timeout: timeout,
+            ..self.clone()
         }
     }
 
@@ -324,11 +337,28 @@ where
                     // request at once, so by the time it is accepted its request line is
                     // usually there: take it without waiting, and close anything else.
                     match admit_now(io, &config) {
-                        Some(io) => {
+                        Ok(io) => {
                             let guard = Slot::take(&counts, |counts| &counts.reserve);
                             let _ = admitted_tx.try_send(Admitted { io, guard });
                         }
-                        None => counts.warn_refused("the connection limit is full", limit),
+                        // Nothing has arrived yet: give it a moment, if a late slot is free.
+                        Err(Some(io)) if counts.late.load(Ordering::Acquire) < LATE_SLOTS => {
+                            let late = Slot::take(&counts, |counts| &counts.late);
+                            let (counts, admitted_tx) = (counts.clone(), admitted_tx.clone());
+                            let config = config.clone();
+                            tokio::spawn(async move {
+                                let outcome = admit(io, &config.with_admission_timeout(LATE_WAIT)).await;
+                                drop(late);
+                                match outcome {
+                                    Admission::Probe(io) => {
+                                        let guard = Slot::take(&counts, |counts| &counts.reserve);
+                                        let _ = admitted_tx.send(Admitted { io, guard }).await;
+                                    }
+                                    Admission::Refused(reason) => counts.warn_refused(reason, limit),
+                                }
+                            });
+                        }
+                        Err(_) => counts.warn_refused("the connection limit is full", limit),
                     }
                 } else {
                     // Closing at once keeps the backlog moving: a probe behind this connection
@@ -400,6 +430,7 @@ struct Counts {
     ordinary: AtomicUsize,
     reserve: AtomicUsize,
     admitting: AtomicUsize,
+    late: AtomicUsize,
     refused: AtomicU64,
     started: Instant,
     /// The second (since `started`, plus one) of the last logged refusal.
@@ -412,6 +443,7 @@ impl Counts {
             ordinary: AtomicUsize::new(0),
             reserve: AtomicUsize::new(0),
             admitting: AtomicUsize::new(0),
+            late: AtomicUsize::new(0),
             refused: AtomicU64::new(0),
             started: Instant::now(),
             last_warning: AtomicU64::new(0),
@@ -507,27 +539,34 @@ content-length: 33\r\nconnection: close\r\n\r\ntoo many connections, retry later
 }
 
 /// Admits a connection whose request line has already arrived and names a probe, without
-/// waiting for anything; `None` (the connection dropped) otherwise.
-fn admit_now<Io>(mut io: Io, config: &ServeConfig) -> Option<Rewind<Io>>
+/// waiting for anything. `Err(Some(io))` when nothing has arrived yet (the connection is handed
+/// back untouched), `Err(None)` when it is not a probe (dropped).
+fn admit_now<Io>(mut io: Io, config: &ServeConfig) -> Result<Rewind<Io>, Option<Io>>
 where
     Io: AsyncRead + Unpin,
 {
     let mut chunk = vec![0u8; REQUEST_LINE_MAX];
     let n = match io.read(&mut chunk).now_or_never() {
+        None => return Err(Some(io)),
         Some(Ok(n)) if n > 0 => n,
-        _ => return None,
+        Some(_) => return Err(None),
     };
     chunk.truncate(n);
-    let line = chunk.split(|&byte| byte == b'\n').next()?;
+    let Some(line) = chunk.split(|&byte| byte == b'\n').next() else {
+        return Err(None);
+    };
     if line.len() == chunk.len() {
-        // Not a whole line yet.
-        return None;
+        // Not a whole line: too slow for a probe.
+        return Err(None);
     }
     let line = String::from_utf8_lossy(line);
     let mut parts = line.split_ascii_whitespace();
-    let (method, target) = (parts.next()?, parts.next()?);
-    (matches!(method, "GET" | "HEAD") && config.is_probe_path(target))
-        .then(|| Rewind::new(chunk, io))
+    let (method, target) = (parts.next().unwrap_or(""), parts.next().unwrap_or(""));
+    if matches!(method, "GET" | "HEAD") && config.is_probe_path(target) {
+        Ok(Rewind::new(chunk, io))
+    } else {
+        Err(None)
+    }
 }
 
 /// An I/O stream whose first bytes were already read: it yields them again, then the rest.

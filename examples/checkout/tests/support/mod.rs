@@ -591,7 +591,10 @@ pub async fn poll_statuses(url: &str, every: Duration, duration: Duration) -> Ve
             while Instant::now() < until {
                 let status = match client.get(&url).send().await {
                     Ok(response) => response.status().as_u16(),
-                    Err(_) => 0,
+                    Err(error) => {
+                        eprintln!("poll of {url} got no answer: {error}");
+                        0
+                    }
                 };
                 seen.push(status);
                 tokio::time::sleep(every).await;
