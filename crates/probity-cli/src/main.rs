@@ -25,7 +25,7 @@ enum Command {
     /// Replay incidents against probe configurations in a simulated fleet.
     Simulate(simulate::Args),
     /// Inject real faults into a local fleet of checkout instances behind HAProxy.
-    Drill(drill::Args),
+    Drill(Box<drill::Args>),
 }
 
 fn main() -> ExitCode {
@@ -33,7 +33,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Lint(args) => lint::run(args),
         Command::Simulate(args) => simulate::run(args),
-        Command::Drill(args) => drill::run(args),
+        Command::Drill(args) => drill::run(*args),
     };
     match result {
         Ok(code) => code,
