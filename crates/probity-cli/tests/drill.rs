@@ -80,7 +80,7 @@ fn scratch(name: &str) -> PathBuf {
 /// rotation within 1 ms): when the run has the pool drill, the gate must say exactly that one
 /// missed; without it, that every target was met. Returns the report and the JUnit document.
 fn gated_drill(extra: &[&str], has_pool_drill: bool) -> (serde_json::Value, String) {
-    let junit = scratch(&format!("{:08x}.xml", fastrand_seed()));
+    let junit = scratch(&format!("{:08x}.xml", unique()));
     let _one_at_a_time = MEASURING.lock().unwrap_or_else(|e| e.into_inner());
     let output = probity()
         .args([
@@ -153,7 +153,7 @@ fn gated_drill(extra: &[&str], has_pool_drill: bool) -> (serde_json::Value, Stri
     (report, xml)
 }
 
-fn fastrand_seed() -> u32 {
+fn unique() -> u32 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |elapsed| elapsed.subsec_nanos())

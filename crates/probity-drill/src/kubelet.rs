@@ -1,7 +1,7 @@
 //! A prober that follows the kubelet's rules for startup and liveness probes, per instance.
 //!
-//! As `pkg/kubelet/prober/worker.go` does (see research/kubernetes-probes-and-load-balancers.md
-//! §1.2 and §1.5):
+//! As the kubelet does (`pkg/kubelet/prober/worker.go`, `pkg/kubelet/prober/prober.go`, and
+//! <https://kubernetes.io/docs/concepts/configuration/liveness-readiness-startup-probes/>):
 //! - each probe runs on its own ticker of `periodSeconds`; a probe that takes longer than its
 //!   `timeoutSeconds` is a failure;
 //! - liveness is not probed until the startup probe has succeeded once; after that the startup
