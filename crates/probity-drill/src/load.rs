@@ -188,6 +188,10 @@ pub struct LoadReport {
     pub requests_per_second: f64,
     /// Successful requests per second of the window.
     pub throughput: f64,
+    /// How long requests were failing: the 100 ms slots of the window in which at least one
+    /// request sent failed. Unlike a count of failed requests, it does not grow with how fast a
+    /// closed loop retries against a balancer that refuses at once.
+    pub failing_s: f64,
     /// Median latency of every request in the window.
     #[serde(
         rename = "latency_p50_ms",
@@ -224,6 +228,7 @@ impl LoadReport {
             connection_errors: 0,
             requests_per_second: 0.0,
             throughput: 0.0,
+            failing_s: 0.0,
             latency_p50: Duration::ZERO,
             latency_p99: Duration::ZERO,
             latency_max: Duration::ZERO,
@@ -248,6 +253,14 @@ impl LoadReport {
                 Outcome::TimedOut => report.timed_out += 1,
                 Outcome::ConnectionError => report.connection_errors += 1,
             }
+        }
+        if let Some(first) = samples.iter().map(|sample| sample.sent).min() {
+            let slots: std::collections::BTreeSet<u128> = samples
+                .iter()
+                .filter(|sample| !sample.ok())
+                .map(|sample| sample.sent.saturating_duration_since(first).as_millis() / 100)
+                .collect();
+            report.failing_s = slots.len() as f64 / 10.0;
         }
         let seconds = elapsed.as_secs_f64();
         if seconds > 0.0 {
@@ -281,11 +294,12 @@ impl fmt::Display for LoadReport {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "{} requests in {:.1}s ({:.0} req/s), {} failed, p50 {:.1} ms, p99 {:.1} ms; statuses:",
+            "{} requests in {:.1}s ({:.0} req/s), {} failed (failing for {:.1}s), p50 {:.1} ms, p99 {:.1} ms; statuses:",
             self.requests,
             self.elapsed.as_secs_f64(),
             self.requests_per_second,
             self.failed,
+            self.failing_s,
             self.latency_p50.as_secs_f64() * 1000.0,
             self.latency_p99.as_secs_f64() * 1000.0,
         )?;
@@ -667,6 +681,8 @@ mod tests {
         assert_eq!(report.latency_p50, Duration::from_millis(50));
         assert_eq!(report.latency_p99, Duration::from_millis(1000));
         assert_eq!(report.latency_max, Duration::from_millis(1000));
+        // The four failures were all sent in the first 100 ms.
+        assert_eq!(report.failing_s, 0.1);
         let text = report.to_string();
         assert!(text.contains("96 × 201"), "{text}");
         assert!(
@@ -677,5 +693,6 @@ mod tests {
         let empty = LoadReport::from_samples(&[], Duration::ZERO);
         assert_eq!(empty.latency_p99, Duration::ZERO);
         assert_eq!(empty.requests_per_second, 0.0);
+        assert_eq!(empty.failing_s, 0.0);
     }
 }

@@ -242,10 +242,11 @@ impl Report {
                 ],
             );
             let failed = format!(
-                "{} of {} ({:.1}%), {} retried",
+                "{} of {} ({:.1}%, failing for {:.1}s), {} retried",
                 pool.requests_failed,
                 pool.requests_total,
                 pool.fleet_error_rate * 100.0,
+                pool.window.failing_s,
                 pool.balancer_retries
             );
             row(
@@ -295,8 +296,11 @@ impl Report {
                 ],
             );
             let failed = format!(
-                "{} of {}, {} retried",
-                sigterm.requests_failed, sigterm.requests_total, sigterm.balancer_retries
+                "{} of {} (failing for {:.1}s), {} retried",
+                sigterm.requests_failed,
+                sigterm.requests_total,
+                sigterm.window.failing_s,
+                sigterm.balancer_retries
             );
             row(&mut out, ["requests failed", "", "", &failed]);
             row(
@@ -333,7 +337,10 @@ impl Report {
                     "requests failed",
                     "",
                     "",
-                    &format!("{} of {}", flap.requests_failed, flap.requests_total),
+                    &format!(
+                        "{} of {} (failing for {:.1}s)",
+                        flap.requests_failed, flap.requests_total, flap.window.failing_s
+                    ),
                 ],
             );
             row(
