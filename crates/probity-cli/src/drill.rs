@@ -95,10 +95,10 @@ pub(crate) struct Args {
     #[arg(long, default_value = "60s", value_parser = parse_duration)]
     busy: Duration,
     /// Each segment of the busy drill's with/without health checks comparison (0: skip it).
-    #[arg(long, default_value = "10s", value_parser = parse_duration)]
+    #[arg(long, default_value = "5s", value_parser = parse_duration)]
     cost_segment: Duration,
-    /// Pairs of with/without segments in that comparison.
-    #[arg(long, default_value_t = 2)]
+    /// Pairs of with/without segments in that comparison (the cost is the median pair's).
+    #[arg(long, default_value_t = 6)]
     cost_pairs: u32,
     /// How long the database flaps.
     #[arg(long, default_value = "30s", value_parser = parse_duration)]

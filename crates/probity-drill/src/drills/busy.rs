@@ -62,8 +62,11 @@ pub struct CheckCost {
     pub with_checks_throughput: f64,
     /// Over all segments without.
     pub without_checks_throughput: f64,
-    /// 1 − with / without: the share of throughput health checking costs (below 0 when the
-    /// checked rig happened to be faster: noise).
+    /// Each pair's 1 − with / without, in order.
+    pub pair_costs: Vec<f64>,
+    /// The median pair's: the share of throughput health checking costs (below 0 when the
+    /// checked fleet happened to be faster: noise). The median of paired segments, because
+    /// a machine shared with other work drifts in speed.
     pub cost: f64,
 }
 
@@ -249,14 +252,28 @@ impl Context<'_> {
         };
         let with_checks_throughput = throughput(&with_total);
         let without_checks_throughput = throughput(&without_total);
-        let cost = if without_checks_throughput > 0.0 {
-            1.0 - with_checks_throughput / without_checks_throughput
-        } else {
-            0.0
+        let pair_costs: Vec<f64> = with_checks
+            .iter()
+            .zip(&without_checks)
+            .map(|(with, without)| {
+                if *without > 0.0 {
+                    1.0 - with / without
+                } else {
+                    0.0
+                }
+            })
+            .collect();
+        let mut sorted = pair_costs.clone();
+        sorted.sort_by(f64::total_cmp);
+        let cost = match sorted.len() {
+            0 => 0.0,
+            count if count % 2 == 1 => sorted[count / 2],
+            count => (sorted[count / 2 - 1] + sorted[count / 2]) / 2.0,
         };
         self.progress.step(&format!(
-            "busy: {with_checks_throughput:.0} req/s with health checks, {without_checks_throughput:.0} without: they cost {:.1}%",
-            cost * 100.0
+            "busy: {with_checks_throughput:.0} req/s with health checks, {without_checks_throughput:.0} without: they cost {:.1}% (median of {} pairs)",
+            cost * 100.0,
+            pair_costs.len()
         ));
         Ok(CheckCost {
             segment_s: seconds(segment),
@@ -264,6 +281,7 @@ impl Context<'_> {
             without_checks,
             with_checks_throughput,
             without_checks_throughput,
+            pair_costs,
             cost,
         })
     }
