@@ -10,8 +10,10 @@
 //!   clients reconnect to an instance in rotation instead of staying on this one;
 //! - [`RequestMetricsLayer`]: counts `http_requests_total{status}` through the `metrics` facade,
 //!   for the per-instance error-rate alert;
-//! - [`serve()`]: `axum::serve` with the shutdown sequence — readiness fails, the drain delay
-//!   passes, the listener closes, in-flight requests finish up to a deadline.
+//! - [`serve()`]: the server with the shutdown sequence — readiness fails, the drain delay
+//!   passes, the listener closes, in-flight requests finish up to a deadline — and with limits
+//!   no client can turn into a liveness failure: a header-read (and idle keep-alive) timeout, a
+//!   connection limit below the descriptor limit, and room kept for probes ([`ServeConfig`]).
 //!
 //! ## Example
 //!
@@ -64,7 +66,7 @@ pub use quiet::{DEFAULT_PROBE_PATHS, QuietFuture, QuietProbes, QuietProbesLayer}
 pub use request_metrics::{
     DEFAULT_COUNTER, RequestMetrics, RequestMetricsFuture, RequestMetricsLayer,
 };
-pub use serve::{ShutdownReport, serve};
+pub use serve::{ServeConfig, ShutdownReport, serve, serve_with};
 
 /// Re-exported so a service can set the detail policy without depending on the core's module
 /// layout.

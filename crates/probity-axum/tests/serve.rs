@@ -5,55 +5,12 @@
 use axum::Router;
 use axum::routing::get;
 use probity::Health;
+mod support;
+
 use probity_axum::{Probes, ShutdownReport, serve};
 use std::time::Duration;
-use tokio::io::{AsyncReadExt, AsyncWriteExt, DuplexStream};
-use tokio::sync::mpsc;
+use support::{MemoryListener, memory_listener};
 use tokio::time::Instant;
-
-/// A listener whose connections are in-memory pipes handed over a channel.
-struct MemoryListener {
-    incoming: mpsc::UnboundedReceiver<DuplexStream>,
-}
-
-impl axum::serve::Listener for MemoryListener {
-    type Io = DuplexStream;
-    type Addr = &'static str;
-
-    async fn accept(&mut self) -> (Self::Io, Self::Addr) {
-        match self.incoming.recv().await {
-            Some(io) => (io, "memory"),
-            None => std::future::pending().await,
-        }
-    }
-
-    fn local_addr(&self) -> std::io::Result<Self::Addr> {
-        Ok("memory")
-    }
-}
-
-#[derive(Clone)]
-struct Connector(mpsc::UnboundedSender<DuplexStream>);
-
-impl Connector {
-    /// Sends one HTTP/1.1 request on a new connection; `None` when the listener is closed.
-    async fn get(&self, path: &str) -> Option<(u16, String)> {
-        let (mut client, server) = tokio::io::duplex(64 * 1024);
-        self.0.send(server).ok()?;
-        let request = format!("GET {path} HTTP/1.1\r\nhost: memory\r\nconnection: close\r\n\r\n");
-        client.write_all(request.as_bytes()).await.ok()?;
-        let mut raw = String::new();
-        client.read_to_string(&mut raw).await.ok()?;
-        let status = raw.get(9..12)?.parse().ok()?;
-        let body = raw.split_once("\r\n\r\n")?.1.to_owned();
-        Some((status, body))
-    }
-}
-
-fn memory_listener() -> (MemoryListener, Connector) {
-    let (sender, incoming) = mpsc::unbounded_channel();
-    (MemoryListener { incoming }, Connector(sender))
-}
 
 fn app(health: &Health, slow: Duration) -> Router {
     Router::new()

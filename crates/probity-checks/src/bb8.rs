@@ -1,14 +1,15 @@
-//! bb8 pools of tokio-postgres connections (bb8-postgres): capacity with the pool's own
-//! waiter count, and reachability over a dedicated connection that never waits in the pool's
-//! queue.
+//! bb8 pools of tokio-postgres connections (bb8-postgres): can a request get a connection
+//! within its budget, and does the database answer? The pool reports its own waiters.
 //!
 //! The figures come from `Pool::state()` (`connections`, `idle_connections`,
-//! `statistics.pending_gets()`) and the configured `max_size`. The check fails when **no
-//! connection is available and requests are waiting** (`no connection available: 5 of 5 in
-//! use, 3 waiting`), or above [`PoolCheck::max_utilization`]. bb8 has no "take an idle
-//! connection if there is one" call, and `get()` queues; so reachability uses
-//! `dedicated_connection()`: one connection made with the pool's own manager and settings,
-//! outside the pool, sent one protocol round trip (`check_connection`), then closed.
+//! `statistics.pending_gets()`) and the configured `max_size`. bb8's `get()` always queues, so:
+//! with an idle connection the check takes it (at once) and sends one protocol round trip; with
+//! room to grow but nothing idle it uses `dedicated_connection()` — one connection made with the
+//! pool's manager outside the pool, so a refused connection reads as refused; with every
+//! connection in use, tracked requests getting connections since the last poll prove the pool
+//! serves (busy: a warning), and otherwise the check waits in line like a request for at most
+//! its acquire budget (default: the pool's `connection_timeout`, capped by the poll) and fails
+//! only if it gets nothing. See [`crate::pool`] for the rules.
 //!
 //! ```no_run
 //! use probity::{CheckSpec, Tier};
@@ -20,13 +21,14 @@
 //! # }
 //! ```
 
-use crate::pool::Capacity;
+use crate::pool::{Capacity, PoolPolicy};
 use crate::postgres::describe;
 use bb8::Pool;
 use bb8_postgres::PostgresConnectionManager;
 use probity::{Check, CheckError, CheckFuture, CheckResult, Timing};
 use std::fmt;
 use std::time::Duration;
+use tokio::time::Instant;
 use tokio_postgres::Socket;
 use tokio_postgres::tls::{MakeTlsConnect, TlsConnect};
 
@@ -36,10 +38,10 @@ pub const DEFAULT_TIMING: Timing = Timing {
     timeout: Duration::from_secs(2),
 };
 
-/// Capacity and reachability of a `bb8::Pool<PostgresConnectionManager<Tls>>`.
+/// Service and reachability of a `bb8::Pool<PostgresConnectionManager<Tls>>`.
 ///
 /// Measurements: `connections` (in use), `idle`, `available`, `size`, `max`, `utilization`
-/// (percent), `waiting`.
+/// (percent), `waiting`, and `acquire_wait` when the check itself waited.
 pub struct PoolCheck<Tls>
 where
     Tls: MakeTlsConnect<Socket> + Clone + Send + Sync + 'static,
@@ -48,7 +50,7 @@ where
     <<Tls as MakeTlsConnect<Socket>>::TlsConnect as TlsConnect<Socket>>::Future: Send,
 {
     pool: Pool<PostgresConnectionManager<Tls>>,
-    max_utilization: Option<f64>,
+    policy: PoolPolicy,
     target: Option<String>,
 }
 
@@ -63,16 +65,12 @@ where
     pub fn new(pool: Pool<PostgresConnectionManager<Tls>>) -> Self {
         Self {
             pool,
-            max_utilization: None,
+            policy: PoolPolicy::default(),
             target: None,
         }
     }
 
-    /// Also fails when more than `percent` of the pool's maximum is in use.
-    pub fn max_utilization(mut self, percent: f64) -> Self {
-        self.max_utilization = Some(percent);
-        self
-    }
+    crate::pool::policy_methods!();
 
     /// Names where the pool connects in error messages, e.g. `db:5432`.
     pub fn target(mut self, target: impl Into<String>) -> Self {
@@ -95,17 +93,53 @@ where
 
     async fn poll(&self) -> CheckResult {
         let capacity = self.capacity();
-        let detail = capacity.judge(self.max_utilization)?;
+        self.policy.check_leaks(&capacity)?;
+        let budget = self
+            .policy
+            .budget(Some(self.pool.config().connection_timeout));
+        let evidence = self.policy.evidence();
+        if let Some(evidence) = &evidence {
+            self.policy.check_evidence(&capacity, evidence, budget)?;
+        }
+        let success = |waited| {
+            self.policy
+                .success_with(&capacity, waited, evidence.as_ref())
+        };
         let target = self.target.as_deref();
-        let connection =
-            self.pool.dedicated_connection().await.map_err(|error| {
-                capacity.measure_error(CheckError::new(describe(&error, target)))
-            })?;
+        let describe_error =
+            |error| capacity.measure_error(CheckError::new(describe(&error, target)));
+
+        if capacity.idle == 0 && capacity.available() > 0 {
+            // Room to grow, nothing idle: a connection of our own says why, if it fails.
+            let connection = self
+                .pool
+                .dedicated_connection()
+                .await
+                .map_err(describe_error)?;
+            connection
+                .check_connection()
+                .await
+                .map_err(describe_error)?;
+            return Ok(success(None));
+        }
+        if capacity.idle == 0 && evidence.as_ref().is_some_and(PoolPolicy::serving) {
+            // Every connection is in use, and requests are getting them: busy, serving.
+            return Ok(success(None));
+        }
+        let started = Instant::now();
+        let connection = match tokio::time::timeout(budget, self.pool.get()).await {
+            Ok(Ok(connection)) => connection,
+            Ok(Err(bb8::RunError::User(error))) => return Err(describe_error(error)),
+            Ok(Err(bb8::RunError::TimedOut)) | Err(_) => {
+                return Err(self.policy.exhausted(&capacity, budget));
+            }
+        };
+        let waited = (capacity.idle == 0).then(|| started.elapsed());
         connection
             .check_connection()
             .await
-            .map_err(|error| capacity.measure_error(CheckError::new(describe(&error, target))))?;
-        Ok(detail)
+            .map_err(describe_error)?;
+        Ok(success(waited))
     }
 }
 
@@ -127,6 +161,10 @@ where
     fn default_timing(&self) -> Option<Timing> {
         Some(DEFAULT_TIMING)
     }
+
+    fn default_fall(&self) -> Option<u32> {
+        Some(crate::pool::FALL)
+    }
 }
 
 impl<Tls> fmt::Debug for PoolCheck<Tls>
@@ -139,7 +177,7 @@ where
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("PoolCheck")
             .field("capacity", &self.capacity())
-            .field("max_utilization", &self.max_utilization)
+            .field("policy", &self.policy)
             .field("target", &self.target)
             .finish()
     }

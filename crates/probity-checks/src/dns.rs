@@ -102,4 +102,8 @@ impl Check for DnsCheck {
     fn default_timing(&self) -> Option<Timing> {
         Some(DEFAULT_TIMING)
     }
+
+    fn default_fall(&self) -> Option<u32> {
+        Some(crate::NETWORK_FALL)
+    }
 }

@@ -277,6 +277,10 @@ impl Check for HttpCheck {
     fn default_timing(&self) -> Option<Timing> {
         Some(DEFAULT_TIMING)
     }
+
+    fn default_fall(&self) -> Option<u32> {
+        Some(crate::NETWORK_FALL)
+    }
 }
 
 /// The check's client: same-origin redirects only, at most [`MAX_REDIRECTS`].

@@ -7,13 +7,15 @@
 //! the `application/health+json` output. probity's poller enforces the timeout, so a check
 //! that hangs becomes `timed out after 1s`, never a stuck probe.
 //!
-//! Connection pools are checked for **capacity**, not only reachability: a `SELECT 1` passes on
-//! a pool whose every connection has leaked, as long as the check itself gets one. The pool
-//! checks read the pool's own gauges (see [`pool::Capacity`]), fail when no connection is
-//! available, and prove the database answers without queueing behind an exhausted pool.
+//! Connection pools are checked for **service**, not only reachability, and not occupancy: a
+//! `SELECT 1` passes on a pool whose every connection has leaked, as long as the check itself
+//! gets one; and a pool with every connection in use is not broken — under load that is a pool
+//! doing its job. The pool checks ask what a request asks: *can I get a connection within my
+//! budget?* They fail when the answer is no (exhausted, leaked, unreachable) and pass with a
+//! warning when the pool is merely busy (see [`pool`]).
 //!
 //! Error messages say what failed and where (`connection refused (127.0.0.1:5432)`,
-//! `no connection available: 5 of 5 in use, 3 waiting`) and never carry a password.
+//! `no connection within 300ms: 5 of 5 in use, 3 waiting`) and never carry a password.
 //!
 //! ## Example
 //!
@@ -26,7 +28,7 @@
 //! let pool = sqlx::PgPool::connect("postgres://app@db/orders").await?;
 //! let health = Health::builder()
 //!     .service("orders")
-//!     .check(CheckSpec::new("db", Tier::Hard, PoolCheck::new(pool.clone()).max_utilization(90.0)))
+//!     .check(CheckSpec::new("db", Tier::Hard, PoolCheck::new(pool.clone()).warn_above(90.0)))
 //!     .build()?;
 //! health.start()?;
 //! # Ok(())
@@ -41,11 +43,11 @@
 //!
 //! | feature | module | checks | fails when |
 //! |---|---|---|---|
-//! | `sqlx-postgres`, `sqlx-mysql`, `sqlx-sqlite` | [`sqlx`] | `PoolCheck<Postgres / MySql / Sqlite>` | no connection available, utilization above the limit, the database does not answer |
-//! | `deadpool-postgres` | [`deadpool`] | `PoolCheck` | no connection available and requests waiting, utilization above the limit, no answer |
+//! | `sqlx-postgres`, `sqlx-mysql`, `sqlx-sqlite` | [`sqlx`] | `PoolCheck<Postgres / MySql / Sqlite>` | no connection within the acquire budget, tracked connections held past the leak bound, the database does not answer; busy warns |
+//! | `deadpool-postgres` | [`deadpool`] | `PoolCheck` | same, with the pool's own waiter count |
 //! | `bb8-postgres` | [`bb8`] | `PoolCheck<Tls>` | same, from bb8's `pending_gets` |
 //! | `tokio-postgres` | [`postgres`] | `ClientCheck`, `ConnectionCheck` | the client's connection is closed or does not answer |
-//! | `mysql-async` | [`mysql_async`] | `PoolCheck` | no connection available and requests waiting (`active_wait_requests`), utilization above the limit, no answer |
+//! | `mysql-async` | [`mysql_async`] | `PoolCheck` | same, from `active_wait_requests` |
 //! | `redis` | [`redis`] | `RedisCheck` | `PING` does not get `PONG` |
 //! | `fred` | [`fred`] | `FredCheck` | fred not `Connected`, too many commands queued unsent, or `PING` does not get `PONG` |
 //! | `lapin` | [`rabbitmq`] | `RabbitCheck` | not connected, blocked by a resource alarm, reconnecting |
@@ -65,8 +67,10 @@
 //!
 //! Each check's [`default_timing`](probity::Check::default_timing) is used when its
 //! `CheckSpec` sets no interval or timeout: 2 s / 1 s for pool gauges and warm connections,
-//! 5 s / 2 s for checks that open a connection per poll, 30 s for disk. The tier stays the
-//! application's choice: the same Redis is `Hard` for a session store and `Soft` for a cache.
+//! 5 s / 2 s for checks that open a connection per poll, 30 s for disk. Every check that
+//! crosses a network suggests a fall threshold of [`NETWORK_FALL`] (2 failed polls in a row);
+//! local checks keep 1. The tier stays the application's choice: the same Redis is `Hard` for a
+//! session store and `Soft` for a cache.
 
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
@@ -110,6 +114,18 @@ pub mod http;
 pub mod jwks;
 #[cfg(feature = "tcp")]
 pub mod tcp;
+
+/// How many failed polls in a row a check that crosses a network needs before it counts as
+/// unhealthy, unless its `CheckSpec` says otherwise
+/// ([`Check::default_fall`](probity::Check::default_fall)).
+///
+/// A network round trip's latency depends on load — the dependency's, the network's, this
+/// process's scheduler — so one poll cut by its timeout on a busy machine is a sample, not an
+/// outage; two in a row are evidence. At the default cadences a real outage still drains within
+/// one interval plus a poll of the first failure, and passive reports of real request failures
+/// fail a check at once. Local checks (disk, JWKS key age) keep the core's default of 1: their
+/// answer does not depend on load.
+pub const NETWORK_FALL: u32 = 2;
 
 /// Milliseconds with one decimal, for `*_time` measurements.
 #[allow(dead_code)]

@@ -1,12 +1,14 @@
-//! mysql_async pools (MySQL, MariaDB): capacity with the pool's own waiter count, and
-//! reachability over a direct connection that never waits in the pool's queue.
+//! mysql_async pools (MySQL, MariaDB): can a request get a connection within its budget, and
+//! does the database answer? The pool reports its own waiters.
 //!
 //! The figures come from `Pool::metrics()` (`connections_in_use`, `connections_in_pool`,
-//! `active_wait_requests`) and the pool's `max` constraint; the check fails when **no
-//! connection is available and requests are waiting** (`no connection available: 10 of 10 in
-//! use, 4 waiting`), or above [`PoolCheck::max_utilization`]. `get_conn()` queues, so
-//! reachability opens one connection with the pool's own `Opts`, outside the pool, pings it
-//! and disconnects.
+//! `active_wait_requests`) and the pool's `max` constraint. `get_conn()` queues, so: with an
+//! idle connection the check takes it (at once) and pings it; with room to grow but nothing idle
+//! it opens one connection with the pool's own `Opts`, outside the pool, pings it and
+//! disconnects; with every connection in use, tracked requests getting connections since the
+//! last poll prove the pool serves (busy: a warning), and otherwise the check waits in line like
+//! a request for at most its acquire budget and fails only if it gets nothing. See
+//! [`crate::pool`] for the rules.
 //!
 //! ```no_run
 //! use probity::{CheckSpec, Tier};
@@ -22,7 +24,7 @@
 //! ```
 
 use crate::error::{chain, describe_io};
-use crate::pool::Capacity;
+use crate::pool::{Capacity, PoolPolicy};
 use mysql_async::prelude::Queryable;
 use mysql_async::{Conn, Opts, Pool};
 use probity::redact::redact;
@@ -30,6 +32,7 @@ use probity::{Check, CheckError, CheckFuture, CheckResult, Timing};
 use std::fmt;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
+use tokio::time::Instant;
 
 /// Interval and timeout for a mysql_async check: a fresh connection takes a few round trips.
 pub const DEFAULT_TIMING: Timing = Timing {
@@ -37,15 +40,15 @@ pub const DEFAULT_TIMING: Timing = Timing {
     timeout: Duration::from_secs(2),
 };
 
-/// Capacity and reachability of a `mysql_async::Pool`.
+/// Service and reachability of a `mysql_async::Pool`.
 ///
 /// Measurements: `connections` (in use), `idle`, `available`, `size`, `max`, `utilization`
-/// (percent), `waiting`.
+/// (percent), `waiting`, and `acquire_wait` when the check itself waited.
 pub struct PoolCheck {
     pool: Pool,
     opts: Opts,
     target: String,
-    max_utilization: Option<f64>,
+    policy: PoolPolicy,
 }
 
 impl PoolCheck {
@@ -59,15 +62,11 @@ impl PoolCheck {
             pool,
             opts,
             target,
-            max_utilization: None,
+            policy: PoolPolicy::default(),
         }
     }
 
-    /// Also fails when more than `percent` of the pool's maximum is in use.
-    pub fn max_utilization(mut self, percent: f64) -> Self {
-        self.max_utilization = Some(percent);
-        self
-    }
+    crate::pool::policy_methods!();
 
     /// The pool's figures now.
     pub fn capacity(&self) -> Capacity {
@@ -82,16 +81,41 @@ impl PoolCheck {
 
     async fn poll(&self) -> CheckResult {
         let capacity = self.capacity();
-        let detail = capacity.judge(self.max_utilization)?;
-        let mut connection = Conn::new(self.opts.clone())
-            .await
-            .map_err(|error| capacity.measure_error(CheckError::new(self.describe(&error))))?;
-        connection
-            .ping()
-            .await
-            .map_err(|error| capacity.measure_error(CheckError::new(self.describe(&error))))?;
-        let _ = connection.disconnect().await;
-        Ok(detail)
+        self.policy.check_leaks(&capacity)?;
+        // mysql_async waits for a connection without a limit of its own.
+        let budget = self.policy.budget(None);
+        let evidence = self.policy.evidence();
+        if let Some(evidence) = &evidence {
+            self.policy.check_evidence(&capacity, evidence, budget)?;
+        }
+        let success = |waited| {
+            self.policy
+                .success_with(&capacity, waited, evidence.as_ref())
+        };
+        let describe_error = |error: mysql_async::Error| {
+            capacity.measure_error(CheckError::new(self.describe(&error)))
+        };
+
+        if capacity.idle == 0 && capacity.available() > 0 {
+            // Room to grow, nothing idle: a connection of our own says why, if it fails.
+            let mut connection = Conn::new(self.opts.clone()).await.map_err(describe_error)?;
+            connection.ping().await.map_err(describe_error)?;
+            let _ = connection.disconnect().await;
+            return Ok(success(None));
+        }
+        if capacity.idle == 0 && evidence.as_ref().is_some_and(PoolPolicy::serving) {
+            // Every connection is in use, and requests are getting them: busy, serving.
+            return Ok(success(None));
+        }
+        let started = Instant::now();
+        let mut connection = match tokio::time::timeout(budget, self.pool.get_conn()).await {
+            Ok(Ok(connection)) => connection,
+            Ok(Err(error)) => return Err(describe_error(error)),
+            Err(_elapsed) => return Err(self.policy.exhausted(&capacity, budget)),
+        };
+        let waited = (capacity.idle == 0).then(|| started.elapsed());
+        connection.ping().await.map_err(describe_error)?;
+        Ok(success(waited))
     }
 
     fn describe(&self, error: &mysql_async::Error) -> String {
@@ -123,6 +147,10 @@ impl Check for PoolCheck {
     fn default_timing(&self) -> Option<Timing> {
         Some(DEFAULT_TIMING)
     }
+
+    fn default_fall(&self) -> Option<u32> {
+        Some(crate::pool::FALL)
+    }
 }
 
 impl fmt::Debug for PoolCheck {
@@ -130,7 +158,7 @@ impl fmt::Debug for PoolCheck {
         f.debug_struct("PoolCheck")
             .field("target", &self.target)
             .field("capacity", &self.capacity())
-            .field("max_utilization", &self.max_utilization)
+            .field("policy", &self.policy)
             .finish_non_exhaustive()
     }
 }

@@ -135,6 +135,10 @@ impl Check for NatsCheck {
     fn default_timing(&self) -> Option<Timing> {
         Some(DEFAULT_TIMING)
     }
+
+    fn default_fall(&self) -> Option<u32> {
+        Some(crate::NETWORK_FALL)
+    }
 }
 
 impl fmt::Debug for NatsCheck {

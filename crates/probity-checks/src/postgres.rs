@@ -144,6 +144,10 @@ impl Check for ClientCheck {
     fn default_timing(&self) -> Option<Timing> {
         Some(DEFAULT_TIMING)
     }
+
+    fn default_fall(&self) -> Option<u32> {
+        Some(crate::NETWORK_FALL)
+    }
 }
 
 impl fmt::Debug for ClientCheck {
@@ -240,6 +244,10 @@ impl Check for ConnectionCheck {
 
     fn default_timing(&self) -> Option<Timing> {
         Some(DEFAULT_TIMING)
+    }
+
+    fn default_fall(&self) -> Option<u32> {
+        Some(crate::NETWORK_FALL)
     }
 }
 

@@ -133,6 +133,10 @@ impl Check for RedisCheck {
     fn default_timing(&self) -> Option<Timing> {
         Some(DEFAULT_TIMING)
     }
+
+    fn default_fall(&self) -> Option<u32> {
+        Some(crate::NETWORK_FALL)
+    }
 }
 
 impl fmt::Debug for RedisCheck {

@@ -1,53 +1,66 @@
-//! sqlx pools (PostgreSQL, MySQL/MariaDB, SQLite): capacity first, then reachability that never
-//! queues behind an exhausted pool.
+//! sqlx pools (PostgreSQL, MySQL/MariaDB, SQLite): can a request get a connection within its
+//! budget, and does the database answer?
 //!
-//! [`PoolCheck`] reads the pool's gauges (`size`, `num_idle`, `max_connections`) and judges them
-//! with [`Capacity::judge`](crate::pool::Capacity::judge). sqlx does not report how many
-//! requests wait for a connection, so a pool with **no connection available** fails: the next
-//! request would wait. When capacity is fine, the check proves the database answers without
-//! taking a place in the queue:
+//! [`PoolCheck`] reads the pool's gauges (`size`, `num_idle`, `max_connections`) and judges by
+//! service, not occupancy ([`crate::pool`]). sqlx does not count the requests waiting for a
+//! connection; an [`AcquireTracker`] on the application's own acquisitions ([`acquire`]) does,
+//! and records their waits, timeouts and how long each connection is held. Each poll:
 //!
-//! 1. it takes an **idle** connection if there is one (`try_acquire`, never a waiting
-//!    `acquire`) and runs `SELECT 1` on it;
-//! 2. if there is none, or the idle one turns out to be broken (a restarted server, a
-//!    `pg_terminate_backend`), it opens **one direct connection** with the pool's own connect
-//!    options, outside the pool, and closes it again — so a refused connection is reported as
-//!    refused, not as a pool timeout. A broken idle connection is closed rather than returned to
-//!    the pool. When the database answered and the pool has room, the check then leaves one
-//!    connection idle in the pool, so the next poll reuses it instead of connecting again.
+//! 1. fails when a tracked connection is held past the leak bound, or when requests waited a
+//!    whole budget since the last poll and none got a connection;
+//! 2. takes an **idle** connection if there is one (`try_acquire`) and runs `SELECT 1` on it;
+//! 3. else, if the pool may still grow, opens **one direct connection** with the pool's own
+//!    connect options, outside the pool — so a refused connection is reported as refused, not
+//!    as a pool timeout — then leaves one connection idle in the pool for the next poll;
+//! 4. else every connection is in use: if tracked requests got connections since the last
+//!    poll, the pool serves (busy, a warning); otherwise the check queues like a request, for
+//!    at most its acquire budget, and fails if it gets nothing.
 //!
-//! So a steady service costs its database one `SELECT 1` per interval per instance, on a
-//! connection that already exists — a query PostgreSQL counts in `pg_stat_database`.
+//! A broken idle connection (a restarted server, a `pg_terminate_backend`) is closed rather
+//! than returned to the pool. A steady service costs its database one `SELECT 1` per interval
+//! per instance, on a connection that already exists.
 //!
 //! ```no_run
 //! use probity::{CheckSpec, Health, Tier};
-//! use probity_checks::sqlx::PoolCheck;
+//! use probity_checks::pool::AcquireTracker;
+//! use probity_checks::sqlx::{PoolCheck, acquire};
+//! use std::time::Duration;
 //!
 //! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
 //! let pool = sqlx::PgPool::connect("postgres://app@db/orders").await?;
+//! let tracker = AcquireTracker::new();
 //! let health = Health::builder()
 //!     .check(CheckSpec::new(
 //!         "db",
 //!         Tier::Hard,
-//!         PoolCheck::new(pool.clone()).max_utilization(90.0),
+//!         PoolCheck::new(pool.clone())
+//!             .tracker(tracker.clone())
+//!             .leak_bound(Duration::from_secs(10)),
 //!     ))
 //!     .build()?;
+//! // In request code: acquire through the tracker.
+//! let mut connection = acquire(&pool, &tracker).await?;
+//! sqlx::query("SELECT 1").execute(&mut **connection).await?;
 //! # let _ = health;
 //! # Ok(())
 //! # }
 //! ```
 //!
-//! What a failing poll reads like: `no connection available: 5 of 5 in use`,
-//! `utilization 90% is above the 80% limit: 9 of 10 in use`, `connection refused (127.0.0.1:5432)`,
-//! `pool is closed`. Every failure carries the pool's figures as measurements.
+//! What a failing poll reads like: `no connection within 300ms: 5 of 5 in use, 12 waiting`,
+//! `no connection handed out in 500ms, 9 acquisitions timed out: 5 of 5 in use, 9 waiting`,
+//! `2 connections held longer than the 10s leak bound (oldest 41s): 5 of 5 in use`,
+//! `connection refused (127.0.0.1:5432)`, `pool is closed`. A busy pool passes with a warning:
+//! `busy: 5 of 5 in use, 12 waiting, acquire p99 80ms`. Every result carries the pool's figures.
 
 use crate::error::{chain, describe_io};
-use crate::pool::Capacity;
+use crate::pool::{AcquireTracker, Capacity, Lease, PoolPolicy};
 use probity::redact::redact;
 use probity::{Check, CheckError, CheckFuture, Timing};
+use sqlx::pool::PoolConnection;
 use sqlx::{ConnectOptions, Connection, Database, Pool};
 use std::fmt;
 use std::time::Duration;
+use tokio::time::Instant;
 
 /// How long a poll waits to leave a fresh connection idle in the pool.
 const WARM_UP_WAIT: Duration = Duration::from_millis(250);
@@ -130,15 +143,17 @@ impl PoolDatabase for sqlx::Sqlite {
     }
 }
 
-/// Capacity and reachability of a [`sqlx::Pool`]: fails when no connection is available,
-/// when utilization is above [`max_utilization`](Self::max_utilization), or when the database
-/// does not answer. See the [module docs](self) for how it avoids queueing.
+/// Service and reachability of a [`sqlx::Pool`]: fails when a request could not get a
+/// connection within its budget, when a tracked connection is held past the leak bound, or
+/// when the database does not answer; warns when the pool is busy. See the
+/// [module docs](self) for how it avoids queueing.
 ///
 /// Measurements: `connections` (in use), `idle`, `available`, `size`, `max`, `utilization`
-/// (percent).
+/// (percent), and with a tracker `waiting`, `acquire_p99` and `timed_out`; `acquire_wait`
+/// when the check itself waited.
 pub struct PoolCheck<DB: PoolDatabase> {
     pool: Pool<DB>,
-    max_utilization: Option<f64>,
+    policy: PoolPolicy,
 }
 
 impl<DB: PoolDatabase> PoolCheck<DB> {
@@ -146,47 +161,50 @@ impl<DB: PoolDatabase> PoolCheck<DB> {
     pub fn new(pool: Pool<DB>) -> Self {
         Self {
             pool,
-            max_utilization: None,
+            policy: PoolPolicy::default(),
         }
     }
 
-    /// Also fails when more than `percent` of the pool's maximum is in use, e.g. `90.0`.
-    /// Without it, only a pool with no connection available fails. A limit of 100 or more
-    /// never trips; a limit of 0 trips whenever a connection is in use.
-    pub fn max_utilization(mut self, percent: f64) -> Self {
-        self.max_utilization = Some(percent);
-        self
-    }
+    crate::pool::policy_methods!();
 
     /// The pool's figures now. sqlx counts connections being opened in `size`, so they count as
-    /// in use here.
+    /// in use here; `waiting` comes from the tracker, when there is one.
     pub fn capacity(&self) -> Capacity {
         let size = u64::from(self.pool.size());
         let idle = (self.pool.num_idle() as u64).min(size);
-        Capacity {
+        self.policy.with_waiting(Capacity {
             in_use: size - idle,
             idle,
             max: u64::from(self.pool.options().get_max_connections()),
             waiting: None,
-        }
+        })
     }
 
     async fn poll(&self) -> probity::CheckResult {
-        if self.pool.is_closed() {
-            return Err(self
-                .capacity()
-                .measure_error(CheckError::new("pool is closed")));
-        }
-        // Figures first: taking an idle connection below would count it as in use.
+        // Figures first: taking a connection below would count it as in use.
         let capacity = self.capacity();
-        let detail = capacity.judge(self.max_utilization)?;
+        if self.pool.is_closed() {
+            return Err(capacity.measure_error(CheckError::new("pool is closed")));
+        }
+        self.policy.check_leaks(&capacity)?;
+        let budget = self
+            .policy
+            .budget(Some(self.pool.options().get_acquire_timeout()));
+        let evidence = self.policy.evidence();
+        if let Some(evidence) = &evidence {
+            self.policy.check_evidence(&capacity, evidence, budget)?;
+        }
+        let success = |waited| {
+            self.policy
+                .success_with(&capacity, waited, evidence.as_ref())
+        };
         let options = self.pool.connect_options();
         let target = DB::target(&options);
 
         let mut broken = None;
         if let Some(mut connection) = self.pool.try_acquire() {
             match DB::select_one(&mut connection).await {
-                Ok(()) => return Ok(detail),
+                Ok(()) => return Ok(success(None)),
                 Err(error) => {
                     // Not back into the pool: the next request would get a dead connection.
                     connection.close_on_drop();
@@ -204,27 +222,70 @@ impl<DB: PoolDatabase> PoolCheck<DB> {
             None => detail,
         };
 
-        match options.connect().await {
-            Ok(connection) => {
-                // A polite close; the poller's timeout bounds it like everything else here.
-                let _ = connection.close().await;
-                // The database answers. If the pool has room, leave one connection idle in it
-                // so the next poll reuses it instead of connecting again; a pool that cannot
-                // grow quickly is no failure of this poll.
-                if self.pool.size() < self.pool.options().get_max_connections() {
-                    let _ = tokio::time::timeout(WARM_UP_WAIT, self.pool.acquire()).await;
+        let max = self.pool.options().get_max_connections();
+        if self.pool.size() < max {
+            return match options.connect().await {
+                Ok(connection) => {
+                    // A polite close; the poller's timeout bounds it like everything else here.
+                    let _ = connection.close().await;
+                    // The database answers. Leave one connection idle in the pool so the next
+                    // poll reuses it instead of connecting again; a pool that cannot grow
+                    // quickly is no failure of this poll.
+                    if self.pool.size() < max {
+                        let _ = tokio::time::timeout(WARM_UP_WAIT, self.pool.acquire()).await;
+                    }
+                    Ok(with_note(success(None), broken))
                 }
-                Ok(with_note(detail, broken))
+                Err(error) => {
+                    let mut message = describe(&error, &target);
+                    if let Some(reason) = broken {
+                        message =
+                            format!("{message}; an idle connection was broken too ({reason})");
+                    }
+                    Err(capacity.measure_error(CheckError::new(message)))
+                }
+            };
+        }
+
+        // Every connection is in use. Requests getting them since the last poll is proof
+        // enough that the pool serves: no need to queue behind them.
+        if broken.is_none() && evidence.as_ref().is_some_and(PoolPolicy::serving) {
+            return Ok(success(None));
+        }
+        // Otherwise ask as a request would: wait in line, within the budget.
+        let started = Instant::now();
+        match tokio::time::timeout(budget, self.pool.acquire()).await {
+            Ok(Ok(mut connection)) => {
+                let waited = started.elapsed();
+                match DB::select_one(&mut connection).await {
+                    Ok(()) => Ok(with_note(success(Some(waited)), broken)),
+                    Err(error) => {
+                        connection.close_on_drop();
+                        Err(capacity.measure_error(CheckError::new(describe(&error, &target))))
+                    }
+                }
             }
-            Err(error) => {
-                let mut message = describe(&error, &target);
-                if let Some(reason) = broken {
-                    message = format!("{message}; an idle connection was broken too ({reason})");
-                }
-                Err(capacity.measure_error(CheckError::new(message)))
+            Ok(Err(sqlx::Error::PoolTimedOut)) | Err(_) => {
+                Err(self.policy.exhausted(&capacity, budget))
+            }
+            Ok(Err(error)) => {
+                Err(capacity.measure_error(CheckError::new(describe(&error, &target))))
             }
         }
     }
+}
+
+/// Acquires a connection from `pool` through `tracker`, so the pool check sees how long it
+/// waited, whether it timed out, and how long it is held (until the lease is dropped).
+pub async fn acquire<DB: Database>(
+    pool: &Pool<DB>,
+    tracker: &AcquireTracker,
+) -> Result<Lease<PoolConnection<DB>>, sqlx::Error> {
+    tracker
+        .acquire(pool.acquire(), |error| {
+            matches!(error, sqlx::Error::PoolTimedOut)
+        })
+        .await
 }
 
 impl<DB: PoolDatabase> Check for PoolCheck<DB> {
@@ -239,6 +300,10 @@ impl<DB: PoolDatabase> Check for PoolCheck<DB> {
     fn default_timing(&self) -> Option<Timing> {
         Some(DEFAULT_TIMING)
     }
+
+    fn default_fall(&self) -> Option<u32> {
+        Some(crate::pool::FALL)
+    }
 }
 
 impl<DB: PoolDatabase> fmt::Debug for PoolCheck<DB> {
@@ -246,7 +311,7 @@ impl<DB: PoolDatabase> fmt::Debug for PoolCheck<DB> {
         f.debug_struct("PoolCheck")
             .field("dependency", &DB::DEPENDENCY)
             .field("capacity", &self.capacity())
-            .field("max_utilization", &self.max_utilization)
+            .field("policy", &self.policy)
             .finish_non_exhaustive()
     }
 }
@@ -255,7 +320,7 @@ impl<DB: PoolDatabase> Clone for PoolCheck<DB> {
     fn clone(&self) -> Self {
         Self {
             pool: self.pool.clone(),
-            max_utilization: self.max_utilization,
+            policy: self.policy.clone(),
         }
     }
 }

@@ -107,4 +107,8 @@ impl Check for TcpCheck {
     fn default_timing(&self) -> Option<Timing> {
         Some(DEFAULT_TIMING)
     }
+
+    fn default_fall(&self) -> Option<u32> {
+        Some(crate::NETWORK_FALL)
+    }
 }

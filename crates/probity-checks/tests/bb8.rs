@@ -74,7 +74,7 @@ async fn exhausted_pool_with_waiters_fails_naming_the_figures_and_recovers() {
     let error = failure(poll(&check, TIMEOUT).await);
     assert_eq!(
         error.message(),
-        "no connection available: 2 of 2 in use, 3 waiting"
+        "no connection within 1.5s: 2 of 2 in use, 3 waiting"
     );
     assert_eq!(figure(error.measurements(), "waiting"), Some(3.0));
     drop(held);

@@ -52,7 +52,7 @@ async fn exhausted_pool_fails_naming_the_figures_and_recovers_on_release() {
         pool.acquire().await.expect("acquire"),
     ];
     let error = failure(poll(&check, TIMEOUT).await);
-    assert_eq!(error.message(), "no connection available: 2 of 2 in use");
+    assert_eq!(error.message(), "no connection within 1.5s: 2 of 2 in use");
     drop(held);
     success(support::until_ok(&check, TIMEOUT, Duration::from_secs(5)).await);
 }

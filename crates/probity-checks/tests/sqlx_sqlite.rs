@@ -7,7 +7,8 @@ mod support;
 
 use probity::render::{Clock, Details, Format, Query, Request, render};
 use probity::{Check, CheckSpec, Health, ProbeKind, Status, Tier};
-use probity_checks::sqlx::PoolCheck;
+use probity_checks::pool::AcquireTracker;
+use probity_checks::sqlx::{PoolCheck, acquire};
 use sqlx::SqlitePool;
 use sqlx::sqlite::{SqliteConnectOptions, SqlitePoolOptions};
 use std::path::PathBuf;
@@ -61,7 +62,7 @@ async fn passes_on_a_real_file() {
 }
 
 #[tokio::test]
-async fn exhausted_pool_fails_naming_the_figures_and_recovers_on_release() {
+async fn exhausted_pool_fails_after_its_budget_naming_the_figures_and_recovers_on_release() {
     let file = DatabaseFile::new("exhausted");
     let pool = pool(&file, 2).await;
     let check = PoolCheck::new(pool.clone());
@@ -69,30 +70,178 @@ async fn exhausted_pool_fails_naming_the_figures_and_recovers_on_release() {
         pool.acquire().await.expect("acquire"),
         pool.acquire().await.expect("acquire"),
     ];
+    // The budget: three quarters of the poll's 2 s.
     let error = failure(poll(&check, TIMEOUT).await);
-    assert_eq!(error.message(), "no connection available: 2 of 2 in use");
+    assert_eq!(error.message(), "no connection within 1.5s: 2 of 2 in use");
     assert_eq!(figure(error.measurements(), "utilization"), Some(100.0));
     drop(held);
-    let detail = success(support::until_ok(&check, TIMEOUT, Duration::from_secs(5)).await);
+    let detail = success(support::until_clear(&check, TIMEOUT, Duration::from_secs(5)).await);
     assert_eq!(figure(&detail.measurements, "available"), Some(2.0));
 }
 
 #[tokio::test]
-async fn utilization_above_the_limit_fails() {
+async fn a_busy_pool_whose_connections_cycle_passes_with_a_warning() {
+    let file = DatabaseFile::new("busy");
+    let pool = pool(&file, 2).await;
+    let check = PoolCheck::new(pool.clone());
+    let first = pool.acquire().await.expect("acquire");
+    let second = pool.acquire().await.expect("acquire");
+    // A request finishes 200 ms into the poll: the check waits in line and gets its turn.
+    let release = tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        drop(first);
+    });
+    let detail = success(poll(&check, TIMEOUT).await);
+    let warning = detail.warning.clone().unwrap_or_default();
+    assert!(
+        warning.starts_with("busy: 2 of 2 in use, acquired in "),
+        "{detail:?}"
+    );
+    assert!(figure(&detail.measurements, "acquire_wait").unwrap_or(0.0) >= 150.0);
+    release.await.expect("release");
+    drop(second);
+}
+
+#[tokio::test]
+async fn utilization_above_the_limit_warns_and_never_fails() {
     let file = DatabaseFile::new("utilization");
     let pool = pool(&file, 5).await;
-    let check = PoolCheck::new(pool.clone()).max_utilization(60.0);
+    let check = PoolCheck::new(pool.clone()).warn_above(60.0);
     let mut held = Vec::new();
     for _ in 0..4 {
         held.push(pool.acquire().await.expect("acquire"));
     }
+    let detail = success(poll(&check, TIMEOUT).await);
+    assert_eq!(
+        detail.warning.as_deref(),
+        Some("busy: 4 of 5 in use (utilization 80% above 60%)")
+    );
+    held.truncate(2);
+    let detail = success(support::until_clear(&check, TIMEOUT, Duration::from_secs(5)).await);
+    assert_eq!(detail.warning, None, "{detail:?}");
+}
+
+/// Eight workers, four times the pool, query as fast as they can through the tracker while the
+/// check polls: a pool at full use with its connections cycling is busy, never broken.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pool_under_load_four_times_its_size_never_fails() {
+    let file = DatabaseFile::new("load");
+    let pool = pool(&file, 2).await;
+    let tracker = AcquireTracker::new();
+    let check = PoolCheck::new(pool.clone()).tracker(tracker.clone());
+    let until = tokio::time::Instant::now() + Duration::from_secs(3);
+    let workers: Vec<_> = (0..8)
+        .map(|_| {
+            let (pool, tracker) = (pool.clone(), tracker.clone());
+            tokio::spawn(async move {
+                let mut queries = 0u64;
+                while tokio::time::Instant::now() < until {
+                    let mut connection = acquire(&pool, &tracker).await.expect("acquire");
+                    sqlx::query("SELECT 1")
+                        .execute(&mut **connection)
+                        .await
+                        .expect("query");
+                    // Hold it as a request would, so the pool is really full.
+                    tokio::time::sleep(Duration::from_millis(2)).await;
+                    queries += 1;
+                }
+                queries
+            })
+        })
+        .collect();
+    let mut polls = 0;
+    let mut warned = 0;
+    while tokio::time::Instant::now() < until {
+        let detail = success(poll(&check, Duration::from_millis(400)).await);
+        polls += 1;
+        warned += usize::from(detail.warning.is_some());
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let mut queries = 0;
+    for worker in workers {
+        queries += worker.await.expect("worker");
+    }
+    assert!(polls >= 10, "{polls} polls");
+    assert!(
+        warned > 0,
+        "a full pool with waiters should warn: {warned} of {polls}"
+    );
+    assert!(queries > 100, "the load did not run: {queries} queries");
+}
+
+#[tokio::test]
+async fn a_connection_held_past_the_leak_bound_fails() {
+    let file = DatabaseFile::new("leak");
+    let pool = pool(&file, 3).await;
+    let tracker = AcquireTracker::new();
+    let check = PoolCheck::new(pool.clone())
+        .tracker(tracker.clone())
+        .leak_bound(Duration::from_millis(300));
+    let leaked = acquire(&pool, &tracker).await.expect("acquire");
+    success(poll(&check, TIMEOUT).await);
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    let error = failure(poll(&check, TIMEOUT).await);
+    assert!(
+        error
+            .message()
+            .starts_with("1 connection held longer than the 300ms leak bound (oldest "),
+        "{}",
+        error.message()
+    );
+    assert_eq!(figure(error.measurements(), "leaked"), Some(1.0));
+    drop(leaked);
+    success(poll(&check, TIMEOUT).await);
+}
+
+#[tokio::test]
+async fn starved_requests_fail_the_check_without_it_queueing() {
+    let file = DatabaseFile::new("starved");
+    let pool = pool(&file, 1).await;
+    let tracker = AcquireTracker::new();
+    let check = PoolCheck::new(pool.clone())
+        .tracker(tracker.clone())
+        .acquire_budget(Duration::from_millis(600));
+    let leaked = acquire(&pool, &tracker).await.expect("acquire");
+    let waiter = tokio::spawn({
+        let (pool, tracker) = (pool.clone(), tracker.clone());
+        async move { acquire(&pool, &tracker).await.map(drop) }
+    });
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    while tracker.waiting() == 0 {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the waiter never waited"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    // The first poll has no window yet: it queues itself, and gets nothing in its budget.
     let error = failure(poll(&check, TIMEOUT).await);
     assert_eq!(
         error.message(),
-        "utilization 80% is above the 60% limit: 4 of 5 in use"
+        "no connection within 600ms: 1 of 1 in use, 1 waiting"
     );
-    held.truncate(3);
-    success(support::until_ok(&check, TIMEOUT, Duration::from_secs(5)).await);
+    tokio::time::sleep(Duration::from_millis(650)).await;
+    let started = tokio::time::Instant::now();
+    let error = failure(poll(&check, TIMEOUT).await);
+    assert!(
+        error.message().starts_with("no connection handed out in "),
+        "{}",
+        error.message()
+    );
+    assert!(
+        error.message().ends_with(": 1 of 1 in use, 1 waiting"),
+        "{}",
+        error.message()
+    );
+    assert!(
+        started.elapsed() < Duration::from_millis(500),
+        "the evidence was enough: the check should not have queued"
+    );
+    drop(leaked);
+    waiter
+        .await
+        .expect("join")
+        .expect("the waiter got the connection");
 }
 
 #[tokio::test]
@@ -160,12 +309,11 @@ async fn exhausted_pool_fails_readiness_with_figures_in_health_json() {
     let answer = render(&health.snapshot(), &request, Clock::now());
     assert_eq!(answer.status, 503);
     assert!(
-        answer
-            .body
-            .contains("no connection available: 3 of 3 in use"),
+        answer.body.contains("no connection within "),
         "{}",
         answer.body
     );
+    assert!(answer.body.contains(": 3 of 3 in use"), "{}", answer.body);
     drop(held);
     wait_for(|| readiness() == Status::Pass).await;
     health.stop();

@@ -1,7 +1,7 @@
 //! From a snapshot to a gRPC serving status.
 
 use crate::pb::health_check_response::ServingStatus;
-use probity::{ProbeKind, Snapshot, Status, Tier};
+use probity::{ProbeKind, Snapshot, Status};
 use tokio::time::Instant;
 
 /// The service names that mirror the three probes, besides `""` (the server as a whole, which
@@ -28,14 +28,8 @@ pub fn serving_status(snapshot: &Snapshot, service: &str, now: Instant) -> Optio
         "liveness" => snapshot.status(ProbeKind::Liveness, now) != Status::Fail,
         "startup" => snapshot.status(ProbeKind::Startup, now) != Status::Fail,
         name => {
-            let check = snapshot.check(name)?;
-            match check.status(now) {
-                Status::Pass => true,
-                // Alone, a check answers for itself (as `/readyz/{check}` does): a failing
-                // soft check is not serving; a hard check inside its fail-open window is.
-                Status::Warn => check.tier() == Tier::Hard,
-                Status::Fail => false,
-            }
+            // Alone, a check answers for itself, as `/readyz/{check}` does.
+            snapshot.check(name)?.serves_alone(now)
         }
     };
     // Shutdown outranks everything, liveness included (grpc-go's `Shutdown` does the same).

@@ -46,6 +46,39 @@ pub trait Check: Send + Sync + 'static {
     fn default_timing(&self) -> Option<Timing> {
         None
     }
+
+    /// How many failed polls in a row this kind of check needs before it counts as unhealthy,
+    /// used when the [`crate::CheckSpec`] does not set its own [`fall`](crate::CheckSpec::fall)
+    /// (otherwise [`crate::policy::DEFAULT_FALL`]).
+    ///
+    /// A check whose latency depends on load — anything that crosses a network or waits in a
+    /// pool's queue — should say 2: one slow sample on a busy machine is not evidence of an
+    /// outage, two in a row are (see `docs/concepts.md`, "Hysteresis that fits a busy system").
+    fn default_fall(&self) -> Option<u32> {
+        None
+    }
+}
+
+tokio::task_local! {
+    static DEADLINE: tokio::time::Instant;
+}
+
+/// When the poller will cut the poll running on this task, or `None` outside a poll (a check
+/// called directly, in a test).
+///
+/// A check that waits on something it can bound — a connection pool's queue — uses it to give
+/// up in time to report *what* it was waiting for, instead of being cut with a bare
+/// `timed out after 400ms`.
+pub fn deadline() -> Option<tokio::time::Instant> {
+    DEADLINE.try_with(|deadline| *deadline).ok()
+}
+
+/// Runs `future` with [`deadline`] answering `deadline`.
+pub(crate) async fn with_deadline<F: Future>(
+    deadline: tokio::time::Instant,
+    future: F,
+) -> F::Output {
+    DEADLINE.scope(deadline, future).await
 }
 
 impl<F, Fut> Check for F
@@ -88,6 +121,10 @@ pub struct Detail {
     pub message: Option<String>,
     /// Figures the check observed.
     pub measurements: Vec<Measurement>,
+    /// Why the dependency serves but deserves attention, e.g. `busy: 5 of 5 in use, 12
+    /// waiting`. A passing poll with a warning makes the check `warn` (still 200, still in
+    /// rotation, whatever its tier): busy is not broken.
+    pub warning: Option<String>,
 }
 
 impl Detail {
@@ -109,6 +146,12 @@ impl Detail {
             value,
             unit: unit.map(str::to_owned),
         });
+        self
+    }
+
+    /// Marks the success as a warning: the dependency serves, but is near a limit.
+    pub fn warning(mut self, warning: impl Into<String>) -> Self {
+        self.warning = Some(warning.into());
         self
     }
 }

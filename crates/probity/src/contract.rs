@@ -287,7 +287,7 @@ impl crate::Health {
                 timeout_ms: millis(entry.timeout),
                 jitter_ms: millis(entry.jitter),
                 rise: entry.spec.rise,
-                fall: entry.spec.fall,
+                fall: entry.spec.resolved_fall(),
                 staleness_ms: millis(entry.staleness),
                 fail_open_for_ms: entry.spec.fail_open_for.map(millis),
                 boot_requires_rise: entry.spec.boot_requires_rise,

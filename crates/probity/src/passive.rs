@@ -66,6 +66,7 @@ impl Reporter {
             duration: std::time::Duration::ZERO,
             message: Some(crate::redact::redact(&message).into_owned()),
             measurements: Vec::new(),
+            warning: None,
         };
         let transition = self.inner.record(self.index, false, true, last);
         // Re-poll once, when the reports turn the check unhealthy. A check already failing is

@@ -53,7 +53,9 @@ pub const DEFAULT_INTERVAL: Duration = Duration::from_secs(5);
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(2);
 /// Consecutive successes needed to turn healthy again (seed 003: "healthy_threshold=3").
 pub const DEFAULT_RISE: u32 = 3;
-/// Consecutive failures needed to turn unhealthy (seed 003: "unhealthy_threshold=1").
+/// Consecutive failures needed to turn unhealthy, for a check that does not suggest its own
+/// ([`Check::default_fall`]): fall fast, as the hysteresis rule teaches ("unhealthy_threshold=1").
+/// The built-in network checks suggest 2.
 pub const DEFAULT_FALL: u32 = 1;
 /// Consecutive real failures reported by application code that fail a check at once.
 pub const DEFAULT_PASSIVE_FAILURES: u32 = 5;
@@ -83,7 +85,7 @@ pub struct CheckSpec {
     pub(crate) timeout: Option<Duration>,
     pub(crate) jitter: Option<Duration>,
     pub(crate) rise: u32,
-    pub(crate) fall: u32,
+    pub(crate) fall: Option<u32>,
     pub(crate) staleness: Option<Duration>,
     pub(crate) fail_open_for: Option<Duration>,
     pub(crate) boot_requires_rise: bool,
@@ -126,7 +128,7 @@ impl CheckSpec {
             timeout: None,
             jitter: None,
             rise: DEFAULT_RISE,
-            fall: DEFAULT_FALL,
+            fall: None,
             staleness: None,
             fail_open_for: None,
             boot_requires_rise: false,
@@ -162,9 +164,10 @@ impl CheckSpec {
         self
     }
 
-    /// Consecutive failures needed to turn unhealthy (default 1).
+    /// Consecutive failures needed to turn unhealthy. Default: the check's own suggestion
+    /// ([`Check::default_fall`]: 2 for the built-in network checks), else 1.
     pub fn fall(mut self, fall: u32) -> Self {
-        self.fall = fall;
+        self.fall = Some(fall);
         self
     }
 
@@ -227,6 +230,12 @@ impl CheckSpec {
             },
         );
         Timing { interval, timeout }
+    }
+
+    pub(crate) fn resolved_fall(&self) -> u32 {
+        self.fall
+            .or_else(|| self.check.default_fall())
+            .unwrap_or(DEFAULT_FALL)
     }
 
     pub(crate) fn resolved_dependency(&self) -> Option<String> {

@@ -90,7 +90,9 @@ pub async fn poll_once(check: &dyn Check, timeout: Duration) -> CheckResult {
         Ok(future) => future,
         Err(panic) => return Err(panicked(&*panic)),
     };
-    match tokio::time::timeout(timeout, AssertUnwindSafe(future).catch_unwind()).await {
+    let deadline = Instant::now() + timeout;
+    let guarded = crate::check::with_deadline(deadline, AssertUnwindSafe(future).catch_unwind());
+    match tokio::time::timeout_at(deadline, guarded).await {
         Err(_elapsed) => Err(CheckError::new(format!(
             "timed out after {}",
             format_duration(timeout)
@@ -125,6 +127,9 @@ pub(crate) fn last_result(
                     .message
                     .map(|message| crate::redact::redact(&message).into_owned()),
                 measurements: detail.measurements,
+                warning: detail
+                    .warning
+                    .map(|warning| crate::redact::redact(&warning).into_owned()),
             },
         ),
         Err(error) => {
@@ -137,6 +142,7 @@ pub(crate) fn last_result(
                     duration,
                     message: Some(crate::redact::redact(&message).into_owned()),
                     measurements,
+                    warning: None,
                 },
             )
         }

@@ -336,7 +336,7 @@ impl HealthBuilder {
             }));
             machines.push(Hysteresis::new(
                 spec.rise,
-                spec.fall,
+                spec.resolved_fall(),
                 spec.boot_requires_rise,
             ));
             entries.push(CheckEntry {
@@ -431,7 +431,7 @@ fn validate_spec(spec: &CheckSpec) -> Result<(), BuildError> {
             field: "rise",
         });
     }
-    if spec.fall == 0 {
+    if spec.resolved_fall() == 0 {
         return Err(BuildError::ZeroThreshold {
             check: check(),
             field: "fall",

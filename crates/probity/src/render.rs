@@ -371,10 +371,12 @@ pub fn render(snapshot: &Snapshot, request: &Request<'_>, clock: Clock) -> Respo
                     &known,
                 );
             };
-            // A single check answers for itself: failing is 503 whatever its tier, except a
-            // hard check inside its fail-open window.
-            let failing_open = entry.tier == Some(Tier::Hard) && entry.status == Status::Warn;
-            if entry.status == Status::Warn && !failing_open {
+            // A single check answers for itself (`CheckState::serves_alone`).
+            if entry.status == Status::Warn
+                && entry
+                    .check
+                    .is_some_and(|check| !check.serves_alone(clock.now))
+            {
                 entry.status = Status::Fail;
             }
             Verdict::from_entries(&entries)

@@ -69,6 +69,8 @@ pub struct LastResult {
     pub message: Option<String>,
     /// Figures the check observed.
     pub measurements: Vec<Measurement>,
+    /// A passing poll's warning (a busy pool), already redacted: the check is `warn`.
+    pub warning: Option<String>,
 }
 
 /// One readiness check's state, as published.
@@ -161,8 +163,15 @@ impl CheckState {
 
     /// The check's status at `now`, without building a reason (the hot path of a probe).
     pub fn status(&self, now: Instant) -> Status {
-        if self.healthy && self.last.is_some() && !self.is_stale(now) {
-            return Status::Pass;
+        if let Some(last) = &self.last
+            && self.healthy
+            && !self.is_stale(now)
+        {
+            return if last.ok && last.warning.is_some() {
+                Status::Warn
+            } else {
+                Status::Pass
+            };
         }
         self.failing_status(now)
     }
@@ -182,6 +191,19 @@ impl CheckState {
         }
     }
 
+    /// The check's own answer when asked alone (`/readyz/db`, gRPC service `db`): whether it
+    /// serves at `now`. A failing check does not, whatever its tier — so `/readyz/cache` tells
+    /// the truth about the cache even though the cache alone never fails `/readyz` — except a
+    /// hard check inside its fail-open window. A check that passes with a warning (a busy pool)
+    /// serves.
+    pub fn serves_alone(&self, now: Instant) -> bool {
+        match self.status(now) {
+            Status::Pass => true,
+            Status::Warn => (self.healthy && !self.is_stale(now)) || (self.tier == Tier::Hard),
+            Status::Fail => false,
+        }
+    }
+
     /// The check's status at `now`, with the reason it is not passing.
     pub fn verdict(&self, now: Instant) -> CheckVerdict<'_> {
         let stale = self.is_stale(now);
@@ -193,10 +215,16 @@ impl CheckState {
             };
         };
         if self.healthy && !stale {
+            // A passing poll that warns (a busy pool) is `warn` whatever the tier.
+            let warning = last.warning.as_deref().filter(|_| last.ok);
             return CheckVerdict {
-                status: Status::Pass,
+                status: if warning.is_some() {
+                    Status::Warn
+                } else {
+                    Status::Pass
+                },
                 stale,
-                reason: None,
+                reason: warning.map(Cow::Borrowed),
             };
         }
         let status = self.failing_status(now);

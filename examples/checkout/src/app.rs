@@ -3,7 +3,7 @@
 
 use crate::cache::Cache;
 use crate::chaos::Chaos;
-use crate::db::{self, Database, Item};
+use crate::db::{self, Database, DbError, Item};
 use crate::recommendations::Recommendations;
 use axum::extract::rejection::JsonRejection;
 use axum::extract::{Path, Query, State};
@@ -105,19 +105,24 @@ fn error_response(status: StatusCode, message: impl Into<String>) -> Response {
     (status, Json(json!({ "error": message.into() }))).into_response()
 }
 
-fn database_error(error: &sqlx::Error) -> Response {
-    if db::is_unavailable(error) {
-        let mut response = error_response(
-            StatusCode::SERVICE_UNAVAILABLE,
-            format!("database unavailable: {}", db::describe(error)),
-        );
-        response
-            .headers_mut()
-            .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
-        response
-    } else {
-        tracing::error!(error = %db::describe(error), "database query failed");
-        error_response(StatusCode::INTERNAL_SERVER_ERROR, "database query failed")
+/// 503 with `Retry-After` when the database could not be reached or used (nothing was
+/// committed: the request may be retried, here or on another instance); 500 when a statement
+/// failed. The client reads the class of failure, never hosts or driver text; the log has it.
+fn database_error(error: &DbError) -> Response {
+    match error {
+        DbError::Unavailable(reason) => {
+            tracing::warn!(%reason, "database unavailable");
+            let mut response =
+                error_response(StatusCode::SERVICE_UNAVAILABLE, "database unavailable");
+            response
+                .headers_mut()
+                .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+            response
+        }
+        DbError::Query(reason) => {
+            tracing::error!(%reason, "database query failed");
+            error_response(StatusCode::INTERNAL_SERVER_ERROR, "database query failed")
+        }
     }
 }
 
@@ -130,11 +135,24 @@ pub struct NewOrder {
     pub items: Vec<Item>,
 }
 
+/// A text field that a database can store and a person can read: no NUL (PostgreSQL rejects
+/// it in `text`) and no other control character.
+fn storable(field: &str, text: &str) -> Result<(), String> {
+    match text.char_indices().find(|(_, c)| c.is_control()) {
+        Some((at, c)) => Err(format!(
+            "`{field}` holds a control character (U+{:04X}) at byte {at}",
+            u32::from(c)
+        )),
+        None => Ok(()),
+    }
+}
+
 impl NewOrder {
     fn validate(&self) -> Result<(), String> {
         if self.customer.trim().is_empty() || self.customer.len() > 128 {
             return Err("`customer` must be 1 to 128 characters".into());
         }
+        storable("customer", &self.customer)?;
         if self.items.is_empty() || self.items.len() > 100 {
             return Err("`items` must hold 1 to 100 lines".into());
         }
@@ -142,6 +160,7 @@ impl NewOrder {
             if item.sku.trim().is_empty() || item.sku.len() > 64 {
                 return Err(format!("items[{line}].sku must be 1 to 64 characters"));
             }
+            storable(&format!("items[{line}].sku"), &item.sku)?;
             if !(1..=10_000).contains(&item.quantity) {
                 return Err(format!("items[{line}].quantity must be 1 to 10000"));
             }

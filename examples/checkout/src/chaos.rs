@@ -75,7 +75,7 @@ async fn leak(State(chaos): State<Chaos>, Query(query): Query<LeakQuery>) -> Res
                 leaked += 1;
             }
             Err(error) => {
-                failure = Some(crate::db::describe(&error));
+                failure = Some(error.to_string());
                 break;
             }
         }

@@ -64,6 +64,10 @@ pub struct Args {
     #[arg(long, default_value = "500ms", value_name = "DURATION", value_parser = parse_duration)]
     pub acquire_timeout: Duration,
 
+    /// A pooled connection held longer than this is a leak: readiness fails naming it.
+    #[arg(long, default_value = "10s", value_name = "DURATION", value_parser = parse_duration)]
+    pub leak_bound: Duration,
+
     /// How often the database check polls (reachability and pool capacity).
     #[arg(long, default_value = "500ms", value_name = "DURATION", value_parser = parse_duration)]
     pub db_check_interval: Duration,
@@ -110,6 +114,16 @@ pub struct Args {
     #[arg(long, default_value_t = 0, value_name = "N")]
     pub connect_attempts: u32,
 
+    /// How long a request head may take to arrive, and a keep-alive connection may sit idle,
+    /// on both listeners: slow or idle clients are cut after it.
+    #[arg(long, default_value = "10s", value_name = "DURATION", value_parser = parse_duration)]
+    pub header_read_timeout: Duration,
+
+    /// Most connections per listener (default: below the open-file limit, with room kept for
+    /// probes past it).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_connections: Option<u32>,
+
     /// Show check error details on the public listener too (they are always shown on the
     /// admin listener).
     #[arg(long)]
@@ -151,6 +165,8 @@ pub struct Config {
     pub pool_size: u32,
     /// Pool acquire timeout.
     pub acquire_timeout: Duration,
+    /// How long a connection may be held before it counts as leaked.
+    pub leak_bound: Duration,
     /// Database check interval.
     pub db_check_interval: Duration,
     /// Redis URL (may hold a password: never print it).
@@ -173,6 +189,10 @@ pub struct Config {
     pub connect_attempts: u32,
     /// Details on the public listener.
     pub public_details: bool,
+    /// Header-read and idle keep-alive timeout.
+    pub header_read_timeout: Duration,
+    /// Connection limit per listener, when set.
+    pub max_connections: Option<u32>,
 }
 
 impl Config {
@@ -214,6 +234,12 @@ impl Config {
         if args.acquire_timeout.is_zero() {
             bail!("--acquire-timeout must be greater than zero");
         }
+        if args.header_read_timeout < Duration::from_millis(100) {
+            bail!("--header-read-timeout must be at least 100ms");
+        }
+        if args.leak_bound < Duration::from_secs(1) {
+            bail!("--leak-bound must be at least 1s: requests hold connections for that long");
+        }
         if args.listen == args.admin_listen && args.listen.port() != 0 {
             bail!(
                 "--listen and --admin-listen are both {}: the admin listener needs its own port",
@@ -226,6 +252,7 @@ impl Config {
             database,
             pool_size: args.pool_size,
             acquire_timeout: args.acquire_timeout,
+            leak_bound: args.leak_bound,
             db_check_interval: args.db_check_interval,
             redis_url: args.redis_url,
             recommendations_url,
@@ -237,6 +264,8 @@ impl Config {
             stall_threshold: args.stall_threshold,
             connect_attempts: args.connect_attempts,
             public_details: args.public_details,
+            header_read_timeout: args.header_read_timeout,
+            max_connections: args.max_connections,
         })
     }
 }
@@ -253,6 +282,8 @@ fn parse_database_url(url: &str) -> anyhow::Result<DatabaseTarget> {
         return Ok(DatabaseTarget::Sqlite(PathBuf::from(path)));
     }
     if url.starts_with("postgres://") || url.starts_with("postgresql://") {
+        // Parsed here, with the other flags, so a malformed URL is a usage error (exit 2).
+        crate::db::postgres_options(url)?;
         return Ok(DatabaseTarget::Postgres(url.to_owned()));
     }
     bail!(

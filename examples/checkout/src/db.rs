@@ -4,12 +4,17 @@
 //! listeners and answer `/startupz` while the database is still unreachable; the boot step
 //! connects with backoff. Requests wait at most `--acquire-timeout` for a connection: an
 //! exhausted pool answers 503 quickly instead of queueing requests behind a leak.
+//!
+//! Every request acquires through one [`AcquireTracker`], so the `db` check judges the pool by
+//! what requests really see — their waits, their timeouts, how long each connection is held —
+//! and a pool at full use with its connections cycling is busy, not broken.
 
 use crate::config::DatabaseTarget;
 use anyhow::Context;
 use probity::redact::redact;
 use probity::{CheckSpec, Reporter, Tier};
-use probity_checks::sqlx::PoolCheck;
+use probity_checks::pool::{AcquireTracker, Lease};
+use probity_checks::sqlx::{PoolCheck, acquire};
 use serde::{Deserialize, Serialize};
 use sqlx::migrate::{Migration, MigrationType, Migrator};
 use sqlx::pool::{PoolConnection, PoolOptions};
@@ -58,17 +63,23 @@ pub struct Popular {
 #[derive(Debug)]
 pub enum HeldConnection {
     /// SQLite.
-    Sqlite(PoolConnection<Sqlite>),
+    Sqlite(Lease<PoolConnection<Sqlite>>),
     /// PostgreSQL.
-    Postgres(PoolConnection<Postgres>),
+    Postgres(Lease<PoolConnection<Postgres>>),
+}
+
+/// The pool, of either backend, and the tracker every acquisition goes through.
+#[derive(Debug, Clone)]
+pub struct Database {
+    pool: Backend,
+    tracker: AcquireTracker,
+    leak_bound: Duration,
 }
 
 /// The pool, of either backend.
 #[derive(Debug, Clone)]
-pub enum Database {
-    /// Embedded SQLite.
+enum Backend {
     Sqlite(Pool<Sqlite>),
-    /// PostgreSQL.
     Postgres(Pool<Postgres>),
 }
 
@@ -76,21 +87,48 @@ pub enum Database {
 /// both, and so does `RETURNING`).
 macro_rules! with_pool {
     ($database:expr, $pool:ident => $body:expr) => {
-        match $database {
-            Database::Sqlite($pool) => $body,
-            Database::Postgres($pool) => $body,
+        match &$database.pool {
+            Backend::Sqlite($pool) => $body,
+            Backend::Postgres($pool) => $body,
         }
     };
 }
 
+/// Why a database call failed, in the terms the API answers with.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum DbError {
+    /// The database could not be reached or used: no connection within the acquire timeout,
+    /// refused, reset, credentials rejected, shutting down. Nothing was committed; the request
+    /// may be retried (503 with `Retry-After`).
+    #[error("database unavailable: {0}")]
+    Unavailable(String),
+    /// The query itself failed (500).
+    #[error("database query failed: {0}")]
+    Query(String),
+}
+
+impl DbError {
+    /// Classifies a sqlx error. `connecting` is true for errors getting a connection, which
+    /// always mean the database cannot be used, whatever the driver says.
+    pub fn from_sqlx(error: &sqlx::Error, connecting: bool) -> DbError {
+        if connecting || is_unavailable(error) {
+            DbError::Unavailable(describe(error))
+        } else {
+            DbError::Query(describe(error))
+        }
+    }
+}
+
 impl Database {
-    /// A pool that connects on first use.
+    /// A pool that connects on first use. `leak_bound`: a connection held longer fails the
+    /// readiness check.
     pub fn lazy(
         target: &DatabaseTarget,
         pool_size: u32,
         acquire_timeout: Duration,
+        leak_bound: Duration,
     ) -> anyhow::Result<Database> {
-        Ok(match target {
+        let pool = match target {
             DatabaseTarget::Sqlite(path) => {
                 let options = SqliteConnectOptions::new()
                     .filename(path)
@@ -98,28 +136,25 @@ impl Database {
                     .journal_mode(SqliteJournalMode::Wal)
                     .busy_timeout(Duration::from_secs(2))
                     .foreign_keys(true);
-                Database::Sqlite(
-                    pool_options(pool_size, acquire_timeout).connect_lazy_with(options),
-                )
+                Backend::Sqlite(pool_options(pool_size, acquire_timeout).connect_lazy_with(options))
             }
             DatabaseTarget::Postgres(url) => {
-                let options = PgConnectOptions::from_str(url).map_err(|error| {
-                    anyhow::anyhow!(
-                        "--database-url `{}` is not a valid PostgreSQL URL: {}",
-                        redact(url),
-                        redact(&error.to_string())
-                    )
-                })?;
-                Database::Postgres(
+                let options = postgres_options(url)?;
+                Backend::Postgres(
                     pool_options(pool_size, acquire_timeout).connect_lazy_with(options),
                 )
             }
+        };
+        Ok(Database {
+            pool,
+            tracker: AcquireTracker::new(),
+            leak_bound,
         })
     }
 
     /// Creates the SQLite file's directory (nothing to do for PostgreSQL).
     pub fn prepare(&self) -> anyhow::Result<()> {
-        if let Database::Sqlite(pool) = self {
+        if let Backend::Sqlite(pool) = &self.pool {
             let options = pool.connect_options();
             let path = options.get_filename();
             if let Some(dir) = path.parent().filter(|dir| !dir.as_os_str().is_empty()) {
@@ -134,11 +169,11 @@ impl Database {
     /// Where the database is, for people: `sqlite data/checkout.db`, `postgres 127.0.0.1:5432/test`.
     /// Never includes credentials.
     pub fn describe(&self) -> String {
-        match self {
-            Database::Sqlite(pool) => {
+        match &self.pool {
+            Backend::Sqlite(pool) => {
                 format!("sqlite {}", pool.connect_options().get_filename().display())
             }
-            Database::Postgres(pool) => {
+            Backend::Postgres(pool) => {
                 let options = pool.connect_options();
                 format!(
                     "postgres {}:{}/{}",
@@ -150,17 +185,17 @@ impl Database {
         }
     }
 
-    /// The readiness check, hard: pool capacity first (no connection available fails, which
-    /// is what a leak looks like), then reachability without queueing behind the pool.
+    /// The readiness check, hard: can a request get a connection within its budget (judged
+    /// from the requests' own acquisitions), is any connection held past the leak bound, does
+    /// the database answer? A busy pool passes with a warning.
     pub fn check_spec(&self, name: &str) -> CheckSpec {
-        match self {
-            Database::Sqlite(pool) => {
-                CheckSpec::new(name, Tier::Hard, PoolCheck::new(pool.clone()))
-            }
-            Database::Postgres(pool) => {
-                CheckSpec::new(name, Tier::Hard, PoolCheck::new(pool.clone()))
-            }
-        }
+        with_pool!(self, pool => CheckSpec::new(
+            name,
+            Tier::Hard,
+            PoolCheck::new(pool.clone())
+                .tracker(self.tracker.clone())
+                .leak_bound(self.leak_bound),
+        ))
     }
 
     /// The pool's configured maximum.
@@ -181,13 +216,13 @@ impl Database {
 
     /// Applies the schema.
     pub async fn migrate(&self) -> Result<(), sqlx::migrate::MigrateError> {
-        match self {
-            Database::Sqlite(pool) => {
+        match &self.pool {
+            Backend::Sqlite(pool) => {
                 migrator(include_str!("../migrations/sqlite/0001_orders.sql"))
                     .run(pool)
                     .await
             }
-            Database::Postgres(pool) => {
+            Backend::Postgres(pool) => {
                 migrator(include_str!("../migrations/postgres/0001_orders.sql"))
                     .run(pool)
                     .await
@@ -196,20 +231,23 @@ impl Database {
     }
 
     /// Stores an order; returns it as stored.
-    pub async fn create_order(&self, customer: &str, items: &[Item]) -> Result<Order, sqlx::Error> {
+    pub async fn create_order(&self, customer: &str, items: &[Item]) -> Result<Order, DbError> {
         let total: i64 = items
             .iter()
             .map(|item| item.quantity.saturating_mul(item.price_cents))
             .fold(0, i64::saturating_add);
+        let query = |error: sqlx::Error| DbError::from_sqlx(&error, false);
         let (id, created_at) = with_pool!(self, pool => {
-            let mut transaction = pool.begin().await?;
+            let mut connection = self.acquire(pool).await?;
+            let mut transaction = connection.begin().await.map_err(query)?;
             let (id, created_at): (i64, String) = sqlx::query_as(
                 "INSERT INTO orders (customer, total_cents) VALUES ($1, $2) RETURNING id, created_at",
             )
             .bind(customer)
             .bind(total)
             .fetch_one(&mut *transaction)
-            .await?;
+            .await
+            .map_err(query)?;
             for (line, item) in items.iter().enumerate() {
                 sqlx::query(
                     "INSERT INTO order_items (order_id, line, sku, quantity, price_cents) VALUES ($1, $2, $3, $4, $5)",
@@ -220,9 +258,10 @@ impl Database {
                 .bind(item.quantity)
                 .bind(item.price_cents)
                 .execute(&mut *transaction)
-                .await?;
+                .await
+                .map_err(query)?;
             }
-            transaction.commit().await?;
+            transaction.commit().await.map_err(query)?;
             (id, created_at)
         });
         Ok(Order {
@@ -235,15 +274,17 @@ impl Database {
     }
 
     /// The order numbered `id`, if there is one.
-    pub async fn order(&self, id: i64) -> Result<Option<Order>, sqlx::Error> {
+    pub async fn order(&self, id: i64) -> Result<Option<Order>, DbError> {
+        let query = |error: sqlx::Error| DbError::from_sqlx(&error, false);
         with_pool!(self, pool => {
-            let mut connection = pool.acquire().await?;
+            let mut connection = self.acquire(pool).await?;
             let head: Option<(String, i64, String)> = sqlx::query_as(
                 "SELECT customer, total_cents, created_at FROM orders WHERE id = $1",
             )
             .bind(id)
-            .fetch_optional(&mut *connection)
-            .await?;
+            .fetch_optional(&mut **connection)
+            .await
+            .map_err(query)?;
             let Some((customer, total_cents, created_at)) = head else {
                 return Ok(None);
             };
@@ -251,8 +292,9 @@ impl Database {
                 "SELECT sku, quantity, price_cents FROM order_items WHERE order_id = $1 ORDER BY line",
             )
             .bind(id)
-            .fetch_all(&mut *connection)
-            .await?;
+            .fetch_all(&mut **connection)
+            .await
+            .map_err(query)?;
             Ok(Some(Order {
                 id,
                 customer,
@@ -267,14 +309,16 @@ impl Database {
     }
 
     /// The most ordered products.
-    pub async fn popular(&self, limit: i64) -> Result<Vec<Popular>, sqlx::Error> {
+    pub async fn popular(&self, limit: i64) -> Result<Vec<Popular>, DbError> {
         let rows: Vec<(String, i64)> = with_pool!(self, pool => {
+            let mut connection = self.acquire(pool).await?;
             sqlx::query_as(
                 "SELECT sku, CAST(SUM(quantity) AS BIGINT) AS ordered FROM order_items GROUP BY sku ORDER BY ordered DESC, sku LIMIT $1",
             )
             .bind(limit)
-            .fetch_all(pool)
-            .await?
+            .fetch_all(&mut **connection)
+            .await
+            .map_err(|error| DbError::from_sqlx(&error, false))?
         });
         Ok(rows
             .into_iter()
@@ -282,17 +326,30 @@ impl Database {
             .collect())
     }
 
-    /// Takes a connection out of the pool and keeps it (the leak fault).
-    pub async fn hold(&self, wait: Duration) -> Result<HeldConnection, sqlx::Error> {
-        let acquire = async {
-            Ok(match self {
-                Database::Sqlite(pool) => HeldConnection::Sqlite(pool.acquire().await?),
-                Database::Postgres(pool) => HeldConnection::Postgres(pool.acquire().await?),
+    /// A connection for a request, through the tracker.
+    async fn acquire<DB: sqlx::Database>(
+        &self,
+        pool: &Pool<DB>,
+    ) -> Result<Lease<PoolConnection<DB>>, DbError> {
+        acquire(pool, &self.tracker)
+            .await
+            .map_err(|error| DbError::from_sqlx(&error, true))
+    }
+
+    /// Takes a connection out of the pool and keeps it (the leak fault), through the tracker
+    /// like any request, so the leak bound sees it.
+    pub async fn hold(&self, wait: Duration) -> Result<HeldConnection, DbError> {
+        let held = async {
+            Ok(match &self.pool {
+                Backend::Sqlite(pool) => HeldConnection::Sqlite(self.acquire(pool).await?),
+                Backend::Postgres(pool) => HeldConnection::Postgres(self.acquire(pool).await?),
             })
         };
-        tokio::time::timeout(wait, acquire)
-            .await
-            .unwrap_or(Err(sqlx::Error::PoolTimedOut))
+        tokio::time::timeout(wait, held).await.unwrap_or_else(|_| {
+            Err(DbError::Unavailable(
+                "timed out waiting for a pooled connection".into(),
+            ))
+        })
     }
 
     /// Closes the pool.
@@ -310,6 +367,17 @@ fn pool_options<DB: sqlx::Database>(size: u32, acquire_timeout: Duration) -> Poo
         .test_before_acquire(true)
 }
 
+/// Parses a PostgreSQL URL into connect options; the error never repeats the password.
+pub fn postgres_options(url: &str) -> anyhow::Result<PgConnectOptions> {
+    PgConnectOptions::from_str(url).map_err(|error| {
+        anyhow::anyhow!(
+            "--database-url `{}` is not a valid PostgreSQL URL: {}",
+            redact(url),
+            redact(&error.to_string())
+        )
+    })
+}
+
 fn migrator(sql: &'static str) -> Migrator {
     Migrator::with_migrations(vec![Migration::new(
         1,
@@ -321,26 +389,44 @@ fn migrator(sql: &'static str) -> Migrator {
 }
 
 /// Whether an error means the database (or the pool) cannot serve, as opposed to a problem
-/// with one query. Only these count as passive failures of the `db` check.
+/// with one query: the pool, the connection or the server's state, never the statement.
 pub fn is_unavailable(error: &sqlx::Error) -> bool {
-    matches!(
-        error,
+    match error {
         sqlx::Error::PoolTimedOut
-            | sqlx::Error::PoolClosed
-            | sqlx::Error::Io(_)
-            | sqlx::Error::Tls(_)
-            | sqlx::Error::Protocol(_)
-            | sqlx::Error::WorkerCrashed
-    )
+        | sqlx::Error::PoolClosed
+        | sqlx::Error::Io(_)
+        | sqlx::Error::Tls(_)
+        | sqlx::Error::Protocol(_)
+        | sqlx::Error::WorkerCrashed => true,
+        sqlx::Error::Database(database) => database.code().is_some_and(|code| unavailable_code(&code)),
+        _ => false,
+    }
 }
 
-/// Reports a database outcome to the `db` check and returns the error in words for the client
-/// and the log (never with credentials).
-pub fn report<T>(reporter: &Reporter, outcome: &Result<T, sqlx::Error>) {
+/// SQLSTATE classes and codes that say the server cannot be used now, rather than that the
+/// statement is wrong: connection exceptions (08), invalid authorization (28), insufficient
+/// resources (53: too many connections, out of memory, disk full), operator intervention (57:
+/// shutting down, cannot connect now), and SQLite's busy/locked/I/O codes.
+fn unavailable_code(code: &str) -> bool {
+    code.starts_with("08")
+        || code.starts_with("28")
+        || code.starts_with("53")
+        || code.starts_with("57")
+        || code == "3D000" // the database does not exist (yet)
+        // SQLite: SQLITE_BUSY 5, SQLITE_LOCKED 6, SQLITE_IOERR 10, SQLITE_CANTOPEN 14, and
+        // their extended codes (low byte).
+        || code
+            .parse::<u32>()
+            .is_ok_and(|code| matches!(code & 0xff, 5 | 6 | 10 | 14))
+}
+
+/// Reports a database outcome to the `db` check: only "the database cannot be used" counts
+/// as a failure; a rejected statement says nothing about the dependency.
+pub fn report<T>(reporter: &Reporter, outcome: &Result<T, DbError>) {
     match outcome {
         Ok(_) => reporter.success(),
-        Err(error) if is_unavailable(error) => reporter.failure(describe(error)),
-        Err(_) => {}
+        Err(DbError::Unavailable(reason)) => reporter.failure(reason),
+        Err(DbError::Query(_)) => {}
     }
 }
 

@@ -12,7 +12,7 @@ use metrics_exporter_prometheus::PrometheusHandle;
 use probity::Health;
 use probity::check::format_duration;
 use probity::render::Details;
-use probity_axum::ShutdownReport;
+use probity_axum::{ServeConfig, ShutdownReport};
 use std::net::SocketAddr;
 use std::time::Duration;
 use tokio::net::TcpListener;
@@ -36,7 +36,12 @@ pub struct Service {
 impl Service {
     /// Builds the parts; connects to nothing. Must run inside the tokio runtime.
     pub fn build(config: &Config) -> anyhow::Result<Service> {
-        let db = Database::lazy(&config.database, config.pool_size, config.acquire_timeout)?;
+        let db = Database::lazy(
+            &config.database,
+            config.pool_size,
+            config.acquire_timeout,
+            config.leak_bound,
+        )?;
         let cache = config
             .redis_url
             .as_deref()
@@ -118,13 +123,21 @@ pub async fn run(config: Config, metrics: PrometheusHandle) -> anyhow::Result<()
         "checkout listening; probes: /livez /readyz /startupz, gRPC grpc.health.v1.Health"
     );
 
+    let mut limits = ServeConfig::default().header_read_timeout(config.header_read_timeout);
+    if let Some(connections) = config.max_connections {
+        limits = limits.max_connections(connections as usize);
+    }
+    tracing::debug!(
+        connections = limits.connection_limit(),
+        "connection limit per listener"
+    );
     let public_server = tokio::spawn({
-        let health = health.clone();
-        async move { probity_axum::serve(public_listener, public, &health).await }
+        let (health, limits) = (health.clone(), limits.clone());
+        async move { probity_axum::serve_with(public_listener, public, &health, limits).await }
     });
     let admin_server = tokio::spawn({
         let health = health.clone();
-        async move { probity_axum::serve(admin_listener, admin, &health).await }
+        async move { probity_axum::serve_with(admin_listener, admin, &health, limits).await }
     });
     let mut booting = tokio::spawn({
         let health = health.clone();

@@ -3,7 +3,6 @@
 
 #![allow(dead_code, unreachable_pub)]
 
-use probity::check::format_duration;
 use probity::{Check, CheckError, CheckResult, Measurement};
 use std::net::SocketAddr;
 use std::time::Duration;
@@ -60,16 +59,10 @@ pub async fn silent_listener() -> SocketAddr {
     address
 }
 
-/// One poll exactly as probity's poller runs it: cut at `timeout`, recorded as
-/// `timed out after …`.
+/// One poll exactly as probity's poller runs it: cut at `timeout` (recorded as `timed out
+/// after …`), with the deadline a check can read from `probity::check::deadline`.
 pub async fn poll(check: &impl Check, timeout: Duration) -> CheckResult {
-    match tokio::time::timeout(timeout, check.check()).await {
-        Ok(result) => result,
-        Err(_) => Err(CheckError::new(format!(
-            "timed out after {}",
-            format_duration(timeout)
-        ))),
-    }
+    probity::poller::poll_once(check, timeout).await
 }
 
 /// The message of a poll that must have failed.
@@ -105,6 +98,20 @@ pub async fn until_ok(check: &impl Check, timeout: Duration, deadline: Duration)
             return result;
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// Polls until the check passes without a warning (a pool whose returned connections are back
+/// in it) or `deadline` runs out; returns the last result.
+pub async fn until_clear(check: &impl Check, timeout: Duration, deadline: Duration) -> CheckResult {
+    let end = tokio::time::Instant::now() + deadline;
+    loop {
+        let result = poll(check, timeout).await;
+        let clear = result.as_ref().is_ok_and(|detail| detail.warning.is_none());
+        if clear || tokio::time::Instant::now() >= end {
+            return result;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
     }
 }
 
