@@ -257,15 +257,16 @@ fn default_server(words: &[&str], layout: &Layout) -> Option<String> {
         index += 1;
     }
     if layout.health_checks {
-        // Timing the configuration left to HAProxy's defaults is written out.
-        for (key, value) in [
-            ("inter", ms(timing.inter)),
-            ("fastinter", ms(timing.fastinter)),
-            ("downinter", ms(timing.downinter)),
-            ("rise", timing.rise.to_string()),
-            ("fall", timing.fall.to_string()),
+        // Timing the configuration left to HAProxy's defaults is written out where it differs
+        // from them (fastinter and downinter default to inter; rise to 2, fall to 3).
+        for (key, value, default) in [
+            ("inter", ms(timing.inter), ms(Duration::from_secs(2))),
+            ("fastinter", ms(timing.fastinter), ms(timing.inter)),
+            ("downinter", ms(timing.downinter), ms(timing.inter)),
+            ("rise", timing.rise.to_string(), "2".to_owned()),
+            ("fall", timing.fall.to_string(), "3".to_owned()),
         ] {
-            if !out.iter().any(|word| word == key) {
+            if value != default && !out.iter().any(|word| word == key) {
                 out.push(key.to_owned());
                 out.push(value);
             }
@@ -559,7 +560,7 @@ mod tests {
         assert_eq!(
             timing,
             CheckTiming {
-                inter: Duration::from_secs(1),
+                inter: Duration::from_millis(250),
                 fastinter: Duration::from_millis(250),
                 downinter: Duration::from_millis(250),
                 rise: 2,
@@ -574,13 +575,17 @@ mod tests {
     fn other_timing_and_no_health_checks() {
         let mut layout = layout(true);
         layout.timing.inter = Duration::from_millis(400);
+        layout.timing.downinter = Duration::from_millis(100);
         layout.timing.fall = 2;
         layout.timing.timeout = Duration::from_millis(300);
         layout.stats_page = Some("127.0.0.1:9100".parse().unwrap());
         let text = config(SHIPPED_CONFIG, &layout).unwrap();
-        assert!(text.contains(
-            "default-server check inter 400ms fastinter 250ms downinter 250ms rise 2 fall 2 observe layer7 error-limit 5 on-error fastinter"
-        ), "{text}");
+        assert!(
+            text.contains(
+                "default-server check inter 400ms rise 2 fall 2 fastinter 250ms downinter 100ms"
+            ),
+            "{text}"
+        );
         assert!(text.contains("timeout check 300ms"));
         assert!(text.contains("listen stats\n    bind 127.0.0.1:9100\n"));
         assert_eq!(timing_of(&text).unwrap(), layout.timing);
