@@ -209,10 +209,21 @@ impl Report {
                         "",
                         "",
                         &format!(
-                            "{:.1}% ({:.0} req/s with, {:.0} without)",
+                            "{:.1}% ({:.0} req/s with, {:.0} without; median of {} pairs, from {:.1}% to {:.1}%)",
                             cost.cost * 100.0,
                             cost.with_checks_throughput,
-                            cost.without_checks_throughput
+                            cost.without_checks_throughput,
+                            cost.pair_costs.len(),
+                            cost.pair_costs
+                                .iter()
+                                .copied()
+                                .fold(f64::INFINITY, f64::min)
+                                * 100.0,
+                            cost.pair_costs
+                                .iter()
+                                .copied()
+                                .fold(f64::NEG_INFINITY, f64::max)
+                                * 100.0,
                         ),
                     ],
                 );
