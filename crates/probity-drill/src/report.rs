@@ -272,7 +272,7 @@ impl Report {
             let peak = format!("{:.1}%", pool.peak_error_rate_1s * 100.0);
             row(
                 &mut out,
-                ["peak fleet error rate (1 s)", "33.4%", "", &peak],
+                ["peak fleet error rate (1 s)", "33.4%", "2.1% for 9s", &peak],
             );
             row(&mut out, ["restarts", "0", "0", &pool.restarts.to_string()]);
             row(
@@ -494,7 +494,7 @@ impl Report {
             for verdict in &self.verdicts {
                 let _ = writeln!(
                     out,
-                    "  {} {:<10} {:<48} {}",
+                    "  {} {:<10} {:<54} {}",
                     if verdict.passed { "✓" } else { "✗" },
                     verdict.drill,
                     verdict.target,
