@@ -140,3 +140,54 @@ echo "health-check queries/s on the database, /readyz idle:        $idle"
 echo "health-check queries/s on the database, /readyz at $probes req/s: $loaded"
 awk -v i="$interval_ms" 'BEGIN { printf "expected from the db check alone:                %.2f (one per %d ms)\n", 1000 / i, i }'
 psql -h 127.0.0.1 -U postgres -d postgres -qtAc "drop database if exists $database with (force)" >/dev/null || true
+
+# --- probity agent ------------------------------------------------------------------------------
+# The agent's /readyz against the bare axum handler (same target as the library: ≥ 0.90 × bare),
+# with the agent polling a static app on loopback; then the agent's resident memory with 50
+# checks (25 TCP, 25 `app` HTTP polls of that app, one liveness condition), idle and under load.
+agent_port=18097 agent50_port=18096
+cargo build --quiet --release -p probity-cli --bin probity
+agent_config() { # checks → TOML on stdout
+  printf 'service = "bench"\n[app]\nurl = "http://127.0.0.1:%s"\n' "$bare_port"
+  for i in $(seq 1 "$1"); do
+    if ((i % 2)); then
+      printf '[readiness.tcp-%s]\ntcp = { target = "127.0.0.1:%s" }\ninterval = "1s"\ntimeout = "500ms"\n' "$i" "$bare_port"
+    else
+      printf '[readiness.app-%s]\napp = { url = "/readyz" }\ninterval = "1s"\ntimeout = "500ms"\n' "$i"
+    fi
+  done
+  printf '[liveness.app]\napp_liveness = { url = "/readyz" }\n'
+}
+agent_config 2 >"$work/agent.toml"
+agent_config 50 >"$work/agent50.toml"
+"${server_cpu[@]}" target/release/probity agent --config "$work/agent.toml" --listen 127.0.0.1:$agent_port >"$work/agent.log" 2>&1 &
+pids+=($!)
+wait_http "http://127.0.0.1:$agent_port/readyz"
+: >"$work/bare-axum-2" 
+for _ in $(seq "$rounds"); do
+  run_wrk bare-axum-2 "http://127.0.0.1:$bare_port/readyz"
+  run_wrk agent-readyz "http://127.0.0.1:$agent_port/readyz"
+  run_wrk agent-readyz-verbose "http://127.0.0.1:$agent_port/readyz?verbose"
+done
+echo
+echo "probity agent (2 checks) against bare axum, $rounds interleaved rounds"
+for name in bare-axum-2 agent-readyz agent-readyz-verbose; do
+  rps=$(cut -d' ' -f1 "$work/$name" | median)
+  p99=$(cut -d' ' -f2 "$work/$name" | sort -V | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }')
+  ratio=$(paste -d' ' "$work/$name" "$work/bare-axum-2" | awk '{ print $1 / $3 }' | median)
+  printf '%-20s %8.0f req/s   p99 %8s   %.2f × bare\n' "$name" "$rps" "$p99" "$ratio"
+done
+echo "target: agent /readyz ≥ 0.90 × bare"
+
+target/release/probity agent --config "$work/agent50.toml" --listen 127.0.0.1:$agent50_port >"$work/agent50.log" 2>&1 &
+agent50_pid=$!
+pids+=($agent50_pid)
+wait_http "http://127.0.0.1:$agent50_port/readyz"
+sleep 3 # a few polls of every check
+rss() { awk '/^VmRSS:/ { printf "%.1f MiB", $2 / 1024 }' "/proc/$1/status"; }
+idle_rss=$(rss $agent50_pid)
+"${client_cpu[@]}" wrk -t$threads -c$connections -d"${duration}s" "http://127.0.0.1:$agent50_port/readyz" >/dev/null
+loaded_rss=$(rss $agent50_pid)
+hwm=$(awk '/^VmHWM:/ { printf "%.1f MiB", $2 / 1024 }' "/proc/$agent50_pid/status")
+echo
+echo "probity agent with 50 checks: RSS idle $idle_rss, after ${duration}s of wrk $loaded_rss (peak $hwm)"

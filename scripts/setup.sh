@@ -38,11 +38,26 @@ fi
 need_pip=()
 "$VENV/bin/python" -c 'import kubernetes_validate' 2>/dev/null || need_pip+=(kubernetes-validate)
 "$VENV/bin/python" -c 'import grpc_health.v1' 2>/dev/null || need_pip+=(grpcio grpcio-health-checking)
+# probity agent's Python test service (crates/probity-agent/tests/apps/python).
+"$VENV/bin/python" -c 'import prometheus_client, psycopg, psycopg_pool' 2>/dev/null ||
+  need_pip+=(-r crates/probity-agent/tests/apps/python/requirements.txt)
 if ((${#need_pip[@]})); then
   log "installing Python packages: ${need_pip[*]}"
   "$VENV/bin/pip" install -q "${need_pip[@]}"
 fi
 export PATH="$VENV/bin:$PATH"
+
+# --- npm packages of probity agent's Node test service (node_modules beside it, gitignored) --
+NODE_APP=crates/probity-agent/tests/apps/node
+if command -v npm >/dev/null; then
+  if [ ! -d "$NODE_APP/node_modules/pg" ] || [ ! -d "$NODE_APP/node_modules/prom-client" ]; then
+    log "installing the Node test service's npm packages"
+    (cd "$NODE_APP" && npm ci --no-audit --no-fund --silent)
+  fi
+elif [ "${CI:-}" = "true" ]; then
+  log "npm not found: probity agent's Node tests need Node 18+ and npm"
+  exit 1
+fi
 
 # --- services --------------------------------------------------------------------------------
 port_open() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }

@@ -92,7 +92,11 @@ const DESCRIPTOR_HEADROOM: u64 = 64;
 /// The most connections a listener takes by default, however high the descriptor limit.
 const DEFAULT_CONNECTION_CAP: usize = 25_000;
 /// New connections whose first request line is being read at once, past the ordinary limit.
-const ADMISSION_SLOTS: usize = 32;
+const ADMISSION_SLOTS: usize = 64;
+/// How long the accept loop waits for an admission slot before closing a connection: reading a
+/// request line takes a moment, so during a burst of connections a probe waits its turn
+/// instead of being closed, while a flood of silent clients cannot stall accepting for long.
+const ADMISSION_WAIT: Duration = Duration::from_millis(20);
 /// The most bytes read to find a first request line.
 const REQUEST_LINE_MAX: usize = 2048;
 
@@ -177,7 +181,9 @@ impl ServeConfig {
         }
         let reserved = DESCRIPTOR_HEADROOM + (self.probe_reserve + ADMISSION_SLOTS) as u64;
         match descriptor_limit() {
-            Some(limit) => (limit.saturating_sub(reserved) as usize).clamp(1, DEFAULT_CONNECTION_CAP),
+            Some(limit) => {
+                (limit.saturating_sub(reserved) as usize).clamp(1, DEFAULT_CONNECTION_CAP)
+            }
             None => DEFAULT_CONNECTION_CAP,
         }
     }
@@ -298,7 +304,7 @@ where
                         let _ = connection.await;
                     });
                 } else if counts.reserve.load(Ordering::Acquire) < config.probe_reserve
-                    && counts.admitting.load(Ordering::Acquire) < ADMISSION_SLOTS
+                    && counts.admission_slot_within(ADMISSION_WAIT).await
                 {
                     let admitting = Slot::take(&counts, |counts| &counts.admitting);
                     let (config, counts, admitted_tx) = (config.clone(), counts.clone(), admitted_tx.clone());
@@ -383,6 +389,7 @@ struct Counts {
     ordinary: AtomicUsize,
     reserve: AtomicUsize,
     admitting: AtomicUsize,
+    admission_freed: tokio::sync::Notify,
     refused: AtomicU64,
     started: Instant,
     /// The second (since `started`, plus one) of the last logged refusal.
@@ -395,9 +402,24 @@ impl Counts {
             ordinary: AtomicUsize::new(0),
             reserve: AtomicUsize::new(0),
             admitting: AtomicUsize::new(0),
+            admission_freed: tokio::sync::Notify::new(),
             refused: AtomicU64::new(0),
             started: Instant::now(),
             last_warning: AtomicU64::new(0),
+        }
+    }
+
+    /// Whether an admission slot is free, waiting up to `wait` for one.
+    async fn admission_slot_within(&self, wait: Duration) -> bool {
+        let deadline = Instant::now() + wait;
+        loop {
+            let freed = self.admission_freed.notified();
+            if self.admitting.load(Ordering::Acquire) < ADMISSION_SLOTS {
+                return true;
+            }
+            if tokio::time::timeout_at(deadline, freed).await.is_err() {
+                return false;
+            }
         }
     }
 
@@ -435,6 +457,7 @@ impl Slot {
 impl Drop for Slot {
     fn drop(&mut self) {
         (self.field)(&self.counts).fetch_sub(1, Ordering::AcqRel);
+        self.counts.admission_freed.notify_waiters();
     }
 }
 
@@ -576,6 +599,9 @@ mod tests {
         if let Some(descriptors) = descriptor_limit() {
             assert!((limit as u64) < descriptors);
         }
-        assert_eq!(ServeConfig::default().max_connections(7).connection_limit(), 7);
+        assert_eq!(
+            ServeConfig::default().max_connections(7).connection_limit(),
+            7
+        );
     }
 }

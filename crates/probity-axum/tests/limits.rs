@@ -26,7 +26,8 @@ fn start(config: ServeConfig) -> (Health, Connector) {
 
 #[tokio::test(start_paused = true)]
 async fn a_client_dribbling_its_headers_is_cut_at_the_header_read_timeout() {
-    let (_health, connector) = start(ServeConfig::default().header_read_timeout(Duration::from_secs(5)));
+    let (_health, connector) =
+        start(ServeConfig::default().header_read_timeout(Duration::from_secs(5)));
     let mut slow = connector.connect().unwrap();
     let started = Instant::now();
     assert!(send(&mut slow, b"GET /orders HTTP/1.1\r\nhost: shop\r\n").await);
@@ -51,7 +52,8 @@ async fn a_client_dribbling_its_headers_is_cut_at_the_header_read_timeout() {
 
 #[tokio::test(start_paused = true)]
 async fn an_idle_keep_alive_connection_is_closed_after_the_same_timeout() {
-    let (_health, connector) = start(ServeConfig::default().header_read_timeout(Duration::from_secs(5)));
+    let (_health, connector) =
+        start(ServeConfig::default().header_read_timeout(Duration::from_secs(5)));
     let mut client = connector.connect().unwrap();
     assert!(send(&mut client, b"GET /livez HTTP/1.1\r\nhost: shop\r\n\r\n").await);
     let answered = Instant::now();
@@ -81,7 +83,10 @@ async fn past_the_limit_probes_get_in_and_everything_else_is_turned_away() {
     // A probe still gets in, answered and closed.
     let (status, body) = connector.get("/livez").await.unwrap();
     assert_eq!((status, body.as_str()), (200, "ok\n"));
-    assert_eq!(connector.get("/readyz?verbose").await.map(|(s, _)| s), Some(200));
+    assert_eq!(
+        connector.get("/readyz?verbose").await.map(|(s, _)| s),
+        Some(200)
+    );
 
     // Anything else is told to come back later, with nothing processed.
     let mut other = connector.connect().unwrap();
@@ -95,7 +100,11 @@ async fn past_the_limit_probes_get_in_and_everything_else_is_turned_away() {
     let started = Instant::now();
     let raw = read_all(&mut silent).await.unwrap();
     assert!(raw.is_empty(), "{raw}");
-    assert!(started.elapsed() <= Duration::from_millis(1100), "{:?}", started.elapsed());
+    assert!(
+        started.elapsed() <= Duration::from_millis(1100),
+        "{:?}",
+        started.elapsed()
+    );
 
     // Once an ordinary slot frees, ordinary requests are served again.
     drop(idle.pop());
@@ -116,5 +125,9 @@ async fn with_the_reserve_full_a_new_connection_is_closed_at_once() {
     let mut refused = connector.connect().unwrap();
     let started = Instant::now();
     assert_eq!(read_all(&mut refused).await.as_deref(), Some(""));
-    assert_eq!(started.elapsed(), Duration::ZERO, "closed at once, not left waiting");
+    assert_eq!(
+        started.elapsed(),
+        Duration::ZERO,
+        "closed at once, not left waiting"
+    );
 }

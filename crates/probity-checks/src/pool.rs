@@ -429,13 +429,31 @@ pub struct AcquireTracker {
     shared: Arc<Shared>,
 }
 
-#[derive(Debug, Default)]
+#[derive(Debug)]
 struct Shared {
     acquired: AtomicU64,
     released: AtomicU64,
     timed_out: AtomicU64,
     waiting: AtomicU64,
+    /// When the tracker was made: `last_release` counts from it.
+    origin: Instant,
+    /// Nanoseconds after `origin` of the last release, plus one (0: none yet).
+    last_release: AtomicU64,
     state: Mutex<TrackerState>,
+}
+
+impl Default for Shared {
+    fn default() -> Self {
+        Self {
+            acquired: AtomicU64::new(0),
+            released: AtomicU64::new(0),
+            timed_out: AtomicU64::new(0),
+            waiting: AtomicU64::new(0),
+            origin: Instant::now(),
+            last_release: AtomicU64::new(0),
+            state: Mutex::new(TrackerState::default()),
+        }
+    }
 }
 
 /// How many recent waits are kept for the percentile.
@@ -503,6 +521,19 @@ impl AcquireTracker {
         }
     }
 
+    /// Whether a connection was given back within the last `window`: the pool is cycling, so
+    /// an acquisition that timed out meanwhile met a busy pool, not a broken one. Application
+    /// code uses it to decide whether an acquire timeout is a real failure to report
+    /// ([`probity::Reporter::failure`]) or load.
+    pub fn released_within(&self, window: Duration) -> bool {
+        let stored = self.shared.last_release.load(Ordering::Acquire);
+        if stored == 0 {
+            return false;
+        }
+        let last = self.shared.origin + Duration::from_nanos(stored - 1);
+        Instant::now().saturating_duration_since(last) <= window
+    }
+
     /// Acquisitions waiting right now.
     pub fn waiting(&self) -> u64 {
         self.shared.waiting.load(Ordering::Acquire)
@@ -553,6 +584,12 @@ impl AcquireTracker {
     fn release(&self, id: u64) {
         self.shared.state.lock().leases.remove(&id);
         self.shared.released.fetch_add(1, Ordering::AcqRel);
+        let since = Instant::now()
+            .saturating_duration_since(self.shared.origin)
+            .as_nanos() as u64;
+        self.shared
+            .last_release
+            .store(since.saturating_add(1), Ordering::Release);
     }
 }
 
@@ -821,7 +858,10 @@ mod tests {
         let seen = policy.evidence().unwrap();
         assert_eq!(seen.acquired, 1);
         assert_eq!(seen.released, 0, "still held");
-        assert!(!PoolPolicy::serving(&seen), "a connection taken and kept is not service");
+        assert!(
+            !PoolPolicy::serving(&seen),
+            "a connection taken and kept is not service"
+        );
         assert_eq!(seen.timed_out, 1);
         assert_eq!(seen.waiting, 0);
         assert_eq!(seen.p99, Some(Duration::from_millis(40)));
@@ -835,8 +875,16 @@ mod tests {
             error.message(),
             "1 connection held longer than the 10s leak bound (oldest 11.46s): 1 of 5 in use"
         );
+        assert!(
+            !tracker.released_within(Duration::from_secs(60)),
+            "nothing given back yet"
+        );
         drop(slow);
         assert!(policy.check_leaks(&figures).is_ok());
+        assert!(tracker.released_within(Duration::ZERO));
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        assert!(tracker.released_within(Duration::from_millis(300)));
+        assert!(!tracker.released_within(Duration::from_millis(299)));
     }
 
     #[tokio::test(start_paused = true)]

@@ -6,7 +6,9 @@
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
 
+mod agent;
 mod drill;
+mod inspect;
 mod lint;
 mod simulate;
 
@@ -26,6 +28,10 @@ enum Command {
     Simulate(simulate::Args),
     /// Inject real faults into a local fleet of checkout instances behind HAProxy.
     Drill(Box<drill::Args>),
+    /// Serve honest probes for a service in any language, as a sidecar.
+    Agent(agent::Args),
+    /// Judge a running service's health endpoints from outside.
+    Inspect(inspect::Args),
 }
 
 fn main() -> ExitCode {
@@ -34,6 +40,8 @@ fn main() -> ExitCode {
         Command::Lint(args) => lint::run(args),
         Command::Simulate(args) => simulate::run(args),
         Command::Drill(args) => drill::run(*args),
+        Command::Agent(args) => agent::run(args),
+        Command::Inspect(args) => inspect::run(args),
     };
     match result {
         Ok(code) => code,

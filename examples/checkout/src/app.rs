@@ -3,7 +3,7 @@
 
 use crate::cache::Cache;
 use crate::chaos::Chaos;
-use crate::db::{self, Database, DbError, Item};
+use crate::db::{Database, DbError, Item};
 use crate::recommendations::Recommendations;
 use axum::extract::rejection::JsonRejection;
 use axum::extract::{Path, Query, State};
@@ -110,20 +110,20 @@ fn error_response(status: StatusCode, message: impl Into<String>) -> Response {
 /// failed. The client reads the class of failure, never hosts or driver text; the log has it.
 fn database_error(error: &DbError) -> Response {
     match error {
-        DbError::Unavailable(reason) => {
-            tracing::warn!(%reason, "database unavailable");
-            let mut response =
-                error_response(StatusCode::SERVICE_UNAVAILABLE, "database unavailable");
-            response
-                .headers_mut()
-                .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
-            response
+        DbError::PoolTimeout => {
+            tracing::warn!("database unavailable: no pooled connection within the acquire timeout")
         }
+        DbError::Unavailable(reason) => tracing::warn!(%reason, "database unavailable"),
         DbError::Query(reason) => {
             tracing::error!(%reason, "database query failed");
-            error_response(StatusCode::INTERNAL_SERVER_ERROR, "database query failed")
+            return error_response(StatusCode::INTERNAL_SERVER_ERROR, "database query failed");
         }
     }
+    let mut response = error_response(StatusCode::SERVICE_UNAVAILABLE, "database unavailable");
+    response
+        .headers_mut()
+        .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+    response
 }
 
 /// `POST /orders` body.
@@ -184,7 +184,7 @@ async fn create_order(
         return error_response(StatusCode::UNPROCESSABLE_ENTITY, message);
     }
     let stored = state.db.create_order(&order.customer, &order.items).await;
-    db::report(&state.db_reporter, &stored);
+    state.db.report(&state.db_reporter, &stored);
     match stored {
         Ok(stored) => {
             if let Some(cache) = &state.cache {
@@ -214,7 +214,7 @@ async fn get_order(State(state): State<AppState>, Path(id): Path<String>) -> Res
         return ([("x-cache", "hit")], Json(order)).into_response();
     }
     let found = state.db.order(id).await;
-    db::report(&state.db_reporter, &found);
+    state.db.report(&state.db_reporter, &found);
     match found {
         Ok(Some(order)) => {
             if let Some(cache) = &state.cache {
@@ -260,7 +260,7 @@ async fn recommendations(
         }
     }
     let popular = state.db.popular(POPULAR_ITEMS).await;
-    db::report(&state.db_reporter, &popular);
+    state.db.report(&state.db_reporter, &popular);
     match popular {
         Ok(items) => {
             let mut response = Json(json!({

@@ -74,6 +74,7 @@ pub struct Database {
     pool: Backend,
     tracker: AcquireTracker,
     leak_bound: Duration,
+    acquire_timeout: Duration,
 }
 
 /// The pool, of either backend.
@@ -102,6 +103,10 @@ pub enum DbError {
     /// may be retried (503 with `Retry-After`).
     #[error("database unavailable: {0}")]
     Unavailable(String),
+    /// No pooled connection within the acquire timeout (503 with `Retry-After` too). While
+    /// connections are cycling this is load, not a broken database.
+    #[error("database unavailable: timed out waiting for a pooled connection")]
+    PoolTimeout,
     /// The query itself failed (500).
     #[error("database query failed: {0}")]
     Query(String),
@@ -111,6 +116,9 @@ impl DbError {
     /// Classifies a sqlx error. `connecting` is true for errors getting a connection, which
     /// always mean the database cannot be used, whatever the driver says.
     pub fn from_sqlx(error: &sqlx::Error, connecting: bool) -> DbError {
+        if matches!(error, sqlx::Error::PoolTimedOut) {
+            return DbError::PoolTimeout;
+        }
         if connecting || is_unavailable(error) {
             DbError::Unavailable(describe(error))
         } else {
@@ -149,6 +157,7 @@ impl Database {
             pool,
             tracker: AcquireTracker::new(),
             leak_bound,
+            acquire_timeout,
         })
     }
 
@@ -339,11 +348,23 @@ impl Database {
     /// Takes a connection out of the pool and keeps it (the leak fault), through the tracker
     /// like any request, so the leak bound sees it.
     pub async fn hold(&self, wait: Duration) -> Result<HeldConnection, DbError> {
+        // Under load the fault waits in line with the requests, and may time out in the
+        // pool's acquire timeout more than once before its turn comes.
         let held = async {
-            Ok(match &self.pool {
-                Backend::Sqlite(pool) => HeldConnection::Sqlite(self.acquire(pool).await?),
-                Backend::Postgres(pool) => HeldConnection::Postgres(self.acquire(pool).await?),
-            })
+            loop {
+                let attempt = match &self.pool {
+                    Backend::Sqlite(pool) => acquire(pool, &self.tracker)
+                        .await
+                        .map(HeldConnection::Sqlite),
+                    Backend::Postgres(pool) => acquire(pool, &self.tracker)
+                        .await
+                        .map(HeldConnection::Postgres),
+                };
+                match attempt {
+                    Err(sqlx::Error::PoolTimedOut) => continue,
+                    other => return other.map_err(|error| DbError::from_sqlx(&error, true)),
+                }
+            }
         };
         tokio::time::timeout(wait, held).await.unwrap_or_else(|_| {
             Err(DbError::Unavailable(
@@ -398,7 +419,9 @@ pub fn is_unavailable(error: &sqlx::Error) -> bool {
         | sqlx::Error::Tls(_)
         | sqlx::Error::Protocol(_)
         | sqlx::Error::WorkerCrashed => true,
-        sqlx::Error::Database(database) => database.code().is_some_and(|code| unavailable_code(&code)),
+        sqlx::Error::Database(database) => {
+            database.code().is_some_and(|code| unavailable_code(&code))
+        }
         _ => false,
     }
 }
@@ -420,13 +443,22 @@ fn unavailable_code(code: &str) -> bool {
             .is_ok_and(|code| matches!(code & 0xff, 5 | 6 | 10 | 14))
 }
 
-/// Reports a database outcome to the `db` check: only "the database cannot be used" counts
-/// as a failure; a rejected statement says nothing about the dependency.
-pub fn report<T>(reporter: &Reporter, outcome: &Result<T, DbError>) {
-    match outcome {
-        Ok(_) => reporter.success(),
-        Err(DbError::Unavailable(reason)) => reporter.failure(reason),
-        Err(DbError::Query(_)) => {}
+impl Database {
+    /// Reports a database outcome to the `db` check: only "the database cannot be used" counts
+    /// as a failure. A rejected statement says nothing about the dependency, and an acquire
+    /// timeout while connections are still being given back is load: reporting it would drain
+    /// a busy instance, shifting its load onto the rest of the fleet until they drain too.
+    pub fn report<T>(&self, reporter: &Reporter, outcome: &Result<T, DbError>) {
+        match outcome {
+            Ok(_) => reporter.success(),
+            Err(DbError::PoolTimeout) => {
+                if !self.tracker.released_within(self.acquire_timeout) {
+                    reporter.failure("no pooled connection given back within the acquire timeout");
+                }
+            }
+            Err(DbError::Unavailable(reason)) => reporter.failure(reason),
+            Err(DbError::Query(_)) => {}
+        }
     }
 }
 

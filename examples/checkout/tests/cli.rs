@@ -75,10 +75,22 @@ fn bad_flags_exit_2_saying_what_is_wrong() {
             &["--no-such-flag"][..],
             "unexpected argument '--no-such-flag'",
         ),
+        (
+            &[
+                "--database-url",
+                "postgres://app:hunter2@db:notaport/orders",
+            ][..],
+            "is not a valid PostgreSQL URL",
+        ),
+        (
+            &["--leak-bound", "10ms"][..],
+            "--leak-bound must be at least 1s",
+        ),
     ] {
         let (status, _, stderr) = run_to_exit(args, Duration::from_secs(20));
         assert_eq!(status.code(), Some(2), "{args:?}: {stderr}");
         assert!(stderr.contains(expected), "{args:?}: {stderr}");
+        assert!(!stderr.contains("hunter2"), "{args:?}: {stderr}");
     }
 }
 

@@ -43,7 +43,7 @@ async fn recommendations_come_from_the_service_while_it_answers() {
     );
     assert!(answer.body.contains("book-1"), "{}", answer.body);
     let check = poll_until(
-        Duration::from_secs(5),
+        Duration::from_secs(30),
         "recommendations healthy",
         || async {
             let answer = get(&checkout.url("/readyz/recommendations")).await;
@@ -101,7 +101,7 @@ async fn orders_are_cached_in_redis() {
     // Written through on creation: the first read is already a hit.
     let first = get(&checkout.url(&location)).await;
     assert_eq!((first.status, first.header("x-cache")), (200, Some("hit")));
-    let cache = poll_until(Duration::from_secs(5), "cache healthy", || async {
+    let cache = poll_until(Duration::from_secs(30), "cache healthy", || async {
         let answer = get(&checkout.url("/readyz/cache")).await;
         (answer.status == 200).then_some(answer)
     })

@@ -74,7 +74,7 @@ async fn check_watch_and_list_from_a_tonic_client() {
         ServingStatus::Serving
     );
     post(&checkout.admin_url("/chaos/leak-connections"), None).await;
-    let next = tokio::time::timeout(Duration::from_secs(3), watch.next())
+    let next = tokio::time::timeout(Duration::from_secs(15), watch.next())
         .await
         .unwrap();
     assert_eq!(next.unwrap().unwrap().status(), ServingStatus::NotServing);
@@ -85,7 +85,7 @@ async fn check_watch_and_list_from_a_tonic_client() {
         .into_inner();
     assert_eq!(liveness.status(), ServingStatus::Serving);
     post(&checkout.admin_url("/chaos/release-connections"), None).await;
-    let next = tokio::time::timeout(Duration::from_secs(5), watch.next())
+    let next = tokio::time::timeout(Duration::from_secs(15), watch.next())
         .await
         .unwrap();
     assert_eq!(next.unwrap().unwrap().status(), ServingStatus::Serving);
@@ -96,7 +96,7 @@ async fn check_watch_and_list_from_a_tonic_client() {
 
     // Shutdown: everything NOT_SERVING at once, liveness included.
     checkout.signal("TERM");
-    let next = tokio::time::timeout(Duration::from_secs(3), watch.next())
+    let next = tokio::time::timeout(Duration::from_secs(15), watch.next())
         .await
         .unwrap();
     assert_eq!(next.unwrap().unwrap().status(), ServingStatus::NotServing);

@@ -36,7 +36,7 @@ async fn readiness_fails_during_the_boot_delay_and_passes_after() {
     // The boot connects and migrates first (quickly, but not instantly on a busy machine),
     // then warms up for 3 s: readiness fails throughout, naming what is pending.
     poll_until(
-        Duration::from_secs(10),
+        Duration::from_secs(30),
         "/readyz pending on the warm-up alone",
         || async {
             let readyz = get(&checkout.url("/readyz")).await;
@@ -195,7 +195,7 @@ async fn details_are_withheld_publicly_and_shown_on_the_admin_listener() {
     wait_ready(&checkout).await;
     let leaked = post(&checkout.admin_url("/chaos/leak-connections"), None).await;
     assert_eq!(leaked.status, 200, "{}", leaked.body);
-    let public = poll_until(Duration::from_secs(5), "/readyz 503", || async {
+    let public = poll_until(Duration::from_secs(10), "/readyz 503", || async {
         let answer = get(&checkout.url("/readyz")).await;
         (answer.status == 503).then_some(answer)
     })
@@ -207,9 +207,8 @@ async fn details_are_withheld_publicly_and_shown_on_the_admin_listener() {
     let admin = get(&checkout.admin_url("/readyz")).await;
     assert_eq!(admin.status, 503);
     assert!(
-        admin
-            .body
-            .contains("[-]db failed: no connection available: 5 of 5 in use"),
+        admin.body.contains("[-]db failed: no connection within ")
+            && admin.body.contains(": 5 of 5 in use"),
         "{}",
         admin.body
     );
@@ -217,13 +216,13 @@ async fn details_are_withheld_publicly_and_shown_on_the_admin_listener() {
     let shown = Checkout::start(&["--chaos", "--public-details"]);
     wait_ready(&shown).await;
     post(&shown.admin_url("/chaos/leak-connections"), None).await;
-    let public = poll_until(Duration::from_secs(5), "/readyz 503", || async {
+    let public = poll_until(Duration::from_secs(10), "/readyz 503", || async {
         let answer = get(&shown.url("/readyz")).await;
         (answer.status == 503).then_some(answer)
     })
     .await;
     assert!(
-        public.body.contains("no connection available"),
+        public.body.contains("no connection within"),
         "{}",
         public.body
     );

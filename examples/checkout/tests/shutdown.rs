@@ -11,16 +11,18 @@ use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 use support::{Checkout, client, poll_until, send, wait_ready};
 
-/// How long the stand-in recommendations service takes for `customer=slow`.
-const SLOW: Duration = Duration::from_millis(1800);
-
-/// A recommendations service that answers at once, except for `customer=slow`.
+/// A recommendations service that answers at once, except for `customer=slow-MILLIS`, which
+/// takes that long.
 fn recommendations_stub() -> SocketAddr {
     let app = Router::new().route(
         "/recommendations",
         get(|Query(query): Query<HashMap<String, String>>| async move {
-            if query.get("customer").map(String::as_str) == Some("slow") {
-                tokio::time::sleep(SLOW).await;
+            let slow = query
+                .get("customer")
+                .and_then(|customer| customer.strip_prefix("slow-"))
+                .and_then(|millis| millis.parse().ok());
+            if let Some(millis) = slow {
+                tokio::time::sleep(Duration::from_millis(millis)).await;
             }
             axum::Json(serde_json::json!({ "items": [{ "sku": "book-1" }] }))
         }),
@@ -48,7 +50,7 @@ async fn sigterm_fails_readiness_at_once_drains_finishes_in_flight_and_exits() {
     let signalled = Instant::now();
     let readyz = checkout.url("/readyz");
     let not_ready = poll_until(
-        Duration::from_secs(1),
+        Duration::from_secs(10),
         "/readyz 503 after SIGTERM",
         || async {
             let answer = send(client(Duration::from_secs(1)).get(&readyz))
@@ -60,7 +62,8 @@ async fn sigterm_fails_readiness_at_once_drains_finishes_in_flight_and_exits() {
     .await;
     let to_503 = signalled.elapsed();
     eprintln!("observed: SIGTERM → /readyz 503 in {to_503:?}");
-    assert!(to_503 < Duration::from_millis(500), "{to_503:?}");
+    // At once, and in any case well before the drain delay is over.
+    assert!(to_503 < drain, "{to_503:?}");
     assert!(
         not_ready.body.contains("[-]shutdown failed: shutting down"),
         "{}",
@@ -73,16 +76,16 @@ async fn sigterm_fails_readiness_at_once_drains_finishes_in_flight_and_exits() {
     // A request that starts during the drain and runs past the listener closing.
     tokio::time::sleep_until((signalled + Duration::from_millis(1000)).into()).await;
     let in_flight = {
-        let url = checkout.url("/recommendations?customer=slow");
+        let url = checkout.url("/recommendations?customer=slow-1800");
         tokio::spawn(async move {
-            let answer = send(client(Duration::from_secs(10)).get(&url)).await;
+            let answer = send(client(Duration::from_secs(30)).get(&url)).await;
             (answer, Instant::now())
         })
     };
 
     // After the drain delay the listener is closed: new connections are refused.
     let livez = checkout.url("/livez");
-    let refused_at = poll_until(Duration::from_secs(4), "connection refused", || async {
+    let refused_at = poll_until(Duration::from_secs(20), "connection refused", || async {
         match send(client(Duration::from_millis(500)).get(&livez)).await {
             Err(error) if error.is_connect() => Some(Instant::now()),
             _ => None,
@@ -96,7 +99,7 @@ async fn sigterm_fails_readiness_at_once_drains_finishes_in_flight_and_exits() {
         "closed before the drain delay: {closed_after:?}"
     );
     assert!(
-        closed_after < drain + Duration::from_millis(700),
+        closed_after < drain + Duration::from_secs(3),
         "{closed_after:?}"
     );
 
@@ -114,7 +117,7 @@ async fn sigterm_fails_readiness_at_once_drains_finishes_in_flight_and_exits() {
     );
 
     let status = checkout
-        .wait_exit(Duration::from_secs(8))
+        .wait_exit(Duration::from_secs(30))
         .await
         .expect("checkout exits after the in-flight request");
     let exited = signalled.elapsed();
@@ -124,7 +127,7 @@ async fn sigterm_fails_readiness_at_once_drains_finishes_in_flight_and_exits() {
     );
     assert!(status.success(), "{status}");
     assert!(exited >= drain + Duration::from_millis(700), "{exited:?}");
-    assert!(exited < drain + Duration::from_secs(5), "{exited:?}");
+    assert!(exited < drain + Duration::from_secs(15), "{exited:?}");
     let log = checkout.stderr.text();
     assert!(log.contains("SIGTERM received"), "{log}");
     assert!(
@@ -147,24 +150,29 @@ async fn the_in_flight_deadline_bounds_the_exit() {
         "10s",
     ]);
     wait_ready(&checkout).await;
+    // Far longer than drain + deadline, so the bound shows even on a slow machine.
+    let slow = Duration::from_secs(8);
     let in_flight = {
-        let url = checkout.url("/recommendations?customer=slow");
-        tokio::spawn(async move { send(client(Duration::from_secs(10)).get(&url)).await })
+        let url = checkout.url(&format!(
+            "/recommendations?customer=slow-{}",
+            slow.as_millis()
+        ));
+        tokio::spawn(async move { send(client(Duration::from_secs(30)).get(&url)).await })
     };
     tokio::time::sleep(Duration::from_millis(100)).await;
     checkout.signal("TERM");
     let signalled = Instant::now();
     let status = checkout
-        .wait_exit(Duration::from_secs(5))
+        .wait_exit(Duration::from_secs(20))
         .await
         .expect("exits");
     let exited = signalled.elapsed();
     eprintln!(
-        "observed: drain 500 ms + deadline 500 ms with a 1.8 s request → exit after {exited:?}"
+        "observed: drain 500 ms + deadline 500 ms with an 8 s request → exit after {exited:?}"
     );
     assert!(status.success(), "{status}");
     assert!(
-        exited >= Duration::from_secs(1) && exited < SLOW,
+        exited >= Duration::from_secs(1) && exited < slow,
         "{exited:?}"
     );
     assert!(

@@ -173,11 +173,30 @@ impl Checkout {
     /// Starts `checkout` on free loopback ports with its own data directory and `args`, and
     /// waits until it listens. Retries on the rare port collision.
     pub fn start(args: &[&str]) -> Checkout {
+        Self::start_under(&[], args)
+    }
+
+    /// Like [`Checkout::start`], with at most `descriptors` open files (`prlimit`).
+    pub fn start_with_descriptor_limit(descriptors: u32, args: &[&str]) -> Checkout {
+        let limit = format!("--nofile={descriptors}:{descriptors}");
+        Self::start_under(&["prlimit", &limit, "--"], args)
+    }
+
+    /// Starts `checkout` through `wrapper` (a command that execs the rest of its arguments).
+    fn start_under(wrapper: &[&str], args: &[&str]) -> Checkout {
         for _ in 0..5 {
             let data = TempDir::new("data");
             let listen = free_address();
             let admin = free_address();
-            let mut child = Command::new(binary())
+            let mut command = match wrapper.split_first() {
+                Some((program, rest)) => {
+                    let mut command = Command::new(program);
+                    command.args(rest).arg(binary());
+                    command
+                }
+                None => Command::new(binary()),
+            };
+            let mut child = command
                 .arg("--listen")
                 .arg(listen.to_string())
                 .arg("--admin-listen")
@@ -469,4 +488,118 @@ pub fn python_with_grpc_health() -> Option<String> {
     }
     eprintln!("SKIPPED: {message}");
     None
+}
+
+/// What a load run saw: answers by status code, and requests that got no answer.
+#[derive(Debug, Clone, Default)]
+pub struct LoadReport {
+    pub by_status: std::collections::BTreeMap<u16, u64>,
+    pub errors: u64,
+}
+
+impl LoadReport {
+    pub fn total(&self) -> u64 {
+        self.by_status.values().sum::<u64>() + self.errors
+    }
+
+    pub fn count(&self, status: u16) -> u64 {
+        self.by_status.get(&status).copied().unwrap_or(0)
+    }
+}
+
+/// Order traffic from `connections` keep-alive clients, each sending `POST /orders` as fast
+/// as it is answered, until stopped or `limit` has passed (every load here is bounded).
+pub struct Load {
+    stop: Arc<std::sync::atomic::AtomicBool>,
+    workers: Vec<tokio::task::JoinHandle<LoadReport>>,
+}
+
+impl Load {
+    pub fn start(base: &str, connections: usize, limit: Duration) -> Load {
+        let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let until = Instant::now() + limit;
+        let url = format!("{base}/orders");
+        let workers = (0..connections)
+            .map(|worker| {
+                let (stop, url) = (stop.clone(), url.clone());
+                tokio::spawn(async move {
+                    let client = reqwest::Client::builder()
+                        .timeout(Duration::from_secs(10))
+                        .pool_max_idle_per_host(1)
+                        .build()
+                        .expect("HTTP client");
+                    let body = format!(
+                        r#"{{"customer":"load-{worker}","items":[{{"sku":"sku-{worker}","quantity":1,"price_cents":250}}]}}"#
+                    );
+                    let mut report = LoadReport::default();
+                    while !stop.load(Ordering::Relaxed) && Instant::now() < until {
+                        let sent = client
+                            .post(&url)
+                            .header("content-type", "application/json")
+                            .body(body.clone())
+                            .send()
+                            .await;
+                        match sent {
+                            Ok(response) => {
+                                let status = response.status().as_u16();
+                                let _ = response.bytes().await;
+                                *report.by_status.entry(status).or_default() += 1;
+                            }
+                            Err(_) => {
+                                report.errors += 1;
+                                tokio::time::sleep(Duration::from_millis(10)).await;
+                            }
+                        }
+                    }
+                    report
+                })
+            })
+            .collect();
+        Load { stop, workers }
+    }
+
+    /// Stops the workers and adds up what they saw.
+    pub async fn stop(self) -> LoadReport {
+        self.stop.store(true, Ordering::Relaxed);
+        let mut total = LoadReport::default();
+        for worker in self.workers {
+            let report = worker.await.expect("load worker");
+            for (status, count) in report.by_status {
+                *total.by_status.entry(status).or_default() += count;
+            }
+            total.errors += report.errors;
+        }
+        total
+    }
+}
+
+/// Polls `url` every `every` for `duration`, like a load balancer's health check; returns the
+/// status codes seen (0 for no answer within a second). The poller runs on a thread and runtime
+/// of its own, as a real prober is a process of its own: the test's load workers cannot delay
+/// it.
+pub async fn poll_statuses(url: &str, every: Duration, duration: Duration) -> Vec<u16> {
+    let url = url.to_owned();
+    let poller = std::thread::spawn(move || {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("poller runtime");
+        runtime.block_on(async move {
+            let until = Instant::now() + duration;
+            let client = client(Duration::from_secs(1));
+            let mut seen = Vec::new();
+            while Instant::now() < until {
+                let status = match client.get(&url).send().await {
+                    Ok(response) => response.status().as_u16(),
+                    Err(_) => 0,
+                };
+                seen.push(status);
+                tokio::time::sleep(every).await;
+            }
+            seen
+        })
+    });
+    tokio::task::spawn_blocking(move || poller.join().expect("poller thread"))
+        .await
+        .expect("join the poller")
 }

@@ -1,0 +1,221 @@
+//! The agent: a core [`Health`] built from the configuration, the observers that feed its
+//! liveness, and the background tasks its checks need.
+
+use crate::adapter::{self, APP_STARTED_STEP, Heartbeats, PathMap};
+use crate::checks::{self, Context, Task};
+use crate::config::{Config, ConfigError, DetailsSetting};
+use crate::liveness::{self, Observer, StartupGate};
+use probity::{Contract, Health};
+use probity_axum::Details;
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::path::Path;
+use std::time::Duration;
+
+/// Why an agent could not be built from a configuration.
+#[derive(Debug, thiserror::Error)]
+pub enum AgentError {
+    /// The file could not be read or parsed.
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    /// An entry is valid for the schema but cannot be built (a URL that does not parse, a
+    /// timeout not below the interval).
+    #[error("{}{}: {section} `{name}`: {message}", file.display(), line.map(|line| format!(":{line}")).unwrap_or_default())]
+    Entry {
+        /// The configuration file.
+        file: std::path::PathBuf,
+        /// The line of the entry, when found.
+        line: Option<usize>,
+        /// `readiness check` or `liveness condition`.
+        section: &'static str,
+        /// The entry's name.
+        name: String,
+        /// What is wrong.
+        message: String,
+    },
+}
+
+/// A configured agent, ready to start.
+pub struct Agent {
+    pub(crate) health: Health,
+    pub(crate) heartbeats: Heartbeats,
+    pub(crate) heartbeat_kinds: Vec<(String, adapter::Kind, Duration)>,
+    pub(crate) paths: PathMap,
+    pub(crate) details: Details,
+    pub(crate) listen: SocketAddr,
+    tasks: Vec<Task>,
+}
+
+impl std::fmt::Debug for Agent {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Agent")
+            .field("health", &self.health)
+            .field("paths", &self.paths)
+            .field("listen", &self.listen)
+            .field("tasks", &self.tasks.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Agent {
+    /// Reads a configuration file and builds the agent it describes.
+    pub fn load(path: &Path) -> Result<Agent, AgentError> {
+        let config = Config::load(path)?;
+        let text = std::fs::read_to_string(path).unwrap_or_default();
+        Agent::build(&config).map_err(|error| match error {
+            BuildFailure::Entry {
+                section,
+                name,
+                message,
+            } => AgentError::Entry {
+                file: path.to_owned(),
+                line: Config::line_of(&text, &name),
+                section,
+                name,
+                message,
+            },
+            BuildFailure::Core(error) => AgentError::Entry {
+                file: path.to_owned(),
+                line: Config::line_of(&text, error.check()),
+                section: "check",
+                name: error.check().to_owned(),
+                message: error.to_string(),
+            },
+        })
+    }
+
+    /// Builds the agent a configuration describes. Nothing runs until [`Agent::serve`].
+    pub fn build(config: &Config) -> Result<Agent, BuildFailure> {
+        let service = config.service.clone().unwrap_or_else(|| "app".to_owned());
+        let mut context = Context {
+            app_url: config.app.as_ref().map(|app| &app.url),
+            client: crate::fetch::client(),
+            scrapers: HashMap::new(),
+            tasks: Vec::new(),
+            service: service.clone(),
+        };
+        let mut builder = Health::builder().service(service);
+        for (name, entry) in &config.readiness.0 {
+            let spec = checks::build(name, entry, &mut context).map_err(|message| {
+                BuildFailure::Entry {
+                    section: "readiness check",
+                    name: name.clone(),
+                    message,
+                }
+            })?;
+            builder = builder.check(spec);
+        }
+        let boot_timeout = config
+            .app
+            .as_ref()
+            .and_then(|app| app.boot_timeout)
+            .map_or(liveness::DEFAULT_BOOT_TIMEOUT, |dur| dur.0);
+        if !config.liveness.0.is_empty() {
+            builder = builder
+                .startup_step(APP_STARTED_STEP)
+                .expected_boot(boot_timeout);
+        }
+        if let Some(delay) = config.shutdown.drain_delay {
+            builder = builder.drain_delay(delay.0);
+        }
+        if let Some(deadline) = config.shutdown.in_flight_deadline {
+            builder = builder.in_flight_deadline(deadline.0);
+        }
+        let health = builder.build().map_err(BuildFailure::Core)?;
+
+        let heartbeats = Heartbeats::default();
+        let gate = StartupGate::new(health.clone(), config.liveness.0.len());
+        let mut heartbeat_kinds = Vec::new();
+        for (name, entry) in &config.liveness.0 {
+            let observer = Observer::new(
+                name,
+                entry,
+                &mut context,
+                &heartbeats,
+                gate.clone(),
+                boot_timeout,
+            )
+            .map_err(|message| BuildFailure::Entry {
+                section: "liveness condition",
+                name: name.clone(),
+                message,
+            })?;
+            let (bound, kind) = liveness::bound(entry);
+            heartbeat_kinds.push((name.clone(), kind, bound));
+            context.tasks.push(observer.run());
+        }
+        Ok(Agent {
+            health,
+            heartbeats,
+            heartbeat_kinds,
+            paths: PathMap {
+                liveness: config.paths.liveness.clone(),
+                readiness: config.paths.readiness.clone(),
+                startup: config.paths.startup.clone(),
+            },
+            details: match config.listen.details {
+                DetailsSetting::Hidden => Details::Hidden,
+                DetailsSetting::Shown => Details::Shown,
+            },
+            listen: config.listen.address,
+            tasks: context.tasks,
+        })
+    }
+
+    /// The core registry the agent serves.
+    pub fn health(&self) -> &Health {
+        &self.health
+    }
+
+    /// The address the configuration asks to listen on.
+    pub fn listen_address(&self) -> SocketAddr {
+        self.listen
+    }
+
+    /// What each probe checks, as the agent serves it (paths and liveness conditions included).
+    pub fn contract(&self) -> Contract {
+        adapter::contract(&self.health, &self.paths, &self.heartbeat_kinds)
+    }
+
+    /// Starts the pollers and observers, and serves on `listener` until the shutdown sequence
+    /// (SIGTERM or SIGINT: readiness fails, the drain delay passes, in-flight requests finish).
+    pub async fn serve(
+        self,
+        listener: tokio::net::TcpListener,
+        metrics: Option<metrics_exporter_prometheus::PrometheusHandle>,
+    ) -> std::io::Result<probity_axum::ShutdownReport> {
+        self.health
+            .start()
+            .map_err(|error| std::io::Error::other(error.to_string()))?;
+        self.health.shutdown_on_signals();
+        let router = crate::serve::router(&self, metrics);
+        let mut handles = Vec::new();
+        for task in self.tasks {
+            handles.push(tokio::spawn(task));
+        }
+        let report = probity_axum::serve(listener, router, &self.health).await;
+        for handle in handles {
+            handle.abort();
+        }
+        self.health.stop();
+        report
+    }
+}
+
+/// Why [`Agent::build`] failed.
+#[derive(Debug, thiserror::Error)]
+pub enum BuildFailure {
+    /// An entry could not be built.
+    #[error("{section} `{name}`: {message}")]
+    Entry {
+        /// `readiness check` or `liveness condition`.
+        section: &'static str,
+        /// The entry's name.
+        name: String,
+        /// What is wrong.
+        message: String,
+    },
+    /// The core refused the registry.
+    #[error(transparent)]
+    Core(probity::BuildError),
+}

@@ -1,0 +1,56 @@
+//! # probity-agent — honest probes for a service in any language
+//!
+//! A sidecar that stands beside an app written in any language and gives the kubelet the
+//! probes probity gives a Rust service, from the same core: background pollers, tiers,
+//! hysteresis, staleness, fail-open windows, a startup gate and a shutdown drain.
+//!
+//! - **Readiness** runs the checks of the configuration: the app's own health endpoint
+//!   (`app`: polled on the agent's cadence and cached, so a deep `/health` that does I/O on
+//!   every call sees one call per interval however often the kubelet and load balancers ask),
+//!   series of the app's Prometheus/OpenMetrics exposition (`metrics`: pool gauges such as
+//!   HikariCP's `hikaricp_connections_pending`, with presets), and every probity-checks
+//!   backend (PostgreSQL, MySQL/MariaDB, Redis, RabbitMQ, NATS, MQTT, HTTP, TCP, DNS, disk,
+//!   JWKS).
+//! - **Liveness** takes internal conditions only — the event-loop lag the app exports, a
+//!   heartbeat file it touches, its own liveness endpoint. A dependency check placed under
+//!   `liveness` is refused when the configuration is read: a restart does not fix someone
+//!   else's outage.
+//! - **Startup** passes once every liveness condition has seen the app alive.
+//!
+//! It serves `/livez`, `/readyz`, `/startupz` (paths configurable), `grpc.health.v1`,
+//! `/metrics`, `/contract` (what each probe checks, for `probity lint` and `probity simulate`)
+//! and `/agent/livez` (the agent's own liveness) on one listener.
+//!
+//! ```no_run
+//! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+//! let agent = probity_agent::Agent::load(std::path::Path::new("agent.toml"))?;
+//! let listener = tokio::net::TcpListener::bind(agent.listen_address()).await?;
+//! let report = agent.serve(listener, probity_agent::install_metrics()).await?;
+//! assert!(report.within_deadline);
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! The configuration schema is in [`config`] and in the crate README.
+
+mod adapter;
+mod agent;
+mod checks;
+pub mod config;
+mod fetch;
+pub mod inspect;
+mod liveness;
+mod scrape;
+mod serve;
+
+pub use agent::{Agent, AgentError, BuildFailure};
+pub use config::{Config, ConfigError, Format};
+
+/// Installs the process-wide Prometheus recorder the agent's `/metrics` renders, or `None`
+/// when another recorder is already installed.
+pub fn install_metrics() -> Option<metrics_exporter_prometheus::PrometheusHandle> {
+    let recorder = metrics_exporter_prometheus::PrometheusBuilder::new().build_recorder();
+    let handle = recorder.handle();
+    metrics::set_global_recorder(recorder).ok()?;
+    Some(handle)
+}

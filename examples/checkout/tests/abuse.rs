@@ -1,0 +1,123 @@
+//! Client behaviour never fails liveness: a thousand clients that connect and dribble their
+//! headers, against an instance allowed 256 open files, leave `/livez` answering 200 throughout;
+//! the instance never runs out of descriptors, and every slow client is cut after the
+//! header-read timeout (or turned away at once when no slot is left).
+
+mod support;
+
+use std::net::SocketAddr;
+use std::time::{Duration, Instant};
+use support::{Checkout, poll_statuses, wait_ready};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+const SLOW_CLIENTS: usize = 1000;
+const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(2);
+/// How long each slow client keeps dribbling, at most: the whole test is bounded by it.
+const DRIBBLE_FOR: Duration = Duration::from_secs(12);
+
+/// One slow client: connects, sends a request line and then a header line every 500 ms, never
+/// the blank line that ends the head. Returns how long the server took to close it, `None` if
+/// it could not connect or was still open when it gave up.
+async fn slow_client(address: SocketAddr, index: usize) -> Option<Duration> {
+    let stream = TcpStream::connect(address).await.ok()?;
+    let opened = Instant::now();
+    let (mut reader, mut writer) = stream.into_split();
+    let dribble = async move {
+        let _ = writer
+            .write_all(b"GET /orders HTTP/1.1\r\nhost: checkout\r\n")
+            .await;
+        let until = opened + DRIBBLE_FOR;
+        while Instant::now() < until {
+            tokio::time::sleep(Duration::from_millis(500)).await;
+            if writer
+                .write_all(format!("x-slow-{index}: still coming\r\n").as_bytes())
+                .await
+                .is_err()
+            {
+                // Writing fails once the server has reset the connection.
+                std::future::pending::<()>().await;
+            }
+        }
+    };
+    let closed = async {
+        let mut buffer = [0u8; 1024];
+        loop {
+            match reader.read(&mut buffer).await {
+                // Closed (FIN), reset, or answered "503, retry later" then closed.
+                Ok(0) | Err(_) => return opened.elapsed(),
+                Ok(_) => continue,
+            }
+        }
+    };
+    tokio::select! {
+        closed_after = closed => Some(closed_after),
+        () = dribble => None,
+    }
+}
+
+fn open_descriptors(pid: u32) -> usize {
+    std::fs::read_dir(format!("/proc/{pid}/fd")).map_or(0, |entries| entries.count())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn slow_clients_never_fail_liveness() {
+    let timeout = format!("{}s", HEADER_READ_TIMEOUT.as_secs());
+    let checkout = Checkout::start_with_descriptor_limit(256, &["--header-read-timeout", &timeout]);
+    wait_ready(&checkout).await;
+    let pid = checkout.pid();
+    let baseline = open_descriptors(pid);
+
+    let clients: Vec<_> = (0..SLOW_CLIENTS)
+        .map(|index| tokio::spawn(slow_client(checkout.listen, index)))
+        .collect();
+    let watch = tokio::spawn(async move {
+        let until = Instant::now() + DRIBBLE_FOR;
+        let mut most = 0;
+        while Instant::now() < until {
+            most = most.max(open_descriptors(pid));
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        most
+    });
+    let livez = poll_statuses(
+        &checkout.url("/livez"),
+        Duration::from_millis(100),
+        DRIBBLE_FOR - Duration::from_secs(1),
+    )
+    .await;
+
+    let mut closed_after = Vec::new();
+    let mut never_closed = 0;
+    for client in clients {
+        match client.await.expect("slow client") {
+            Some(after) => closed_after.push(after),
+            None => never_closed += 1,
+        }
+    }
+    let most_descriptors = watch.await.expect("descriptor watch");
+    closed_after.sort();
+    let slowest = closed_after.last().copied().unwrap_or_default();
+    eprintln!(
+        "observed: {} slow clients closed (slowest after {slowest:?}), {never_closed} left open; \
+         descriptors {baseline} → at most {most_descriptors} of 256; /livez {}/{} polls 200",
+        closed_after.len(),
+        livez.iter().filter(|&&status| status == 200).count(),
+        livez.len()
+    );
+    assert!(livez.len() >= 50, "{livez:?}");
+    assert!(
+        livez.iter().all(|&status| status == 200),
+        "slow clients failed liveness: {livez:?}\n{}",
+        checkout.stderr.text()
+    );
+    assert!(
+        most_descriptors < 256,
+        "the instance reached its descriptor limit: {most_descriptors}"
+    );
+    assert_eq!(never_closed, 0, "slow clients kept their connections");
+    assert!(
+        slowest <= HEADER_READ_TIMEOUT + Duration::from_secs(3),
+        "a slow client was cut only after {slowest:?}"
+    );
+}
