@@ -39,6 +39,7 @@
 use crate::quiet::DEFAULT_PROBE_PATHS;
 use axum::body::Body;
 use axum::serve::Listener;
+use futures_util::FutureExt;
 use http::{Request, Response};
 use hyper::body::Incoming;
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
@@ -92,11 +93,10 @@ const DESCRIPTOR_HEADROOM: u64 = 64;
 /// The most connections a listener takes by default, however high the descriptor limit.
 const DEFAULT_CONNECTION_CAP: usize = 25_000;
 /// New connections whose first request line is being read at once, past the ordinary limit.
+/// When they are all taken, a new connection is closed at once rather than waited on: the
+/// accept loop must never fall behind, or every probe queues in the kernel's backlog behind
+/// the flood.
 const ADMISSION_SLOTS: usize = 64;
-/// How long the accept loop waits for an admission slot before closing a connection: reading a
-/// request line takes a moment, so during a burst of connections a probe waits its turn
-/// instead of being closed, while a flood of silent clients cannot stall accepting for long.
-const ADMISSION_WAIT: Duration = Duration::from_millis(20);
 /// The most bytes read to find a first request line.
 const REQUEST_LINE_MAX: usize = 2048;
 
@@ -304,7 +304,7 @@ where
                         let _ = connection.await;
                     });
                 } else if counts.reserve.load(Ordering::Acquire) < config.probe_reserve
-                    && counts.admission_slot_within(ADMISSION_WAIT).await
+                    && counts.admitting.load(Ordering::Acquire) < ADMISSION_SLOTS
                 {
                     let admitting = Slot::take(&counts, |counts| &counts.admitting);
                     let (config, counts, admitted_tx) = (config.clone(), counts.clone(), admitted_tx.clone());
@@ -319,6 +319,17 @@ where
                             Admission::Refused(reason) => counts.warn_refused(reason, limit),
                         }
                     });
+                } else if counts.reserve.load(Ordering::Acquire) < config.probe_reserve {
+                    // Every admission slot is busy (a burst of connections). A probe sends its
+                    // request at once, so by the time it is accepted its request line is
+                    // usually there: take it without waiting, and close anything else.
+                    match admit_now(io, &config) {
+                        Some(io) => {
+                            let guard = Slot::take(&counts, |counts| &counts.reserve);
+                            let _ = admitted_tx.try_send(Admitted { io, guard });
+                        }
+                        None => counts.warn_refused("the connection limit is full", limit),
+                    }
                 } else {
                     // Closing at once keeps the backlog moving: a probe behind this connection
                     // gets its turn instead of waiting for a slot that may not come.
@@ -389,7 +400,6 @@ struct Counts {
     ordinary: AtomicUsize,
     reserve: AtomicUsize,
     admitting: AtomicUsize,
-    admission_freed: tokio::sync::Notify,
     refused: AtomicU64,
     started: Instant,
     /// The second (since `started`, plus one) of the last logged refusal.
@@ -402,24 +412,9 @@ impl Counts {
             ordinary: AtomicUsize::new(0),
             reserve: AtomicUsize::new(0),
             admitting: AtomicUsize::new(0),
-            admission_freed: tokio::sync::Notify::new(),
             refused: AtomicU64::new(0),
             started: Instant::now(),
             last_warning: AtomicU64::new(0),
-        }
-    }
-
-    /// Whether an admission slot is free, waiting up to `wait` for one.
-    async fn admission_slot_within(&self, wait: Duration) -> bool {
-        let deadline = Instant::now() + wait;
-        loop {
-            let freed = self.admission_freed.notified();
-            if self.admitting.load(Ordering::Acquire) < ADMISSION_SLOTS {
-                return true;
-            }
-            if tokio::time::timeout_at(deadline, freed).await.is_err() {
-                return false;
-            }
         }
     }
 
@@ -457,7 +452,6 @@ impl Slot {
 impl Drop for Slot {
     fn drop(&mut self) {
         (self.field)(&self.counts).fetch_sub(1, Ordering::AcqRel);
-        self.counts.admission_freed.notify_waiters();
     }
 }
 
@@ -510,6 +504,30 @@ content-length: 33\r\nconnection: close\r\n\r\ntoo many connections, retry later
         .await;
     let _ = io.shutdown().await;
     Admission::Refused("the connection limit is full and the request is not a probe")
+}
+
+/// Admits a connection whose request line has already arrived and names a probe, without
+/// waiting for anything; `None` (the connection dropped) otherwise.
+fn admit_now<Io>(mut io: Io, config: &ServeConfig) -> Option<Rewind<Io>>
+where
+    Io: AsyncRead + Unpin,
+{
+    let mut chunk = vec![0u8; REQUEST_LINE_MAX];
+    let n = match io.read(&mut chunk).now_or_never() {
+        Some(Ok(n)) if n > 0 => n,
+        _ => return None,
+    };
+    chunk.truncate(n);
+    let line = chunk.split(|&byte| byte == b'\n').next()?;
+    if line.len() == chunk.len() {
+        // Not a whole line yet.
+        return None;
+    }
+    let line = String::from_utf8_lossy(line);
+    let mut parts = line.split_ascii_whitespace();
+    let (method, target) = (parts.next()?, parts.next()?);
+    (matches!(method, "GET" | "HEAD") && config.is_probe_path(target))
+        .then(|| Rewind::new(chunk, io))
 }
 
 /// An I/O stream whose first bytes were already read: it yields them again, then the rest.

@@ -1,8 +1,8 @@
 //! `probity lint`: a thin layer over `probity-lint`.
 
 use anyhow::{Context, bail};
-use probity::Contract;
-use probity_lint::{Format, Options, Severity, output, rules, source};
+use probity_lint::contract::ServiceContract;
+use probity_lint::{Format, Options, Severity, fix, output, rules, source};
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -29,7 +29,8 @@ pub(crate) struct Args {
           value_parser = ["info", "warning", "error", "never"])]
     fail_on: String,
 
-    /// A service contract (JSON, as `checkout --print-contract` writes it); repeatable.
+    /// A service contract (JSON, as `checkout --print-contract` writes it, format version 1 or
+    /// 2); repeatable.
     #[arg(long = "contract", value_name = "FILE")]
     contracts: Vec<PathBuf>,
 
@@ -40,6 +41,23 @@ pub(crate) struct Args {
     /// List every rule with its severity and exit.
     #[arg(long)]
     list_rules: bool,
+
+    /// Apply the safe fixes in place (comments and formatting are kept), print what changed on
+    /// standard error, and report what remains.
+    #[arg(long)]
+    fix: bool,
+
+    /// With --fix: print the changes as a unified diff instead of writing them.
+    #[arg(long, requires = "fix")]
+    dry_run: bool,
+
+    /// List every skipped document (kinds the linter does not judge), not only their count.
+    #[arg(long, short)]
+    verbose: bool,
+
+    /// Refuse an input larger than this (bytes; suffixes K, M, G for KiB, MiB, GiB).
+    #[arg(long, value_name = "SIZE", default_value = "64M", value_parser = parse_size)]
+    max_input_size: u64,
 
     /// Colour in the human format.
     #[arg(long, value_name = "WHEN", default_value = "auto",
@@ -53,6 +71,28 @@ pub(crate) struct Args {
     /// `probe-load`: health-check requests per second reaching dependencies allowed.
     #[arg(long, value_name = "RPS", default_value_t = probity_lint::DEFAULT_MAX_DEPENDENCY_RPS)]
     max_dependency_rps: f64,
+}
+
+/// Parses a size: a number of bytes, or a number with K, M or G (KiB, MiB, GiB).
+fn parse_size(text: &str) -> Result<u64, String> {
+    let trimmed = text.trim();
+    let digits = trimmed.trim_end_matches(|c: char| c.is_ascii_alphabetic());
+    let unit = &trimmed[digits.len()..];
+    let multiplier: u64 = match unit.to_ascii_lowercase().as_str() {
+        "" | "b" => 1,
+        "k" | "kb" | "kib" => 1 << 10,
+        "m" | "mb" | "mib" => 1 << 20,
+        "g" | "gb" | "gib" => 1 << 30,
+        _ => return Err(format!("unknown size unit `{unit}`; use K, M or G")),
+    };
+    let number: u64 = digits
+        .trim()
+        .parse()
+        .map_err(|_| format!("`{text}` is not a size such as 64M"))?;
+    number
+        .checked_mul(multiplier)
+        .filter(|bytes| *bytes > 0)
+        .ok_or_else(|| format!("`{text}` is not a usable size"))
 }
 
 /// Runs `probity lint`.
@@ -81,7 +121,7 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
     for path in &args.contracts {
         let text = std::fs::read_to_string(path)
             .with_context(|| format!("cannot read contract {}", path.display()))?;
-        let contract = Contract::from_json(&text)
+        let contract = ServiceContract::from_json(&text)
             .with_context(|| format!("invalid contract {}", path.display()))?;
         contracts.push(contract);
     }
@@ -99,7 +139,59 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
         max_dependency_rps: args.max_dependency_rps,
     };
 
-    let sources = source::read_inputs(&args.paths, std::io::stdin().lock())?;
+    let inputs = source::read_inputs(&args.paths, std::io::stdin().lock(), args.max_input_size);
+    let mut sources = inputs.sources;
+    if args.fix {
+        let reads_stdin = sources
+            .iter()
+            .any(|source| source.name == source::STDIN_NAME);
+        if reads_stdin && !args.dry_run {
+            bail!("standard input cannot be fixed in place; use `--fix --dry-run` to see the diff");
+        }
+        let fixed = fix::fix_all(&sources, &options, |_| true);
+        let mut stderr = std::io::stderr().lock();
+        for applied in &fixed.applied {
+            writeln!(
+                stderr,
+                "{} {}:{}:{} [{}] {}",
+                if args.dry_run { "would fix" } else { "fixed" },
+                applied.file,
+                applied.line,
+                applied.column,
+                applied.rule,
+                applied.description
+            )?;
+        }
+        if args.dry_run {
+            for (index, source) in sources.iter().enumerate() {
+                if fixed.changed(&sources, index) {
+                    write!(
+                        stdout,
+                        "{}",
+                        fix::unified_diff(&source.name, &source.text, &fixed.sources[index].text)
+                    )?;
+                }
+            }
+            stdout.flush()?;
+        } else {
+            for (index, source) in sources.iter().enumerate() {
+                if fixed.changed(&sources, index) {
+                    std::fs::write(&source.name, &fixed.sources[index].text)
+                        .with_context(|| format!("cannot write the fixes to {}", source.name))?;
+                }
+            }
+        }
+        writeln!(
+            stderr,
+            "{} fix(es) {} in {} file(s)",
+            fixed.applied.len(),
+            if args.dry_run { "available" } else { "applied" },
+            (0..sources.len())
+                .filter(|index| fixed.changed(&sources, *index))
+                .count()
+        )?;
+        sources = fixed.sources;
+    }
     let report = probity_lint::lint(&sources, &options);
 
     let format = Format::parse(&args.format).unwrap_or(Format::Human);
@@ -108,12 +200,15 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
         "never" => false,
         _ => std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none(),
     };
-    write!(
-        stdout,
-        "{}",
-        output::render(&report, &sources, format, color)
-    )?;
-    stdout.flush()?;
+    let style = output::Style {
+        color,
+        verbose: args.verbose,
+    };
+    if !args.dry_run {
+        let mut buffered = std::io::BufWriter::with_capacity(1 << 16, stdout);
+        output::write(&report, &sources, format, style, &mut buffered)?;
+        buffered.flush()?;
+    }
 
     let mut stderr = std::io::stderr().lock();
     for &index in &report.unmatched_contracts {
@@ -129,10 +224,17 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
             args.contracts[index].display()
         )?;
     }
-    for error in &report.errors {
+    for error in &inputs.errors {
         writeln!(stderr, "error: {error}")?;
     }
-    if !report.errors.is_empty() {
+    if report.nothing_read() {
+        writeln!(
+            stderr,
+            "error: no document could be read: every one is invalid YAML or not a Kubernetes \
+             object (see the findings above)"
+        )?;
+    }
+    if !inputs.errors.is_empty() || report.nothing_read() {
         return Ok(ExitCode::from(2));
     }
     let fails = Severity::parse(&args.fail_on).is_some_and(|threshold| report.fails_at(threshold));

@@ -1,9 +1,14 @@
 //! `probity simulate`: run scenarios, print results, optionally chart them.
 
 use anyhow::{Context, bail};
-use probity_sim::{Report, Scenario, chart, compare_text, effective_seed, simulate};
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use probity_sim::{
+    Report, Scenario, chart, common_window, compare_text, effective_seed, simulate_with_progress,
+};
+use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::time::{Duration, Instant};
 
 /// Arguments of `probity simulate`.
 #[derive(Debug, clap::Args)]
@@ -32,14 +37,33 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
     if files.is_empty() {
         bail!("no scenario given: `probity simulate SCENARIO…` or `--compare BEFORE AFTER`");
     }
+    // A progress display on stderr for runs that take a while, when a person watches it.
+    let show_progress = !args.json && std::io::stderr().is_terminal();
     let mut reports: Vec<Report> = Vec::new();
     for file in &files {
         let scenario = Scenario::load(file)?;
-        reports.push(simulate(&scenario, effective_seed(&scenario, args.seed)));
+        let seed = effective_seed(&scenario, args.seed);
+        let report = if show_progress {
+            run_with_progress(&scenario, seed)
+        } else {
+            simulate_with_progress(&scenario, seed, &mut |_| {})
+        };
+        reports.push(report);
     }
     if args.json {
         let json = if comparing {
-            serde_json::json!({ "before": reports[0], "after": reports[1] })
+            // Both error rates over one window, so a fix that recovers sooner is not measured
+            // over a shorter span than the incident it fixes.
+            let window = common_window(&reports[0], &reports[1]);
+            serde_json::json!({
+                "before": reports[0],
+                "after": reports[1],
+                "window_s": [window.0, window.1],
+                "error_rate": {
+                    "before": reports[0].error_rate_between(window.0, window.1),
+                    "after": reports[1].error_rate_between(window.0, window.1),
+                },
+            })
         } else {
             serde_json::to_value(&reports).context("serialising the reports")?
         };
@@ -65,4 +89,31 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
             .with_context(|| format!("writing the chart to {}", path.display()))?;
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Runs a scenario, showing a progress bar on stderr once the run has taken a second.
+fn run_with_progress(scenario: &Scenario, seed: u64) -> Report {
+    let started = Instant::now();
+    let total_s = scenario.duration / 1000;
+    let mut bar: Option<ProgressBar> = None;
+    let report = simulate_with_progress(scenario, seed, &mut |simulated_ms| {
+        if bar.is_none() && started.elapsed() < Duration::from_secs(1) {
+            return;
+        }
+        let bar = bar.get_or_insert_with(|| {
+            let bar = ProgressBar::with_draw_target(Some(total_s), ProgressDrawTarget::stderr());
+            if let Ok(style) = ProgressStyle::with_template(
+                "{msg} [{bar:24}] {pos}/{len} s simulated, about {eta} left",
+            ) {
+                bar.set_style(style.progress_chars("=> "));
+            }
+            bar.set_message(scenario.name.clone());
+            bar
+        });
+        bar.set_position(simulated_ms / 1000);
+    });
+    if let Some(bar) = bar {
+        bar.finish_and_clear();
+    }
+    report
 }

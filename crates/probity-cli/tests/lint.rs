@@ -69,12 +69,86 @@ fn exits_zero_when_clean_one_on_findings_two_on_errors() {
     let output = probity(&["lint", "--fail-on", "error", &warning], None);
     assert_eq!(output.status.code(), Some(0));
 
+    // A broken document is a finding; the run goes on and exits 1.
     let output = probity(&["lint", &clean, &broken], None);
+    assert_eq!(output.status.code(), Some(1));
+    let stdout = text(&output.stdout);
+    assert!(
+        stdout.contains(&format!("{broken}:1:")) && stdout.contains("error[invalid-yaml]"),
+        "{stdout}"
+    );
+
+    // Nothing could be read at all: exit 2.
+    let output = probity(&["lint", &broken], None);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(
+        text(&output.stderr).contains("no document could be read"),
+        "{}",
+        text(&output.stderr)
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn unreadable_inputs_exit_two_and_the_others_are_still_judged() {
+    let dir = temp_dir("unreadable");
+    let warning = write(&dir, "warning.yaml", WARNING);
+    let missing = dir.join("missing.yaml").display().to_string();
+    let output = probity(&["lint", &missing, "/dev/zero", &warning], None);
     assert_eq!(output.status.code(), Some(2));
     let stderr = text(&output.stderr);
-    assert!(stderr.contains(&format!("{broken}:")), "{stderr}");
-    assert!(stderr.contains("invalid YAML"), "{stderr}");
+    assert!(
+        stderr.contains(&format!("error: cannot read {missing}: ")),
+        "{stderr}"
+    );
+    assert_eq!(stderr.matches("os error").count(), 1, "{stderr}");
+    assert!(
+        stderr.contains("error: cannot read /dev/zero: it is a character device"),
+        "{stderr}"
+    );
+    assert!(
+        text(&output.stdout).contains("warning[timeout-not-below-period]"),
+        "the readable input is still judged"
+    );
+
+    let output = probity(&["lint", "--max-input-size", "100", &warning], None);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(
+        text(&output.stderr).contains("larger than the input limit of 100 bytes"),
+        "{}",
+        text(&output.stderr)
+    );
+
+    let binary = dir.join("binary.yaml");
+    std::fs::write(&binary, b"apiVersion: v1\n\x89PNG").unwrap();
+    let output = probity(&["lint", &binary.display().to_string()], None);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(
+        text(&output.stderr).contains("not UTF-8 text (byte 0x89 at byte offset 15, line 2)"),
+        "{}",
+        text(&output.stderr)
+    );
     std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn counts_skipped_kinds_and_lists_them_when_verbose() {
+    let input = format!(
+        "{WARNING}---\napiVersion: v1\nkind: ConfigMap\nmetadata: {{name: settings}}\n---\napiVersion: monitoring.coreos.com/v1\nkind: PrometheusRule\nmetadata: {{name: alerts}}\n"
+    );
+    let output = probity(&["lint", "-"], Some(&input));
+    let stdout = text(&output.stdout);
+    assert!(
+        stdout.contains("2 document(s) of other kinds skipped (ConfigMap 1, PrometheusRule 1;"),
+        "{stdout}"
+    );
+    assert!(!stdout.contains("skipped: <stdin>"), "{stdout}");
+    let output = probity(&["lint", "--verbose", "-"], Some(&input));
+    let stdout = text(&output.stdout);
+    assert!(
+        stdout.contains("skipped: <stdin>:13: ConfigMap `settings`"),
+        "{stdout}"
+    );
 }
 
 #[test]
@@ -206,4 +280,82 @@ fn reads_contracts_and_rejects_bad_ones() {
 fn needs_a_path_unless_explaining() {
     let output = probity(&["lint"], None);
     assert_eq!(output.status.code(), Some(2));
+}
+
+const FIXABLE: &str = "apiVersion: v1\nkind: Pod\nmetadata: {name: slow}\nspec:\n  containers:\n  - name: app\n    image: a\n    livenessProbe:\n      httpGet: {path: /livez, port: 8080}\n      # the endpoint answers from memory\n      timeoutSeconds: 10 # was copied from the period\n      failureTreshold: 3\n";
+
+#[test]
+fn fix_dry_run_prints_a_diff_and_writes_nothing() {
+    let dir = temp_dir("dry-run");
+    let path = write(&dir, "pod.yaml", FIXABLE);
+    let output = probity(&["lint", "--fix", "--dry-run", &path], None);
+    let stdout = text(&output.stdout);
+    assert!(
+        stdout.starts_with(&format!("--- {path}\n+++ {path}\n")),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("-      timeoutSeconds: 10 # was copied from the period\n")
+            && stdout.contains("+      timeoutSeconds: 9 # was copied from the period\n"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("+      failureThreshold: 3\n"), "{stdout}");
+    let stderr = text(&output.stderr);
+    assert!(
+        stderr.contains(&format!(
+            "would fix {path}:11:23 [timeout-not-below-period] set `timeoutSeconds` to 9"
+        )),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("2 fix(es) available in 1 file(s)"),
+        "{stderr}"
+    );
+    assert_eq!(
+        output.status.code(),
+        Some(0),
+        "nothing would remain: {stderr}"
+    );
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), FIXABLE);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn fix_writes_the_file_in_place_and_reports_what_remains() {
+    let dir = temp_dir("fix");
+    let path = write(
+        &dir,
+        "pod.yaml",
+        &format!(
+            "{FIXABLE}    readinessProbe:\n      httpGet: {{path: /livez, port: 8080}}\n      timeoutSeconds: 10\n"
+        ),
+    );
+    let output = probity(&["lint", "--fix", &path], None);
+    let fixed = std::fs::read_to_string(&path).unwrap();
+    assert!(fixed.contains("      # the endpoint answers from memory\n      timeoutSeconds: 9 # was copied from the period\n      failureThreshold: 3\n"), "{fixed}");
+    assert!(fixed.contains("    readinessProbe:\n      httpGet: {path: /livez, port: 8080}\n      timeoutSeconds: 9\n"), "{fixed}");
+    let stderr = text(&output.stderr);
+    assert!(
+        stderr.contains(&format!(
+            "fixed {path}:12:7 [unknown-field] rename `failureTreshold` to `failureThreshold`"
+        )),
+        "{stderr}"
+    );
+    // The identical probes have no mechanical fix: they are still reported, and decide the exit.
+    let stdout = text(&output.stdout);
+    assert!(
+        stdout.contains("error[identical-liveness-readiness]"),
+        "{stdout}"
+    );
+    assert!(!stdout.contains("timeout-not-below-period"), "{stdout}");
+    assert_eq!(output.status.code(), Some(1));
+
+    let output = probity(&["lint", "--fix", "-"], Some(FIXABLE));
+    assert_eq!(output.status.code(), Some(2));
+    assert!(
+        text(&output.stderr).contains("standard input cannot be fixed in place"),
+        "{}",
+        text(&output.stderr)
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -18,7 +18,7 @@ fn probity(args: &[&str]) -> std::process::Output {
 
 #[test]
 fn json_output_is_byte_identical_for_the_same_seed() {
-    let file = scenario("seed-000-pool-leak-after.yaml");
+    let file = scenario("pool-leak-after.yaml");
     let file = file.to_str().unwrap();
     let one = probity(&["simulate", file, "--json", "--seed", "3"]);
     let two = probity(&["simulate", file, "--json", "--seed", "3"]);
@@ -42,8 +42,8 @@ fn json_output_is_byte_identical_for_the_same_seed() {
 
 #[test]
 fn compare_prints_both_scenarios_side_by_side() {
-    let before = scenario("seed-000-pool-leak-before.yaml");
-    let after = scenario("seed-000-pool-leak-after.yaml");
+    let before = scenario("pool-leak-before.yaml");
+    let after = scenario("pool-leak-after.yaml");
     let out = probity(&[
         "simulate",
         "--compare",
@@ -52,10 +52,30 @@ fn compare_prints_both_scenarios_side_by_side() {
     ]);
     assert!(out.status.success());
     let text = String::from_utf8(out.stdout).unwrap();
-    assert!(
-        text.contains("seed-000-pool-leak-before") && text.contains("seed-000-pool-leak-after")
-    );
+    assert!(text.contains("pool-leak-before") && text.contains("pool-leak-after"));
     assert!(text.contains("time to drain") && text.contains("never"));
+    // What a reader acts on comes first.
+    assert!(
+        text.lines().nth(1).unwrap().starts_with("requests failed"),
+        "{text}"
+    );
+    // Both error rates over the same window: the fix no longer reads as a regression.
+    let json = probity(&[
+        "simulate",
+        "--json",
+        "--compare",
+        before.to_str().unwrap(),
+        after.to_str().unwrap(),
+    ]);
+    let json: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
+    let before_rate = json["error_rate"]["before"].as_f64().unwrap();
+    let after_rate = json["error_rate"]["after"].as_f64().unwrap();
+    assert!(
+        after_rate < before_rate / 10.0,
+        "{before_rate} vs {after_rate}"
+    );
+    assert_eq!(json["after"]["drain"], "drained");
+    assert_eq!(json["before"]["drain"], "never-drained");
 }
 
 #[test]
@@ -74,11 +94,86 @@ fn a_bad_scenario_exits_2_naming_file_and_field() {
     let chart = dir.join("chart.svg");
     let ok = probity(&[
         "simulate",
-        scenario("seed-000-deadlock.yaml").to_str().unwrap(),
+        scenario("deadlock.yaml").to_str().unwrap(),
         "--chart",
         chart.to_str().unwrap(),
     ]);
     assert!(ok.status.success());
     assert!(std::fs::read_to_string(&chart).unwrap().starts_with("<svg"));
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+/// A scenario that takes a few seconds to run: a large fleet for ten simulated minutes.
+fn slow_scenario(dir: &std::path::Path) -> PathBuf {
+    let path = dir.join("slow.yaml");
+    std::fs::write(
+        &path,
+        r#"
+name: slow
+duration: 10m
+fleet: { replicas: 10000 }
+dependencies: { db: {} }
+app:
+  endpoints:
+    /livez: { checks: [] }
+    /readyz: { mode: cached, checks: [db] }
+container:
+  livenessProbe:  { httpGet: { path: /livez, port: 8080 }, periodSeconds: 10 }
+  readinessProbe: { httpGet: { path: /readyz, port: 8080 }, periodSeconds: 5 }
+faults:
+  - { kind: dependency-outage, dependency: db, at: 5m, duration: 1m }
+"#,
+    )
+    .unwrap();
+    path
+}
+
+fn find_script() -> Option<PathBuf> {
+    std::env::split_paths(&std::env::var_os("PATH")?)
+        .map(|dir| dir.join("script"))
+        .find(|candidate| candidate.is_file())
+}
+
+#[test]
+fn progress_shows_on_a_terminal_only_and_never_with_json() {
+    let dir = std::env::temp_dir().join(format!("probity-cli-progress-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let slow = slow_scenario(&dir);
+    let slow = slow.to_str().unwrap();
+    // Not a terminal: nothing on stderr.
+    let piped = probity(&["simulate", slow]);
+    assert!(piped.status.success());
+    assert!(
+        piped.stderr.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&piped.stderr)
+    );
+    let Some(script) = find_script() else {
+        if std::env::var("CI").is_ok_and(|value| value == "true") {
+            panic!("`script` (util-linux) is needed to give the command a terminal");
+        }
+        eprintln!("!!! SKIPPED: no `script` to run the command on a terminal");
+        return;
+    };
+    // On a terminal (script(1) gives it one), a run longer than a second shows a bar.
+    let on_terminal = |extra: &str| {
+        let log = dir.join("tty.log");
+        let command = format!("{} simulate {slow} {extra}", env!("CARGO_BIN_EXE_probity"));
+        let status = Command::new(&script)
+            .args(["-qec", &command])
+            .arg(&log)
+            .stdout(std::process::Stdio::null())
+            .status()
+            .unwrap();
+        assert!(status.success());
+        String::from_utf8_lossy(&std::fs::read(&log).unwrap()).into_owned()
+    };
+    let shown = on_terminal("");
+    assert!(shown.contains("s simulated"), "no progress bar in: {shown}");
+    let json = on_terminal("--json");
+    assert!(
+        !json.contains("s simulated"),
+        "a progress bar with --json: {json}"
+    );
     std::fs::remove_dir_all(&dir).ok();
 }

@@ -1,19 +1,26 @@
 //! The linter: inputs → documents → objects → findings, suppressions applied.
+//!
+//! Each input is parsed one document at a time: a document's tree lives only while its objects
+//! are judged, and what the cross-object rules need (labels, selectors, replica counts, probe
+//! rates) is kept as a small [`summary`](crate::summary). Memory therefore grows with the number
+//! of objects, not with the size of their YAML, and time is linear in the input.
 
-use crate::facts::{self, Suppression};
-use crate::finding::{Finding, InputError, Report};
+use crate::contract::ServiceContract;
+use crate::facts;
+use crate::finding::{Finding, Report, SkippedDocument};
 use crate::model::{self, Body, Object, Read};
-use crate::rules::{self, Rule};
+use crate::rules::{self, Rule, catalogue};
 use crate::source::Source;
-use crate::yaml::{self, Node, Position};
-use probity::contract::Contract;
+use crate::summary::{self, Subject, Summaries};
+use crate::yaml::{self, DuplicateKey, Node, Parsed, Position};
+use std::sync::Arc;
 
 /// What the linter needs beyond the manifests.
 #[derive(Debug, Clone)]
 pub struct Options {
     /// Service contracts (`--contract FILE`), matched to containers by the contract's `service`
     /// name (see `docs/lint-rules.md`).
-    pub contracts: Vec<Contract>,
+    pub contracts: Vec<ServiceContract>,
     /// Health-check requests per second across a workload's replicas above which `probe-load`
     /// fires.
     pub max_probe_rps: f64,
@@ -42,87 +49,43 @@ const MAX_LIST_DEPTH: usize = 8;
 
 /// Lints every document of every source.
 pub fn lint(sources: &[Source], options: &Options) -> Report {
-    let mut report = Report::default();
-    let parsed: Vec<Vec<yaml::Document>> = parse_all(sources)
-        .into_iter()
-        .zip(sources)
-        .map(|(parsed, source)| match parsed {
-            Ok(documents) => documents,
-            Err(error) => {
-                report.errors.push(InputError {
-                    file: source.name.clone(),
-                    line: error.line,
-                    column: error.column,
-                    message: format!("invalid YAML: {}", error.message),
-                });
-                Vec::new()
-            }
-        })
-        .collect();
+    let threads = std::thread::available_parallelism().map_or(1, usize::from);
+    lint_on(sources, options, threads)
+}
 
-    let mut objects = Vec::new();
-    for (index, documents) in parsed.iter().enumerate() {
-        for root in documents
-            .iter()
-            .filter_map(|document| document.root.as_ref())
-        {
-            collect(sources, index, root, 0, &mut objects, &mut report);
-        }
-    }
-    report.objects = objects.len();
-
-    let mut cx = Cx {
-        sources,
-        options,
-        findings: Vec::new(),
-    };
-    let mut all_facts = Vec::with_capacity(objects.len());
-    let mut suppressions = Vec::with_capacity(objects.len());
-    for (index, object) in objects.iter().enumerate() {
-        let (facts, object_suppressions, problems) =
-            facts::read_annotations(object, &options.contracts);
-        for problem in problems {
-            cx.report(
-                index,
-                object,
-                facts::PROBLEM_RULE,
-                problem.position,
-                None,
-                problem.message,
-            );
-        }
-        all_facts.push(facts);
-        suppressions.push(object_suppressions);
-    }
-
-    let service_names: Vec<&str> = objects
+/// Lints on at most `threads` threads.
+fn lint_on(sources: &[Source], options: &Options, threads: usize) -> Report {
+    let names: Vec<Arc<str>> = sources
         .iter()
-        .filter(|object| matches!(object.body, Body::Service(_)))
-        .map(|object| object.name.as_str())
+        .map(|source| Arc::from(source.name.as_str()))
         .collect();
-    for (index, object) in objects.iter().enumerate() {
-        rules::api::check(&mut cx, index, object);
-        if let Body::Workload(workload) = &object.body
-            && let Some(pod) = &workload.pod
-        {
-            let facts = &all_facts[index];
-            rules::probes::check(&mut cx, index, object, workload, pod, facts, &service_names);
-            rules::termination::check(&mut cx, index, object, workload, pod, facts);
-        }
-    }
-    rules::fleet::check(&mut cx, &objects, &all_facts);
-    report.unmatched_contracts = unmatched_contracts(&options.contracts, &objects);
+    let partials = lint_sources(sources, &names, options, threads);
 
-    let Cx { findings, .. } = cx;
-    let mut kept: Vec<(usize, Finding)> = Vec::with_capacity(findings.len());
-    for (index, finding) in findings {
-        if is_suppressed(&suppressions[index], &finding) {
-            report.suppressed += 1;
-        } else {
-            kept.push((objects[index].source, finding));
+    let mut report = Report::default();
+    let mut cx = Cx::new(&names, (0, sources), options);
+    let mut summaries = Summaries::default();
+    let mut contract_used = vec![false; options.contracts.len()];
+    for partial in partials {
+        cx.findings.extend(partial.findings);
+        cx.suppressed += partial.suppressed;
+        report.objects += partial.objects;
+        report.unreadable += partial.unreadable;
+        report.skipped.extend(partial.skipped);
+        summaries.extend(partial.summaries);
+        for (used, partial_used) in contract_used.iter_mut().zip(partial.contract_used) {
+            *used |= partial_used;
         }
     }
-    kept.sort_by(|(a_source, a), (b_source, b)| {
+    rules::fleet::check(&mut cx, &summaries);
+    report.unmatched_contracts = contract_used
+        .iter()
+        .enumerate()
+        .filter(|(_, used)| !**used)
+        .map(|(index, _)| index)
+        .collect();
+    report.suppressed = cx.suppressed;
+    let mut findings = cx.findings;
+    findings.sort_by(|(a_source, a), (b_source, b)| {
         (a_source, a.line, a.column, a.rule, &a.container, &a.message).cmp(&(
             b_source,
             b.line,
@@ -132,145 +95,446 @@ pub fn lint(sources: &[Source], options: &Options) -> Report {
             &b.message,
         ))
     });
-    kept.dedup_by(|(_, a), (_, b)| a == b);
-    report.findings = kept.into_iter().map(|(_, finding)| finding).collect();
+    findings.dedup_by(|(_, a), (_, b)| a == b);
+    report.findings = findings.into_iter().map(|(_, finding)| finding).collect();
     report
 }
 
-/// The contracts that describe no container of any workload in `objects`.
-fn unmatched_contracts(contracts: &[Contract], objects: &[Object<'_>]) -> Vec<usize> {
-    let applies_somewhere = |contract: &Contract| {
-        objects.iter().any(|object| match &object.body {
-            Body::Workload(workload) => workload.pod.as_ref().is_some_and(|pod| {
-                pod.probed().any(|container| {
-                    facts::contract_applies(contract, object, &workload.pod_labels, &container.name)
-                })
-            }),
-            _ => false,
-        })
-    };
-    contracts
-        .iter()
-        .enumerate()
-        .filter(|(_, contract)| !applies_somewhere(contract))
-        .map(|(index, _)| index)
-        .collect()
+/// What one input contributes to the report.
+#[derive(Default)]
+struct Partial {
+    findings: Vec<(usize, Finding)>,
+    suppressed: usize,
+    objects: usize,
+    unreadable: usize,
+    skipped: Vec<SkippedDocument>,
+    summaries: Summaries,
+    contract_used: Vec<bool>,
 }
 
-/// Inputs smaller than this together are parsed on the calling thread.
-const PARALLEL_PARSE_BYTES: usize = 256 * 1024;
+/// Inputs smaller than this together are linted on the calling thread.
+const PARALLEL_BYTES: usize = 256 * 1024;
 
-/// Parses every source, on several threads when there is enough text to be worth it (parsing is
-/// most of the linter's time, and sources are independent).
-fn parse_all(sources: &[Source]) -> Vec<Result<Vec<yaml::Document>, yaml::YamlError>> {
+/// An input larger than this is cut at document boundaries into one piece per thread.
+const SPLIT_BYTES: usize = 1024 * 1024;
+
+/// A part of one source that is linted on its own: a whole input, or a run of its documents.
+#[derive(Clone)]
+struct Piece {
+    source: usize,
+    origin: yaml::Origin,
+    range: std::ops::Range<usize>,
+}
+
+/// Lints each source on its own (the per-object rules), on several threads when there is
+/// enough text to be worth it; results come back in source order. A large input is cut at
+/// document boundaries so that its documents are read in parallel too.
+fn lint_sources(
+    sources: &[Source],
+    names: &[Arc<str>],
+    options: &Options,
+    threads: usize,
+) -> Vec<Partial> {
     let total: usize = sources.iter().map(|source| source.text.len()).sum();
-    let threads = std::thread::available_parallelism()
-        .map_or(1, usize::from)
-        .min(sources.len());
-    if threads <= 1 || total < PARALLEL_PARSE_BYTES {
-        return sources
-            .iter()
-            .map(|source| yaml::parse_documents(&source.text))
-            .collect();
+    let parallel = threads > 1 && total >= PARALLEL_BYTES;
+    let mut pieces = Vec::new();
+    for (index, source) in sources.iter().enumerate() {
+        let parts = if parallel && source.text.len() > SPLIT_BYTES {
+            yaml::split_documents(&source.text, threads)
+        } else {
+            vec![(yaml::Origin::default(), 0..source.text.len())]
+        };
+        pieces.extend(parts.into_iter().map(|(origin, range)| Piece {
+            source: index,
+            origin,
+            range,
+        }));
     }
-    let chunk = sources.len().div_ceil(threads);
+    let lint_all = |group: &[Piece]| -> Vec<Partial> {
+        group
+            .iter()
+            .map(|piece| lint_piece(piece, &sources[piece.source], names, options))
+            .collect()
+    };
+    if !parallel || pieces.len() <= 1 {
+        return lint_all(&pieces);
+    }
+    // Contiguous groups of about equal size in bytes, so one large piece does not leave the
+    // other threads idle behind many small ones.
+    let share = total.div_ceil(threads);
+    let mut groups: Vec<&[Piece]> = Vec::new();
+    let mut start = 0;
+    let mut bytes = 0;
+    for (index, piece) in pieces.iter().enumerate() {
+        bytes += piece.range.len();
+        if bytes >= share || index + 1 == pieces.len() {
+            groups.push(&pieces[start..=index]);
+            start = index + 1;
+            bytes = 0;
+        }
+    }
     std::thread::scope(|scope| {
-        let handles: Vec<_> = sources
-            .chunks(chunk)
-            .map(|chunk| {
-                scope.spawn(move || {
-                    chunk
-                        .iter()
-                        .map(|source| yaml::parse_documents(&source.text))
-                        .collect::<Vec<_>>()
-                })
-            })
+        let handles: Vec<_> = groups
+            .into_iter()
+            .map(|group| scope.spawn(move || lint_all(group)))
             .collect();
-        let mut parsed = Vec::with_capacity(sources.len());
+        let mut partials = Vec::with_capacity(pieces.len());
         for handle in handles {
             match handle.join() {
-                Ok(results) => parsed.extend(results),
+                Ok(results) => partials.extend(results),
                 Err(panic) => std::panic::resume_unwind(panic),
             }
         }
-        parsed
+        partials
     })
 }
 
-fn is_suppressed(suppressions: &[Suppression], finding: &Finding) -> bool {
-    // A broken suppression cannot suppress its own report.
-    finding.rule != facts::PROBLEM_RULE.id
-        && suppressions
-            .iter()
-            .any(|suppression| suppression.rule == finding.rule)
+/// Parses one piece of a source document by document and judges each object as it is read.
+fn lint_piece(piece: &Piece, source: &Source, names: &[Arc<str>], options: &Options) -> Partial {
+    let index = piece.source;
+    let mut cx = Cx::new(names, (index, std::slice::from_ref(source)), options);
+    let mut partial = Partial {
+        contract_used: vec![false; options.contracts.len()],
+        ..Partial::default()
+    };
+    let text = &source.text[piece.range.clone()];
+    yaml::parse_stream_at(text, piece.origin, |parsed| match parsed {
+        Parsed::Invalid(error) => {
+            partial.unreadable += 1;
+            cx.report_document(
+                index,
+                &catalogue::INVALID_YAML,
+                error.position(),
+                format!(
+                    "{}; this document is not judged (the rest of the input is)",
+                    error.message
+                ),
+                None,
+            );
+        }
+        Parsed::Document(document) => {
+            let Some(root) = &document.root else { return };
+            let mut objects = Vec::new();
+            collect(&mut cx, &mut partial, index, root, 0, &mut objects);
+            for object in &mut objects {
+                object.suppressions = facts::suppressions(object);
+            }
+            report_duplicates(&mut cx, index, &document.duplicate_keys, &objects);
+            for object in &objects {
+                judge(&mut cx, &mut partial, object, options);
+            }
+        }
+    });
+    partial.findings = cx.findings;
+    partial.suppressed = cx.suppressed;
+    partial
 }
 
+/// Reads `root` (a document, or a `List` item) into objects.
 fn collect<'a>(
-    sources: &[Source],
+    cx: &mut Cx<'_>,
+    partial: &mut Partial,
     source: usize,
     root: &'a Node,
     depth: usize,
     objects: &mut Vec<Object<'a>>,
-    report: &mut Report,
 ) {
-    let error = |report: &mut Report, position: Position, message: String| {
-        report.errors.push(InputError {
-            file: sources[source].name.clone(),
-            line: position.line,
-            column: position.column,
-            message,
-        });
-    };
     match model::read_object(source, root) {
         Ok(Read::Object(object)) => objects.push(*object),
         Ok(Read::List(items)) if depth < MAX_LIST_DEPTH => {
             for item in items {
-                collect(sources, source, item, depth + 1, objects, report);
+                collect(cx, partial, source, item, depth + 1, objects);
             }
         }
-        Ok(Read::List(_)) => error(
-            report,
-            root.position,
-            format!("`List` nested more than {MAX_LIST_DEPTH} deep"),
-        ),
-        Ok(Read::Skipped) => report.skipped += 1,
-        Err(not_an_object) => error(report, not_an_object.position, not_an_object.message),
+        Ok(Read::List(_)) => {
+            partial.unreadable += 1;
+            cx.report_document(
+                source,
+                &catalogue::NOT_A_KUBERNETES_OBJECT,
+                root.position,
+                format!("`List` nested more than {MAX_LIST_DEPTH} deep; its items are not judged"),
+                None,
+            );
+        }
+        Ok(Read::Skipped(skipped)) => partial.skipped.push(SkippedDocument {
+            file: cx.names[source].clone(),
+            line: skipped.position.line,
+            kind: skipped.kind,
+            name: skipped.name,
+        }),
+        Err(not_an_object) => {
+            partial.unreadable += 1;
+            cx.report_document(
+                source,
+                &catalogue::NOT_A_KUBERNETES_OBJECT,
+                not_an_object.position,
+                not_an_object.message,
+                None,
+            );
+        }
+    }
+}
+
+/// Reports each repeated key against the object it was written in (or the document, when it is
+/// in no object the linter reads).
+fn report_duplicates(
+    cx: &mut Cx<'_>,
+    source: usize,
+    duplicates: &[DuplicateKey],
+    objects: &[Object<'_>],
+) {
+    for duplicate in duplicates {
+        let message = format!(
+            "`{}` is set twice in this mapping (first on line {}): the API server keeps the \
+             last value with only a warning, and strict tools refuse the document",
+            duplicate.key, duplicate.first.line
+        );
+        let autofix = rules::fixes::remove_duplicate(cx, source, duplicate);
+        let owner = objects.iter().find(|object| {
+            let span = object.root.span();
+            span.contains(&duplicate.repeated.offset)
+        });
+        match owner {
+            Some(object) => cx.report_with_fix(
+                object,
+                &catalogue::DUPLICATE_KEY,
+                duplicate.repeated,
+                None,
+                message,
+                autofix,
+            ),
+            None => cx.report_document(
+                source,
+                &catalogue::DUPLICATE_KEY,
+                duplicate.repeated,
+                message,
+                autofix,
+            ),
+        }
+    }
+}
+
+/// Applies every per-object rule to `object` and keeps its summary for the cross-object rules.
+fn judge(cx: &mut Cx<'_>, partial: &mut Partial, object: &Object<'_>, options: &Options) {
+    partial.objects += 1;
+    let (facts, problems) = facts::read_annotations(object, &options.contracts);
+    for problem in problems {
+        cx.report(
+            object,
+            facts::PROBLEM_RULE,
+            problem.position,
+            None,
+            problem.message,
+        );
+    }
+    rules::api::check(cx, object);
+    if let Body::Workload(workload) = &object.body
+        && let Some(pod) = &workload.pod
+    {
+        rules::probes::check(cx, object, workload, pod, &facts);
+        rules::termination::check(cx, object, workload, pod, &facts);
+        for (index, contract) in options.contracts.iter().enumerate() {
+            if !partial.contract_used[index]
+                && pod.probed().any(|container| {
+                    facts::contract_applies(contract, object, &workload.pod_labels, &container.name)
+                })
+            {
+                partial.contract_used[index] = true;
+            }
+        }
+    }
+    summary::summarise(&mut partial.summaries, object, &facts);
+}
+
+/// Something a finding can be about: an object being judged, or the summary of one.
+pub(crate) trait About {
+    fn source(&self) -> usize;
+    fn kind(&self) -> &str;
+    fn name(&self) -> &str;
+    fn namespace(&self) -> Option<&str>;
+    /// Whether a `probity.dev/ignore-RULE` annotation on it suppresses `rule`.
+    fn suppresses(&self, rule: &str) -> bool;
+}
+
+impl About for Object<'_> {
+    fn source(&self) -> usize {
+        self.source
+    }
+    fn kind(&self) -> &str {
+        &self.kind_name
+    }
+    fn name(&self) -> &str {
+        &self.name
+    }
+    fn namespace(&self) -> Option<&str> {
+        self.namespace.as_deref()
+    }
+    fn suppresses(&self, rule: &str) -> bool {
+        self.suppressions.contains(&rule)
+    }
+}
+
+impl About for Subject {
+    fn source(&self) -> usize {
+        self.source
+    }
+    fn kind(&self) -> &str {
+        &self.kind
+    }
+    fn name(&self) -> &str {
+        &self.name
+    }
+    fn namespace(&self) -> Option<&str> {
+        self.namespace.as_deref()
+    }
+    fn suppresses(&self, rule: &str) -> bool {
+        self.suppressions.contains(&rule)
     }
 }
 
 /// The state checks report into.
 pub(crate) struct Cx<'a> {
-    sources: &'a [Source],
+    names: &'a [Arc<str>],
+    /// The texts, for fixes: every source, or (while one source is judged on its own thread)
+    /// just that one, at `first_source`.
+    texts: &'a [Source],
+    first_source: usize,
     pub(crate) options: &'a Options,
     findings: Vec<(usize, Finding)>,
+    suppressed: usize,
 }
 
-impl Cx<'_> {
-    /// Reports `rule` broken at `position` of object number `index`.
+impl<'a> Cx<'a> {
+    fn new(names: &'a [Arc<str>], texts: (usize, &'a [Source]), options: &'a Options) -> Self {
+        Self {
+            names,
+            texts: texts.1,
+            first_source: texts.0,
+            options,
+            findings: Vec::new(),
+            suppressed: 0,
+        }
+    }
+
+    /// The name of source `source`, for edits.
+    pub(crate) fn file(&self, source: usize) -> Arc<str> {
+        self.names[source].clone()
+    }
+
+    /// The text of source `source`, for edits that depend on the surrounding lines.
+    pub(crate) fn text(&self, source: usize) -> &'a str {
+        source
+            .checked_sub(self.first_source)
+            .and_then(|at| self.texts.get(at))
+            .map_or("", |source| source.text.as_str())
+    }
+
+    /// Reports `rule` broken at `position` of `subject`.
     pub(crate) fn report(
         &mut self,
-        index: usize,
-        object: &Object<'_>,
+        subject: &dyn About,
         rule: &'static Rule,
         position: Position,
         container: Option<&str>,
         message: impl Into<String>,
     ) {
+        self.report_with_fix(subject, rule, position, container, message, None);
+    }
+
+    /// Reports `rule` broken at `position` of `subject`, with a mechanical fix.
+    pub(crate) fn report_with_fix(
+        &mut self,
+        subject: &dyn About,
+        rule: &'static Rule,
+        position: Position,
+        container: Option<&str>,
+        message: impl Into<String>,
+        autofix: Option<crate::finding::Autofix>,
+    ) {
+        // A broken suppression cannot suppress its own report.
+        if rule.id != facts::PROBLEM_RULE.id && subject.suppresses(rule.id) {
+            self.suppressed += 1;
+            return;
+        }
+        let source = subject.source();
         self.findings.push((
-            index,
+            source,
             Finding {
                 rule: rule.id,
                 severity: rule.severity,
-                file: self.sources[object.source].name.clone(),
+                file: self.names[source].clone(),
                 line: position.line,
                 column: position.column,
-                kind: object.kind.as_str().to_owned(),
-                name: object.name.clone(),
-                namespace: object.namespace.clone(),
+                kind: subject.kind().to_owned(),
+                name: subject.name().to_owned(),
+                namespace: subject.namespace().map(str::to_owned),
                 container: container.map(str::to_owned),
                 message: message.into(),
                 fix: rule.fix,
+                autofix,
             },
         ));
+    }
+
+    /// Reports a document that is not an object the linter can judge.
+    fn report_document(
+        &mut self,
+        source: usize,
+        rule: &'static Rule,
+        position: Position,
+        message: String,
+        autofix: Option<crate::finding::Autofix>,
+    ) {
+        self.findings.push((
+            source,
+            Finding {
+                rule: rule.id,
+                severity: rule.severity,
+                file: self.names[source].clone(),
+                line: position.line,
+                column: position.column,
+                kind: String::new(),
+                name: String::new(),
+                namespace: None,
+                container: None,
+                message,
+                fix: rule.fix,
+                autofix,
+            },
+        ));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_large_input_cut_into_pieces_gives_the_same_report() {
+        let mut text = String::new();
+        let mut index = 0;
+        while text.len() < SPLIT_BYTES + SPLIT_BYTES / 4 {
+            text.push_str(&format!(
+                "---\napiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: app-{index}\n  \
+                 labels: {{a: 1, a: 2}}\nspec:\n  replicas: 3\n  template:\n    metadata:\n      \
+                 labels: {{app: app-{index}}}\n    spec:\n      containers:\n      - name: app\n        \
+                 livenessProbe: {{httpGet: {{path: /health, port: 8080}}, timeoutSeconds: 10}}\n        \
+                 readinessProbe: {{httpGet: {{path: /health, port: 8080}}}}\n---\napiVersion: v1\n\
+                 kind: Service\nmetadata: {{name: app-{index}}}\nspec: {{selector: {{app: app-{index}}}}}\n"
+            ));
+            if index % 97 == 0 {
+                text.push_str("---\nbroken: [\n");
+            }
+            index += 1;
+        }
+        let sources = [
+            Source::new("small.yaml", "kind: [\n"),
+            Source::new("large.yaml", text),
+        ];
+        let options = Options::default();
+        let one = lint_on(&sources, &options, 1);
+        let four = lint_on(&sources, &options, 4);
+        assert!(one.findings.len() > 1000, "{}", one.findings.len());
+        assert_eq!(one, four);
     }
 }

@@ -1,10 +1,10 @@
 //! What the manifest alone cannot say about a service — which endpoints check dependencies, how
 //! long it boots, how long it drains — read from its contract or from `probity.dev/` annotations.
 
+use crate::contract::ServiceContract as Contract;
 use crate::model::{Annotation, Handler, Object, Workload};
 use crate::rules::catalogue;
 use crate::yaml::Position;
-use probity::contract::Contract;
 
 /// The annotation prefix the linter owns.
 pub const ANNOTATION_PREFIX: &str = "probity.dev/";
@@ -12,6 +12,8 @@ pub const ANNOTATION_PREFIX: &str = "probity.dev/";
 pub const CONTRACT_ANNOTATION: &str = "probity.dev/contract";
 /// Comma-separated endpoints whose answer depends on something outside the process.
 pub const DEPENDENCY_ENDPOINTS_ANNOTATION: &str = "probity.dev/dependency-endpoints";
+/// Comma-separated endpoints whose answer includes another service's health endpoint.
+pub const TRANSITIVE_ENDPOINTS_ANNOTATION: &str = "probity.dev/transitive-endpoints";
 /// Worst boot time in seconds.
 pub const BOOT_SECONDS_ANNOTATION: &str = "probity.dev/boot-seconds";
 /// Time the service keeps serving after SIGTERM, in seconds.
@@ -26,18 +28,13 @@ pub(crate) struct AnnotationProblem {
     pub(crate) message: String,
 }
 
-/// A valid suppression.
-#[derive(Debug)]
-pub(crate) struct Suppression {
-    pub(crate) rule: &'static str,
-}
-
 /// Facts about one workload, from its annotations and the contracts given on the command line.
 #[derive(Debug, Default)]
 pub(crate) struct Facts<'c> {
     inline_contract: Option<Contract>,
     contracts: Vec<&'c Contract>,
     dependency_endpoints: Vec<String>,
+    transitive_endpoints: Vec<String>,
     boot_seconds: Option<f64>,
     drain_delay_seconds: Option<f64>,
 }
@@ -48,28 +45,46 @@ pub(crate) struct Drain {
     pub(crate) delay: f64,
     pub(crate) in_flight: f64,
     pub(crate) from_contract: bool,
+    /// How long a readiness change takes to reach the load balancers, when the contract says.
+    pub(crate) propagation: Option<f64>,
+    /// The readiness period (seconds) and failure threshold the contract derived the delay from.
+    pub(crate) derived_from: Option<(f64, u64)>,
 }
 
-/// Reads every `probity.dev/` annotation of an object (its metadata, and its pod template's for
-/// a workload): suppressions and their problems always; facts for workloads.
-pub(crate) fn read_annotations<'c>(
-    object: &Object<'_>,
-    contracts: &'c [Contract],
-) -> (Facts<'c>, Vec<Suppression>, Vec<AnnotationProblem>) {
-    let mut facts = Facts {
-        contracts: contracts.iter().collect(),
-        ..Facts::default()
-    };
-    let mut suppressions = Vec::new();
-    let mut problems = Vec::new();
+/// The annotations of an object and, for a workload, of its pod template (second, so they
+/// override the object's).
+fn annotations<'o>(object: &'o Object<'_>) -> impl Iterator<Item = &'o Annotation> {
     let template: &[Annotation] = match &object.body {
         crate::model::Body::Workload(Workload {
             pod_annotations, ..
         }) => pod_annotations,
         _ => &[],
     };
-    // The pod template's annotations come second, so they override the object's.
-    for annotation in object.annotations.iter().chain(template) {
+    object.annotations.iter().chain(template)
+}
+
+/// The rules an object's valid `probity.dev/ignore-RULE: "<reason>"` annotations suppress.
+pub(crate) fn suppressions(object: &Object<'_>) -> Vec<&'static str> {
+    annotations(object)
+        .filter(|annotation| !annotation.value.trim().is_empty())
+        .filter_map(|annotation| annotation.key.strip_prefix(IGNORE_PREFIX))
+        .filter_map(crate::rules::find)
+        .map(|rule| rule.id)
+        .collect()
+}
+
+/// Reads every `probity.dev/` annotation of an object (its metadata, and its pod template's for
+/// a workload): the problems of its suppressions always; facts for workloads.
+pub(crate) fn read_annotations<'c>(
+    object: &Object<'_>,
+    contracts: &'c [Contract],
+) -> (Facts<'c>, Vec<AnnotationProblem>) {
+    let mut facts = Facts {
+        contracts: contracts.iter().collect(),
+        ..Facts::default()
+    };
+    let mut problems = Vec::new();
+    for annotation in annotations(object) {
         let key = annotation.key.as_str();
         if !key.starts_with(ANNOTATION_PREFIX) {
             continue;
@@ -91,7 +106,7 @@ pub(crate) fn read_annotations<'c>(
                     "`{key}` gives no reason; the suppression is not honoured until its value \
                      says why the rule does not apply"
                 )),
-                Some(rule) => suppressions.push(Suppression { rule: rule.id }),
+                Some(_) => {}
             }
             continue;
         }
@@ -100,21 +115,25 @@ pub(crate) fn read_annotations<'c>(
                 Ok(contract) => facts.inline_contract = Some(contract),
                 Err(error) => problem(format!("`{key}` is not a valid contract: {error}")),
             },
-            DEPENDENCY_ENDPOINTS_ANNOTATION => {
-                facts.dependency_endpoints = value
+            DEPENDENCY_ENDPOINTS_ANNOTATION | TRANSITIVE_ENDPOINTS_ANNOTATION => {
+                let endpoints: Vec<String> = value
                     .split(',')
                     .map(str::trim)
                     .filter(|endpoint| !endpoint.is_empty())
                     .map(str::to_owned)
                     .collect();
-                if let Some(bad) = facts
-                    .dependency_endpoints
+                if let Some(bad) = endpoints
                     .iter()
                     .find(|endpoint| !endpoint.starts_with('/') && !endpoint.starts_with("grpc:"))
                 {
                     problem(format!(
                         "`{key}` lists `{bad}`; write HTTP paths starting with `/` or `grpc:SERVICE`"
                     ));
+                }
+                if key == DEPENDENCY_ENDPOINTS_ANNOTATION {
+                    facts.dependency_endpoints = endpoints;
+                } else {
+                    facts.transitive_endpoints = endpoints;
                 }
             }
             BOOT_SECONDS_ANNOTATION | DRAIN_DELAY_ANNOTATION => match parse_seconds(value) {
@@ -128,12 +147,13 @@ pub(crate) fn read_annotations<'c>(
             },
             _ => problem(format!(
                 "`{key}` is not an annotation probity knows; known: `{CONTRACT_ANNOTATION}`, \
-                 `{DEPENDENCY_ENDPOINTS_ANNOTATION}`, `{BOOT_SECONDS_ANNOTATION}`, \
+                 `{DEPENDENCY_ENDPOINTS_ANNOTATION}`, `{TRANSITIVE_ENDPOINTS_ANNOTATION}`, \
+                 `{BOOT_SECONDS_ANNOTATION}`, \
                  `{DRAIN_DELAY_ANNOTATION}`, `{IGNORE_PREFIX}RULE`"
             )),
         }
     }
-    (facts, suppressions, problems)
+    (facts, problems)
 }
 
 /// Whether a command-line `contract` describes `container` of `object`: its `service` names the
@@ -191,19 +211,13 @@ impl Facts<'_> {
         handler: &Handler,
         contract: Option<&Contract>,
     ) -> Option<String> {
+        if let Some(listed) = listed_endpoint(&self.dependency_endpoints, handler) {
+            return Some(format!(
+                "`{listed}` is listed in `{DEPENDENCY_ENDPOINTS_ANNOTATION}`"
+            ));
+        }
         match handler {
             Handler::Http { path, .. } => {
-                let bare = path.split('?').next().unwrap_or(path);
-                if let Some(listed) = self.dependency_endpoints.iter().find(|listed| {
-                    bare == listed.as_str()
-                        || bare
-                            .strip_prefix(listed.as_str())
-                            .is_some_and(|rest| rest.starts_with('/'))
-                }) {
-                    return Some(format!(
-                        "`{listed}` is listed in `{DEPENDENCY_ENDPOINTS_ANNOTATION}`"
-                    ));
-                }
                 let endpoint = contract?.endpoint_for_path(path)?;
                 endpoint.checks_dependencies.then(|| {
                     format!(
@@ -215,12 +229,6 @@ impl Facts<'_> {
                 })
             }
             Handler::Grpc { service, .. } => {
-                let listed = format!("grpc:{service}");
-                if self.dependency_endpoints.contains(&listed) {
-                    return Some(format!(
-                        "`{listed}` is listed in `{DEPENDENCY_ENDPOINTS_ANNOTATION}`"
-                    ));
-                }
                 let endpoint = contract?
                     .endpoints
                     .iter()
@@ -235,6 +243,47 @@ impl Facts<'_> {
             }
             _ => None,
         }
+    }
+
+    /// Why the endpoint `handler` calls answers with another service's health, if the
+    /// annotation or the contract says it does.
+    pub(crate) fn transitive_reason(
+        &self,
+        handler: &Handler,
+        contract: Option<&Contract>,
+    ) -> Option<String> {
+        if let Some(listed) = listed_endpoint(&self.transitive_endpoints, handler) {
+            return Some(format!(
+                "`{listed}` is listed in `{TRANSITIVE_ENDPOINTS_ANNOTATION}`"
+            ));
+        }
+        let contract = contract?;
+        let endpoint = endpoint_for(handler, contract)?;
+        let calls: Vec<&str> = contract.health_calls(endpoint).collect();
+        (!calls.is_empty()).then(|| {
+            format!(
+                "the contract says its check{} {} call{} another service's health endpoint",
+                if calls.len() == 1 { "" } else { "s" },
+                calls
+                    .iter()
+                    .map(|name| format!("`{name}`"))
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                if calls.len() == 1 { "s" } else { "" }
+            )
+        })
+    }
+
+    /// What the endpoint `handler` calls waits on, per the contract, with the endpoint's path.
+    pub(crate) fn waits_on<'c>(
+        &self,
+        handler: &Handler,
+        contract: Option<&'c Contract>,
+    ) -> Option<(&'c str, &'c [String])> {
+        let contract = contract?;
+        let endpoint = endpoint_for(handler, contract)?;
+        let waits = contract.waits_on(endpoint);
+        (!waits.is_empty()).then_some((endpoint.path.as_str(), waits))
     }
 
     /// Whether the annotation lists the endpoint (the probe then reaches dependencies on each
@@ -263,14 +312,65 @@ impl Facts<'_> {
                 delay,
                 in_flight: 0.0,
                 from_contract: false,
+                propagation: None,
+                derived_from: None,
             });
         }
-        let shutdown = &contract?.shutdown;
+        let contract = contract?;
+        let shutdown = &contract.shutdown;
+        let derivation = contract.drain_derivation();
         Some(Drain {
             delay: shutdown.drain_delay_ms as f64 / 1000.0,
             in_flight: shutdown.in_flight_deadline_ms.unwrap_or(0) as f64 / 1000.0,
             from_contract: true,
+            propagation: derivation
+                .map(|derivation| derivation.load_balancer_reaction_ms as f64 / 1000.0),
+            derived_from: derivation.map(|derivation| {
+                (
+                    derivation.readiness_period_ms as f64 / 1000.0,
+                    derivation.readiness_failure_threshold,
+                )
+            }),
         })
+    }
+}
+
+/// The entry of an endpoint list (`/readyz`, `grpc:readiness`) that `handler` calls: an HTTP path
+/// matches itself and its sub-paths.
+fn listed_endpoint<'l>(endpoints: &'l [String], handler: &Handler) -> Option<&'l str> {
+    match handler {
+        Handler::Http { path, .. } => {
+            let bare = path.split('?').next().unwrap_or(path);
+            endpoints
+                .iter()
+                .find(|listed| {
+                    bare == listed.as_str()
+                        || bare
+                            .strip_prefix(listed.as_str())
+                            .is_some_and(|rest| rest.starts_with('/'))
+                })
+                .map(String::as_str)
+        }
+        Handler::Grpc { service, .. } => endpoints
+            .iter()
+            .find(|listed| listed.strip_prefix("grpc:") == Some(service.as_str()))
+            .map(String::as_str),
+        _ => None,
+    }
+}
+
+/// The contract's endpoint a probe handler calls: by HTTP path, or by gRPC service name.
+fn endpoint_for<'c>(
+    handler: &Handler,
+    contract: &'c Contract,
+) -> Option<&'c probity::contract::EndpointContract> {
+    match handler {
+        Handler::Http { path, .. } => contract.endpoint_for_path(path),
+        Handler::Grpc { service, .. } => contract
+            .endpoints
+            .iter()
+            .find(|endpoint| endpoint.grpc_service.as_deref() == Some(service.as_str())),
+        _ => None,
     }
 }
 

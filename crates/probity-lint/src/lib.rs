@@ -1,13 +1,16 @@
 //! probity-lint: catch the probe wiring that causes outages in Kubernetes manifests before it
 //! ships.
 //!
-//! The linter reads Pods, Deployments, StatefulSets, DaemonSets, ReplicaSets, Jobs, CronJobs,
-//! Services, PodDisruptionBudgets and HorizontalPodAutoscalers from YAML (multi-document streams,
-//! Helm-rendered output, `kind: List`) keeping the line and column of every value, applies
-//! Kubernetes' probe defaults, and reports each broken [rule](rules::catalogue) with its id,
-//! severity, position, why and fix. Other kinds (ConfigMaps, custom resources such as a
-//! PrometheusRule) are skipped; a document that is not a Kubernetes object, or YAML that does not
-//! parse, is an [`InputError`] naming the file, line and column.
+//! The linter reads Pods, Deployments, StatefulSets, DaemonSets, ReplicaSets,
+//! ReplicationControllers, Jobs, CronJobs, any other kind with a pod template (`spec.template`:
+//! Argo Rollouts, OpenKruise CloneSets, custom resources), Services, PodDisruptionBudgets and
+//! HorizontalPodAutoscalers from YAML (multi-document streams, Helm-rendered output, `kind:
+//! List`) keeping the line, column and byte offset of every value, applies Kubernetes' probe
+//! defaults, and reports each broken [rule](rules::catalogue) with its id, severity, position,
+//! why, fix and — when the fix is mechanical — the exact [edits](Autofix) ([`fix`] applies them).
+//! Other kinds (ConfigMaps, a PrometheusRule) are counted in [`Report::skipped`]; a document
+//! that is not valid YAML or not a Kubernetes object is a finding at its position, and the
+//! documents after it are still read.
 //!
 //! ```
 //! use probity_lint::{Options, Source, lint};
@@ -42,8 +45,10 @@
 //! The rule reference, `docs/lint-rules.md`, is [`rules::reference_markdown`], the same text
 //! `probity lint --explain ID` prints one rule of.
 
+pub mod contract;
 pub mod facts;
 pub mod finding;
+pub mod fix;
 pub mod output;
 pub mod rules;
 pub mod source;
@@ -51,9 +56,10 @@ pub mod yaml;
 
 mod engine;
 mod model;
+mod summary;
 
 pub use engine::{DEFAULT_MAX_DEPENDENCY_RPS, DEFAULT_MAX_PROBE_RPS, Options, lint};
-pub use finding::{Finding, InputError, Report};
+pub use finding::{Autofix, Finding, Report, SkippedDocument, TextEdit};
 pub use output::Format;
 pub use rules::{Rule, Severity};
 pub use source::Source;

@@ -4,7 +4,7 @@
 //! `rejected-by-api-server` rule, since the API server would refuse to decode it) and carries on
 //! with Kubernetes' default, so one bad field does not hide every other finding.
 
-use crate::yaml::{Node, Position, Value};
+use crate::yaml::{Entry, Node, Position, Value};
 use probity::contract::ProbeKind;
 
 /// Kubernetes' probe defaults (`pkg/apis/core/v1/defaults.go` `SetDefaults_Probe`); a zero is
@@ -32,14 +32,20 @@ pub(crate) enum Kind {
     StatefulSet,
     DaemonSet,
     ReplicaSet,
+    ReplicationController,
     Job,
     CronJob,
     Service,
     PodDisruptionBudget,
     HorizontalPodAutoscaler,
+    /// Any other kind whose `spec.template` is a pod template (`spec.template.spec.containers`):
+    /// an Argo Rollout, an OpenKruise CloneSet, a Knative Service, a custom resource.
+    CustomWorkload,
 }
 
 impl Kind {
+    /// The built-in kind named `kind`; other kinds are custom workloads when they carry a pod
+    /// template, and skipped otherwise.
     pub(crate) fn parse(kind: &str) -> Option<Self> {
         Some(match kind {
             "Pod" => Kind::Pod,
@@ -47,6 +53,7 @@ impl Kind {
             "StatefulSet" => Kind::StatefulSet,
             "DaemonSet" => Kind::DaemonSet,
             "ReplicaSet" => Kind::ReplicaSet,
+            "ReplicationController" => Kind::ReplicationController,
             "Job" => Kind::Job,
             "CronJob" => Kind::CronJob,
             "Service" => Kind::Service,
@@ -56,27 +63,17 @@ impl Kind {
         })
     }
 
-    pub(crate) fn as_str(self) -> &'static str {
-        match self {
-            Kind::Pod => "Pod",
-            Kind::Deployment => "Deployment",
-            Kind::StatefulSet => "StatefulSet",
-            Kind::DaemonSet => "DaemonSet",
-            Kind::ReplicaSet => "ReplicaSet",
-            Kind::Job => "Job",
-            Kind::CronJob => "CronJob",
-            Kind::Service => "Service",
-            Kind::PodDisruptionBudget => "PodDisruptionBudget",
-            Kind::HorizontalPodAutoscaler => "HorizontalPodAutoscaler",
-        }
-    }
-
     /// Whether the kind keeps a number of long-running replicas (so fleets, budgets and load
-    /// apply).
+    /// apply). A custom workload does when it says how many (`spec.replicas`).
     pub(crate) fn is_replicated(self) -> bool {
         matches!(
             self,
-            Kind::Deployment | Kind::StatefulSet | Kind::ReplicaSet | Kind::Pod
+            Kind::Deployment
+                | Kind::StatefulSet
+                | Kind::ReplicaSet
+                | Kind::ReplicationController
+                | Kind::Pod
+                | Kind::CustomWorkload
         )
     }
 
@@ -98,19 +95,23 @@ pub(crate) struct Annotation {
 pub(crate) struct Object<'a> {
     pub(crate) source: usize,
     pub(crate) kind: Kind,
+    /// The kind as written: `Deployment`, `Rollout`…
+    pub(crate) kind_name: String,
     pub(crate) name: String,
     pub(crate) namespace: Option<String>,
     /// Where the object's `kind:` is written.
     pub(crate) position: Position,
     pub(crate) root: &'a Node,
     pub(crate) annotations: Vec<Annotation>,
-    pub(crate) body: Body,
+    pub(crate) body: Body<'a>,
     pub(crate) problems: Vec<Problem>,
+    /// The rules its `probity.dev/ignore-RULE` annotations suppress (set by the engine).
+    pub(crate) suppressions: Vec<&'static str>,
 }
 
 #[derive(Debug)]
-pub(crate) enum Body {
-    Workload(Workload),
+pub(crate) enum Body<'a> {
+    Workload(Workload<'a>),
     Service(Service),
     Budget(Budget),
     Autoscaler(Autoscaler),
@@ -118,13 +119,15 @@ pub(crate) enum Body {
 
 /// A Pod, or a controller with a pod template.
 #[derive(Debug)]
-pub(crate) struct Workload {
-    /// The replica count: `spec.replicas` (default 1) for Deployments, StatefulSets and
-    /// ReplicaSets, 1 for a Pod, `None` when it depends on the cluster (DaemonSet) or is batch.
+pub(crate) struct Workload<'a> {
+    /// The replica count: `spec.replicas` (default 1) for Deployments, StatefulSets,
+    /// ReplicaSets and ReplicationControllers, 1 for a Pod, `spec.replicas` when a custom
+    /// workload writes it; `None` when it depends on the cluster (DaemonSet, an autoscaled
+    /// custom workload) or is batch.
     pub(crate) replicas: Option<Setting>,
     pub(crate) pod_labels: Vec<(String, String)>,
     pub(crate) pod_annotations: Vec<Annotation>,
-    pub(crate) pod: Option<PodSpec>,
+    pub(crate) pod: Option<PodSpec<'a>>,
 }
 
 /// An integer setting after defaulting, and where it was written (if it was).
@@ -170,19 +173,21 @@ impl Setting {
 }
 
 #[derive(Debug)]
-pub(crate) struct PodSpec {
+pub(crate) struct PodSpec<'a> {
+    /// The pod spec's mapping, for fixes.
+    pub(crate) node: &'a Node,
     pub(crate) termination_grace: Setting,
     pub(crate) host_network: bool,
     /// The application containers (`containers`).
-    pub(crate) containers: Vec<Container>,
+    pub(crate) containers: Vec<Container<'a>>,
     /// `initContainers`: sidecars (`restartPolicy: Always`, probed like the application's
     /// containers) and run-to-completion init containers (which may not have probes).
-    pub(crate) init_containers: Vec<Container>,
+    pub(crate) init_containers: Vec<Container<'a>>,
 }
 
-impl PodSpec {
+impl<'a> PodSpec<'a> {
     /// Every container the kubelet probes: the application's, then the sidecars.
-    pub(crate) fn probed(&self) -> impl Iterator<Item = &Container> {
+    pub(crate) fn probed(&self) -> impl Iterator<Item = &Container<'a>> {
         self.containers.iter().chain(
             self.init_containers
                 .iter()
@@ -192,19 +197,23 @@ impl PodSpec {
 }
 
 #[derive(Debug)]
-pub(crate) struct Container {
+pub(crate) struct Container<'a> {
     pub(crate) name: String,
     pub(crate) position: Position,
     pub(crate) ports: Vec<ContainerPort>,
-    pub(crate) probes: Vec<Probe>,
+    /// Environment variables with literal values (`valueFrom` ones cannot be known here).
+    pub(crate) env: Vec<(String, String)>,
+    pub(crate) probes: Vec<Probe<'a>>,
     pub(crate) pre_stop_sleep: Option<(i64, Position)>,
+    /// Where `lifecycle.preStop` is written, when the container has one.
+    pub(crate) pre_stop: Option<Position>,
     /// An init container with `restartPolicy: Always`: a sidecar that runs beside the
     /// application and is probed like it.
     pub(crate) sidecar: bool,
 }
 
-impl Container {
-    pub(crate) fn probe(&self, kind: ProbeKind) -> Option<&Probe> {
+impl<'a> Container<'a> {
+    pub(crate) fn probe(&self, kind: ProbeKind) -> Option<&Probe<'a>> {
         self.probes.iter().find(|probe| probe.kind == kind)
     }
 
@@ -278,6 +287,8 @@ pub(crate) enum Handler {
     },
     Exec {
         command: Vec<String>,
+        /// Where the `command` key is written.
+        position: Position,
     },
     Missing,
 }
@@ -300,7 +311,7 @@ impl Handler {
     }
 
     /// A short description: "GET /livez on port 8080".
-    pub(crate) fn describe(&self, container: &Container) -> String {
+    pub(crate) fn describe(&self, container: &Container<'_>) -> String {
         let port = |port: &Option<Port>| match port {
             Some(port) => match (&port.port, container.resolve_port(&port.port)) {
                 (PortRef::Name(name), Some(number)) => format!("port `{name}` ({number})"),
@@ -319,14 +330,16 @@ impl Handler {
             Handler::Grpc { port: p, service } => {
                 format!("gRPC health check of service \"{service}\" on {}", port(p))
             }
-            Handler::Exec { command } => format!("exec `{}`", command.join(" ")),
+            Handler::Exec { command, .. } => format!("exec `{}`", command.join(" ")),
             Handler::Missing => "no handler".to_owned(),
         }
     }
 }
 
 #[derive(Debug)]
-pub(crate) struct Probe {
+pub(crate) struct Probe<'a> {
+    /// The `livenessProbe:` (or other) entry, for fixes.
+    pub(crate) entry: &'a Entry,
     pub(crate) kind: ProbeKind,
     /// Where `livenessProbe:` (or the other key) is written.
     pub(crate) position: Position,
@@ -341,7 +354,7 @@ pub(crate) struct Probe {
     pub(crate) termination_grace: Option<(i64, Position)>,
 }
 
-impl Probe {
+impl Probe<'_> {
     /// `failureThreshold × periodSeconds`: how long the probe tolerates failure.
     pub(crate) fn failure_window(&self) -> i64 {
         self.failure.value.saturating_mul(self.period.value)
@@ -475,8 +488,17 @@ pub(crate) enum Read<'a> {
     Object(Box<Object<'a>>),
     /// A `List`'s items.
     List(Vec<&'a Node>),
-    /// A Kubernetes object of another kind (ConfigMap, a custom resource…): skipped.
-    Skipped,
+    /// A Kubernetes object of a kind the linter does not judge (ConfigMap, a custom resource
+    /// without a pod template…): skipped, and counted.
+    Skipped(Skipped),
+}
+
+/// A document of a kind the linter does not judge.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Skipped {
+    pub(crate) kind: String,
+    pub(crate) name: String,
+    pub(crate) position: Position,
 }
 
 /// Reads one document's root (or one `List` item) as an object.
@@ -518,10 +540,6 @@ pub(crate) fn read_object(source: usize, root: &Node) -> Result<Read<'_>, NotAnO
             .unwrap_or_default();
         return Ok(Read::List(items));
     }
-    let Some(kind) = Kind::parse(kind_text) else {
-        return Ok(Read::Skipped);
-    };
-    let mut problems = Vec::new();
     let metadata = root.get("metadata");
     let name = metadata
         .and_then(|metadata| {
@@ -531,6 +549,18 @@ pub(crate) fn read_object(source: usize, root: &Node) -> Result<Read<'_>, NotAnO
         })
         .and_then(Node::scalar_text)
         .unwrap_or_else(|| "<unnamed>".to_owned());
+    let kind = match Kind::parse(kind_text) {
+        Some(kind) => kind,
+        None if has_pod_template(root) => Kind::CustomWorkload,
+        None => {
+            return Ok(Read::Skipped(Skipped {
+                kind: kind_text.to_owned(),
+                name,
+                position: kind_entry.value.position,
+            }));
+        }
+    };
+    let mut problems = Vec::new();
     let namespace = metadata
         .and_then(|metadata| metadata.get("namespace"))
         .and_then(Node::scalar_text);
@@ -545,6 +575,7 @@ pub(crate) fn read_object(source: usize, root: &Node) -> Result<Read<'_>, NotAnO
     Ok(Read::Object(Box::new(Object {
         source,
         kind,
+        kind_name: kind_text.to_owned(),
         name,
         namespace,
         position: kind_entry.value.position,
@@ -552,7 +583,18 @@ pub(crate) fn read_object(source: usize, root: &Node) -> Result<Read<'_>, NotAnO
         annotations,
         body,
         problems,
+        suppressions: Vec::new(),
     })))
+}
+
+/// Whether `spec.template.spec.containers` is a list: the shape of a pod template, whatever the
+/// kind around it.
+fn has_pod_template(root: &Node) -> bool {
+    root.get("spec")
+        .and_then(|spec| spec.get("template"))
+        .and_then(|template| template.get("spec"))
+        .and_then(|spec| spec.get("containers"))
+        .is_some_and(|containers| containers.as_seq().is_some())
 }
 
 fn read_annotations(metadata: Option<&Node>, problems: &mut Vec<Problem>) -> Vec<Annotation> {
@@ -601,7 +643,7 @@ fn read_labels(node: Option<&Node>) -> Vec<(String, String)> {
         .unwrap_or_default()
 }
 
-fn read_workload(kind: Kind, root: &Node, problems: &mut Vec<Problem>) -> Workload {
+fn read_workload<'a>(kind: Kind, root: &'a Node, problems: &mut Vec<Problem>) -> Workload<'a> {
     let spec = root.get("spec");
     let (template_metadata, pod_spec, replicas) = match kind {
         Kind::Pod => (
@@ -627,13 +669,32 @@ fn read_workload(kind: Kind, root: &Node, problems: &mut Vec<Problem>) -> Worklo
         _ => {
             let template = spec.and_then(|spec| spec.get("template"));
             let replicas = match (kind, spec) {
-                (Kind::Deployment | Kind::StatefulSet | Kind::ReplicaSet, Some(spec)) => {
-                    Some(Setting::read(spec, "replicas", 1, false, problems, None))
-                }
-                (Kind::Deployment | Kind::StatefulSet | Kind::ReplicaSet, None) => Some(Setting {
+                (
+                    Kind::Deployment
+                    | Kind::StatefulSet
+                    | Kind::ReplicaSet
+                    | Kind::ReplicationController,
+                    Some(spec),
+                ) => Some(Setting::read(spec, "replicas", 1, false, problems, None)),
+                (
+                    Kind::Deployment
+                    | Kind::StatefulSet
+                    | Kind::ReplicaSet
+                    | Kind::ReplicationController,
+                    None,
+                ) => Some(Setting {
                     value: 1,
                     written: None,
                     position: None,
+                }),
+                // A custom workload's `replicas` is only known when written; its type is the
+                // resource's own business, so a value that is not an integer is not a problem.
+                (Kind::CustomWorkload, Some(spec)) => spec.entry("replicas").and_then(|entry| {
+                    entry.value.as_i64().map(|count| Setting {
+                        value: count,
+                        written: Some(count),
+                        position: Some(entry.value.position),
+                    })
                 }),
                 _ => None,
             };
@@ -658,8 +719,8 @@ fn read_workload(kind: Kind, root: &Node, problems: &mut Vec<Problem>) -> Worklo
     }
 }
 
-fn read_pod_spec(node: &Node, problems: &mut Vec<Problem>) -> PodSpec {
-    let mut read_list = |key: &str| -> Vec<Container> {
+fn read_pod_spec<'a>(node: &'a Node, problems: &mut Vec<Problem>) -> PodSpec<'a> {
+    let mut read_list = |key: &str| -> Vec<Container<'a>> {
         node.get(key)
             .and_then(Node::as_seq)
             .map(|items| {
@@ -674,6 +735,7 @@ fn read_pod_spec(node: &Node, problems: &mut Vec<Problem>) -> PodSpec {
     let containers = read_list("containers");
     let init_containers = read_list("initContainers");
     PodSpec {
+        node,
         termination_grace: Setting::read(
             node,
             "terminationGracePeriodSeconds",
@@ -688,7 +750,7 @@ fn read_pod_spec(node: &Node, problems: &mut Vec<Problem>) -> PodSpec {
     }
 }
 
-fn read_container(node: &Node, problems: &mut Vec<Problem>) -> Container {
+fn read_container<'a>(node: &'a Node, problems: &mut Vec<Problem>) -> Container<'a> {
     let name = node
         .get("name")
         .and_then(Node::scalar_text)
@@ -737,18 +799,28 @@ fn read_container(node: &Node, problems: &mut Vec<Problem>) -> Container {
             });
             continue;
         }
-        probes.push(read_probe(
-            kind,
-            entry.key_position,
-            &entry.value,
-            problems,
-            &name,
-        ));
+        probes.push(read_probe(kind, entry, problems, &name));
     }
-    let pre_stop_sleep = node
+    let pre_stop_entry = node
         .get("lifecycle")
-        .and_then(|lifecycle| lifecycle.get("preStop"))
-        .and_then(|pre_stop| read_pre_stop_sleep(pre_stop, problems, &name));
+        .and_then(|lifecycle| lifecycle.entry("preStop"))
+        .filter(|entry| !entry.value.is_null());
+    let pre_stop_sleep =
+        pre_stop_entry.and_then(|entry| read_pre_stop_sleep(&entry.value, problems, &name));
+    let env = node
+        .get("env")
+        .and_then(Node::as_seq)
+        .map(|items| {
+            items
+                .iter()
+                .filter_map(|item| {
+                    let name = item.get("name")?.scalar_text()?;
+                    let value = item.get("value")?.scalar_text()?;
+                    Some((name, value))
+                })
+                .collect()
+        })
+        .unwrap_or_default();
     // Only meaningful on init containers; on others the API server rejects it (`api` rules).
     let sidecar = node
         .get("restartPolicy")
@@ -758,8 +830,10 @@ fn read_container(node: &Node, problems: &mut Vec<Problem>) -> Container {
         position: node.position,
         name,
         ports,
+        env,
         probes,
         pre_stop_sleep,
+        pre_stop: pre_stop_entry.map(|entry| entry.key_position),
         sidecar,
     }
 }
@@ -798,13 +872,14 @@ fn read_pre_stop_sleep(
     Some((seconds, command.position))
 }
 
-fn read_probe(
+fn read_probe<'a>(
     kind: ProbeKind,
-    position: Position,
-    node: &Node,
+    entry: &'a Entry,
     problems: &mut Vec<Problem>,
     container: &str,
-) -> Probe {
+) -> Probe<'a> {
+    let position = entry.key_position;
+    let node = &entry.value;
     let c = Some(container);
     let mut handler_keys = Vec::new();
     let mut handler = Handler::Missing;
@@ -851,10 +926,14 @@ fn read_probe(
                     .and_then(Node::as_seq)
                     .map(|items| items.iter().filter_map(Node::scalar_text).collect())
                     .unwrap_or_default(),
+                position: value
+                    .entry("command")
+                    .map_or(entry.key_position, |command| command.key_position),
             },
         };
     }
     Probe {
+        entry,
         kind,
         position,
         handler,
@@ -1091,8 +1170,11 @@ mod tests {
     use crate::yaml::parse_documents;
 
     fn object(text: &str, check: impl FnOnce(&Object<'_>)) {
-        let documents = parse_documents(text).unwrap();
-        let root = documents[0].root.as_ref().unwrap();
+        let mut documents = parse_documents(text);
+        let crate::yaml::Parsed::Document(document) = documents.remove(0) else {
+            panic!("invalid YAML")
+        };
+        let root = document.root.as_ref().unwrap();
         match read_object(0, root) {
             Ok(Read::Object(object)) => check(&object),
             _ => panic!("not an object"),
@@ -1156,7 +1238,13 @@ mod tests {
         object(text, |object| {
             assert_eq!(object.problems.len(), 1);
             assert!(object.problems[0].message.contains("periodSeconds"));
-            assert_eq!(object.problems[0].position, Position::new(9, 22));
+            assert_eq!(
+                (
+                    object.problems[0].position.line,
+                    object.problems[0].position.column
+                ),
+                (9, 22)
+            );
         });
     }
 

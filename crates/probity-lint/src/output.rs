@@ -1,10 +1,17 @@
 //! Rendering a report: for people (with the source line), as JSON, and as SARIF 2.1.0.
+//!
+//! Every format is written straight to a [`Write`] as it is produced, in one pass over the
+//! findings, with source lines found through each source's line index: output time and memory
+//! are linear in the number of findings, whatever the size of the inputs.
 
 use crate::finding::{Finding, Report};
 use crate::rules::{self, Severity};
 use crate::source::Source;
-use serde_json::{Value, json};
+use serde::Serialize;
+use serde::ser::{SerializeSeq, Serializer};
+use std::collections::{HashMap, HashSet};
 use std::fmt::Write as _;
+use std::io::{self, Write};
 
 /// The output formats.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -29,13 +36,40 @@ impl Format {
     }
 }
 
-/// Renders a report in `format`. `color` adds ANSI colours to the human format only.
-pub fn render(report: &Report, sources: &[Source], format: Format, color: bool) -> String {
+/// How the human format looks.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Style {
+    /// ANSI colours.
+    pub color: bool,
+    /// List every skipped document, not only their count.
+    pub verbose: bool,
+}
+
+/// Writes a report in `format` to `out`.
+pub fn write(
+    report: &Report,
+    sources: &[Source],
+    format: Format,
+    style: Style,
+    out: &mut dyn Write,
+) -> io::Result<()> {
     match format {
-        Format::Human => human(report, sources, color),
-        Format::Json => json(report),
-        Format::Sarif => sarif(report),
+        Format::Human => write_human(report, sources, style, out),
+        Format::Json => write_json(report, out),
+        Format::Sarif => write_sarif(report, out),
     }
+}
+
+/// Renders a report in `format` as a string. `color` adds ANSI colours to the human format only.
+pub fn render(report: &Report, sources: &[Source], format: Format, color: bool) -> String {
+    let mut out = Vec::new();
+    let style = Style {
+        color,
+        verbose: false,
+    };
+    // Writing to a vector cannot fail.
+    let _ = write(report, sources, format, style, &mut out);
+    String::from_utf8(out).unwrap_or_default()
 }
 
 struct Paint {
@@ -63,11 +97,29 @@ impl Paint {
 
 /// The human format: one block per finding, then a summary line.
 pub fn human(report: &Report, sources: &[Source], color: bool) -> String {
-    let paint = Paint { color };
-    let mut out = String::new();
+    render(report, sources, Format::Human, color)
+}
+
+/// Writes the human format. A rule's why is printed with its first finding; later findings of
+/// the same rule point back to it, so a large run does not repeat the same paragraph thousands of
+/// times.
+pub fn write_human(
+    report: &Report,
+    sources: &[Source],
+    style: Style,
+    out: &mut dyn Write,
+) -> io::Result<()> {
+    let paint = Paint { color: style.color };
+    let by_name: HashMap<&str, &Source> = sources
+        .iter()
+        .map(|source| (source.name.as_str(), source))
+        .collect();
+    let mut explained: HashSet<&str> = HashSet::new();
+    let mut block = String::new();
     for finding in &report.findings {
+        block.clear();
         let _ = writeln!(
-            out,
+            block,
             "{}: {}[{}]: {}",
             paint.paint(
                 "1",
@@ -77,46 +129,105 @@ pub fn human(report: &Report, sources: &[Source], color: bool) -> String {
             finding.rule,
             finding.message
         );
-        let subject = match &finding.container {
-            Some(container) => format!(
-                "{} `{}`, container `{container}`",
-                finding.kind, finding.name
-            ),
-            None => format!("{} `{}`", finding.kind, finding.name),
-        };
-        let _ = writeln!(out, "  {} {subject}", paint.paint("34", "-->"));
-        if let Some(line) = sources
-            .iter()
-            .find(|source| source.name == finding.file)
+        if !finding.kind.is_empty() {
+            let subject = match &finding.container {
+                Some(container) => format!(
+                    "{} `{}`, container `{container}`",
+                    finding.kind, finding.name
+                ),
+                None => format!("{} `{}`", finding.kind, finding.name),
+            };
+            let _ = writeln!(block, "  {} {subject}", paint.paint("34", "-->"));
+        }
+        if let Some(line) = by_name
+            .get(&*finding.file)
             .and_then(|source| source.line(finding.line))
         {
-            let number = finding.line.to_string();
-            let gutter = " ".repeat(number.len());
-            let caret_at: String = line
-                .chars()
-                .take(finding.column.saturating_sub(1))
-                .map(|c| if c == '\t' { '\t' } else { ' ' })
-                .collect();
-            let _ = writeln!(out, "  {gutter} {}", paint.paint("34", "|"));
-            let _ = writeln!(
-                out,
-                "  {} {} {line}",
-                paint.paint("34", &number),
-                paint.paint("34", "|")
-            );
-            let _ = writeln!(
-                out,
-                "  {gutter} {} {caret_at}{}",
-                paint.paint("34", "|"),
-                paint.paint("1;32", "^")
-            );
+            snippet(&mut block, &paint, finding, line);
         }
         if let Some(rule) = finding.rule() {
-            let _ = writeln!(out, "  {} {}", paint.paint("1", "why:"), rule.why);
+            if explained.insert(rule.id) {
+                let _ = writeln!(block, "  {} {}", paint.paint("1", "why:"), rule.why);
+            } else {
+                let _ = writeln!(
+                    block,
+                    "  {} as for the first `{}` finding above (`probity lint --explain {}`)",
+                    paint.paint("1", "why:"),
+                    rule.id,
+                    rule.id
+                );
+            }
         }
-        let _ = writeln!(out, "  {} {}", paint.paint("1", "fix:"), finding.fix);
-        out.push('\n');
+        let _ = writeln!(block, "  {} {}", paint.paint("1", "fix:"), finding.fix);
+        if let Some(autofix) = &finding.autofix {
+            let _ = writeln!(
+                block,
+                "  {} {}{}",
+                paint.paint("1", "autofix:"),
+                autofix.description,
+                if autofix.safe {
+                    " (`probity lint --fix` applies it)"
+                } else {
+                    " (shown, not applied by `--fix`: it changes behaviour; decide)"
+                }
+            );
+        }
+        block.push('\n');
+        out.write_all(block.as_bytes())?;
     }
+    if style.verbose {
+        for skipped in &report.skipped {
+            writeln!(
+                out,
+                "skipped: {}:{}: {} `{}` is not a kind probity lint judges",
+                skipped.file, skipped.line, skipped.kind, skipped.name
+            )?;
+        }
+        if !report.skipped.is_empty() {
+            writeln!(out)?;
+        }
+    }
+    writeln!(out, "{}", summary_line(report))
+}
+
+/// Prints the source line with a caret under the column.
+fn snippet(block: &mut String, paint: &Paint, finding: &Finding, line: &str) {
+    // A line longer than this is cut around the column, so a minified one-line document does
+    // not print megabytes per finding.
+    const MAX_SHOWN: usize = 200;
+    let column = finding.column.saturating_sub(1);
+    let (shown, caret_column) = if line.len() > MAX_SHOWN {
+        let skip = column.saturating_sub(MAX_SHOWN / 2);
+        let cut: String = line.chars().skip(skip).take(MAX_SHOWN).collect();
+        (format!("…{cut}…"), column - skip + 1)
+    } else {
+        (line.to_owned(), column)
+    };
+    let number = finding.line.to_string();
+    let gutter = " ".repeat(number.len());
+    let caret_at: String = shown
+        .chars()
+        .take(caret_column)
+        .map(|c| if c == '\t' { '\t' } else { ' ' })
+        .collect();
+    let _ = writeln!(block, "  {gutter} {}", paint.paint("34", "|"));
+    let _ = writeln!(
+        block,
+        "  {} {} {shown}",
+        paint.paint("34", &number),
+        paint.paint("34", "|")
+    );
+    let _ = writeln!(
+        block,
+        "  {gutter} {} {caret_at}{}",
+        paint.paint("34", "|"),
+        paint.paint("1;32", "^")
+    );
+}
+
+/// "2 error(s), 1 warning(s), 0 info in 12 object(s), 3 document(s) of other kinds skipped
+/// (ConfigMap 2, PrometheusRule 1), 1 suppressed".
+pub fn summary_line(report: &Report) -> String {
     let count = |severity| {
         report
             .findings
@@ -124,36 +235,46 @@ pub fn human(report: &Report, sources: &[Source], color: bool) -> String {
             .filter(|finding| finding.severity == severity)
             .count()
     };
-    let _ = writeln!(
-        out,
-        "{} error(s), {} warning(s), {} info in {} object(s){}{}{}",
+    let mut line = format!(
+        "{} error(s), {} warning(s), {} info in {} object(s)",
         count(Severity::Error),
         count(Severity::Warning),
         count(Severity::Info),
         report.objects,
-        if report.skipped > 0 {
-            format!(", {} document(s) of other kinds skipped", report.skipped)
-        } else {
-            String::new()
-        },
-        if report.suppressed > 0 {
-            format!(", {} suppressed", report.suppressed)
-        } else {
-            String::new()
-        },
-        if report.errors.is_empty() {
-            String::new()
-        } else {
-            format!(", {} input error(s)", report.errors.len())
-        },
     );
-    out
+    if !report.skipped.is_empty() {
+        let kinds: Vec<String> = report
+            .skipped_kinds()
+            .iter()
+            .map(|(kind, count)| format!("{kind} {count}"))
+            .collect();
+        let _ = write!(
+            line,
+            ", {} document(s) of other kinds skipped ({}; `--verbose` lists them)",
+            report.skipped.len(),
+            kinds.join(", ")
+        );
+    }
+    if report.unreadable > 0 {
+        let _ = write!(line, ", {} document(s) unreadable", report.unreadable);
+    }
+    if report.suppressed > 0 {
+        let _ = write!(line, ", {} suppressed", report.suppressed);
+    }
+    line
 }
 
 /// The JSON format: an array of findings.
 pub fn json(report: &Report) -> String {
-    // Findings hold only strings and integers: serialising cannot fail.
-    serde_json::to_string_pretty(&report.findings).unwrap_or_else(|_| "[]".to_owned()) + "\n"
+    render(report, &[], Format::Json, false)
+}
+
+/// Writes the JSON format.
+pub fn write_json(report: &Report, out: &mut dyn Write) -> io::Result<()> {
+    let mut writer = io::BufWriter::new(out);
+    serde_json::to_writer_pretty(&mut writer, &report.findings).map_err(io::Error::other)?;
+    writer.write_all(b"\n")?;
+    writer.flush()
 }
 
 /// The SARIF schema this output follows.
@@ -184,77 +305,287 @@ fn artifact_uri(file: &str) -> String {
 
 /// The SARIF 2.1.0 format: one run, every rule in the driver, one result per finding.
 pub fn sarif(report: &Report) -> String {
-    let all = rules::all();
-    let rules_json: Vec<Value> = all
-        .iter()
-        .map(|rule| {
-            json!({
-                "id": rule.id,
-                "name": rule.id,
-                "shortDescription": { "text": rule.summary },
-                "fullDescription": { "text": rule.why },
-                "help": { "text": rule.fix, "markdown": rule.explain() },
-                "defaultConfiguration": { "level": sarif_level(rule.severity) },
-                "properties": { "tags": ["kubernetes", "probes"] },
-            })
-        })
-        .collect();
-    let results: Vec<Value> = report
-        .findings
-        .iter()
-        .map(|finding| sarif_result(finding, all))
-        .collect();
-    let log = json!({
-        "$schema": SARIF_SCHEMA,
-        "version": "2.1.0",
-        "runs": [{
-            "tool": {
-                "driver": {
-                    "name": "probity-lint",
-                    "semanticVersion": env!("CARGO_PKG_VERSION"),
-                    "informationUri": "https://github.com/probity-rs/probity/blob/main/docs/lint-rules.md",
-                    "rules": rules_json,
-                }
-            },
-            "columnKind": "unicodeCodePoints",
-            "results": results,
-        }]
-    });
-    serde_json::to_string_pretty(&log).unwrap_or_default() + "\n"
+    render(report, &[], Format::Sarif, false)
 }
 
-fn sarif_result(finding: &Finding, all: &[&rules::Rule]) -> Value {
-    let rule_index = all
-        .iter()
-        .position(|rule| rule.id == finding.rule)
-        .unwrap_or(0);
-    let mut qualified = String::new();
-    if let Some(namespace) = &finding.namespace {
-        let _ = write!(qualified, "{namespace}/");
+#[derive(Serialize)]
+struct Text<'a> {
+    text: &'a str,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct SarifRule<'a> {
+    id: &'a str,
+    name: &'a str,
+    short_description: Text<'a>,
+    full_description: Text<'a>,
+    help: Help<'a>,
+    default_configuration: Configuration,
+    properties: Properties,
+}
+
+#[derive(Serialize)]
+struct Help<'a> {
+    text: &'a str,
+    markdown: String,
+}
+
+#[derive(Serialize)]
+struct Configuration {
+    level: &'static str,
+}
+
+#[derive(Serialize)]
+struct Properties {
+    tags: [&'static str; 2],
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct SarifLog<'a> {
+    #[serde(rename = "$schema")]
+    schema: &'static str,
+    version: &'static str,
+    runs: [Run<'a>; 1],
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Run<'a> {
+    tool: Tool<'a>,
+    column_kind: &'static str,
+    results: Results<'a>,
+}
+
+#[derive(Serialize)]
+struct Tool<'a> {
+    driver: Driver<'a>,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Driver<'a> {
+    name: &'static str,
+    semantic_version: &'static str,
+    information_uri: &'static str,
+    rules: Vec<SarifRule<'a>>,
+}
+
+/// The results, serialised one finding at a time.
+struct Results<'a> {
+    findings: &'a [Finding],
+    rule_index: HashMap<&'static str, usize>,
+}
+
+impl Serialize for Results<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut seq = serializer.serialize_seq(Some(self.findings.len()))?;
+        for finding in self.findings {
+            seq.serialize_element(&SarifResult::of(
+                finding,
+                self.rule_index.get(finding.rule).copied().unwrap_or(0),
+            ))?;
+        }
+        seq.end()
     }
-    let _ = write!(qualified, "{}/{}", finding.kind, finding.name);
-    if let Some(container) = &finding.container {
-        let _ = write!(qualified, "/{container}");
-    }
-    json!({
-        "ruleId": finding.rule,
-        "ruleIndex": rule_index,
-        "level": sarif_level(finding.severity),
-        "message": { "text": format!("{} Fix: {}", finding.message, finding.fix) },
-        "locations": [{
-            "physicalLocation": {
-                "artifactLocation": { "uri": artifact_uri(&finding.file) },
-                "region": {
-                    "startLine": finding.line.max(1),
-                    "startColumn": finding.column.max(1),
-                }
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct SarifResult<'a> {
+    rule_id: &'a str,
+    rule_index: usize,
+    level: &'static str,
+    message: OwnedText,
+    locations: [Location; 1],
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    fixes: Vec<Fix<'a>>,
+}
+
+#[derive(Serialize)]
+struct OwnedText {
+    text: String,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Location {
+    physical_location: PhysicalLocation,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    logical_locations: Vec<LogicalLocation>,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct PhysicalLocation {
+    artifact_location: ArtifactLocation,
+    region: Region,
+}
+
+#[derive(Serialize)]
+struct ArtifactLocation {
+    uri: String,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Region {
+    start_line: usize,
+    start_column: usize,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct LogicalLocation {
+    fully_qualified_name: String,
+    kind: &'static str,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Fix<'a> {
+    description: Text<'a>,
+    artifact_changes: Vec<ArtifactChange<'a>>,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct ArtifactChange<'a> {
+    artifact_location: ArtifactLocation,
+    replacements: Vec<Replacement<'a>>,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Replacement<'a> {
+    deleted_region: ByteRegion,
+    inserted_content: Text<'a>,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct ByteRegion {
+    byte_offset: usize,
+    byte_length: usize,
+}
+
+impl<'a> SarifResult<'a> {
+    fn of(finding: &'a Finding, rule_index: usize) -> Self {
+        let mut logical_locations = Vec::new();
+        if !finding.kind.is_empty() {
+            let mut qualified = String::new();
+            if let Some(namespace) = &finding.namespace {
+                let _ = write!(qualified, "{namespace}/");
+            }
+            let _ = write!(qualified, "{}/{}", finding.kind, finding.name);
+            if let Some(container) = &finding.container {
+                let _ = write!(qualified, "/{container}");
+            }
+            logical_locations.push(LogicalLocation {
+                fully_qualified_name: qualified,
+                kind: "object",
+            });
+        }
+        let fixes = finding
+            .autofix
+            .iter()
+            .map(|autofix| Fix {
+                description: Text {
+                    text: &autofix.description,
+                },
+                artifact_changes: vec![ArtifactChange {
+                    artifact_location: ArtifactLocation {
+                        uri: artifact_uri(&finding.file),
+                    },
+                    replacements: autofix
+                        .edits
+                        .iter()
+                        .map(|edit| Replacement {
+                            deleted_region: ByteRegion {
+                                byte_offset: edit.start,
+                                byte_length: edit.end - edit.start,
+                            },
+                            inserted_content: Text {
+                                text: &edit.replacement,
+                            },
+                        })
+                        .collect(),
+                }],
+            })
+            .collect();
+        SarifResult {
+            rule_id: finding.rule,
+            rule_index,
+            level: sarif_level(finding.severity),
+            message: OwnedText {
+                text: format!("{} Fix: {}", finding.message, finding.fix),
             },
-            "logicalLocations": [{
-                "fullyQualifiedName": qualified,
-                "kind": "object",
-            }]
+            locations: [Location {
+                physical_location: PhysicalLocation {
+                    artifact_location: ArtifactLocation {
+                        uri: artifact_uri(&finding.file),
+                    },
+                    region: Region {
+                        start_line: finding.line.max(1),
+                        start_column: finding.column.max(1),
+                    },
+                },
+                logical_locations,
+            }],
+            fixes,
+        }
+    }
+}
+
+/// Writes the SARIF 2.1.0 format.
+pub fn write_sarif(report: &Report, out: &mut dyn Write) -> io::Result<()> {
+    let all = rules::all();
+    let log = SarifLog {
+        schema: SARIF_SCHEMA,
+        version: "2.1.0",
+        runs: [Run {
+            tool: Tool {
+                driver: Driver {
+                    name: "probity-lint",
+                    semantic_version: env!("CARGO_PKG_VERSION"),
+                    information_uri: "https://github.com/probity-rs/probity/blob/main/docs/lint-rules.md",
+                    rules: all
+                        .iter()
+                        .map(|rule| SarifRule {
+                            id: rule.id,
+                            name: rule.id,
+                            short_description: Text { text: rule.summary },
+                            full_description: Text { text: rule.why },
+                            help: Help {
+                                text: rule.fix,
+                                markdown: rule.explain(),
+                            },
+                            default_configuration: Configuration {
+                                level: sarif_level(rule.severity),
+                            },
+                            properties: Properties {
+                                tags: ["kubernetes", "probes"],
+                            },
+                        })
+                        .collect(),
+                },
+            },
+            column_kind: "unicodeCodePoints",
+            results: Results {
+                findings: &report.findings,
+                rule_index: all
+                    .iter()
+                    .enumerate()
+                    .map(|(index, rule)| (rule.id, index))
+                    .collect(),
+            },
         }],
-    })
+    };
+    let mut writer = io::BufWriter::new(out);
+    serde_json::to_writer_pretty(&mut writer, &log).map_err(io::Error::other)?;
+    writer.write_all(b"\n")?;
+    writer.flush()
 }
 
 #[cfg(test)]

@@ -2,7 +2,7 @@
 //! kinds it does not judge, Helm output, `List`s — each an error naming file and line, or
 //! skipped, and never a panic.
 
-use probity::Contract;
+use probity_lint::contract::ServiceContract as Contract;
 use probity_lint::{Options, Report, Source, lint};
 use std::path::Path;
 
@@ -12,8 +12,16 @@ fn run(name: &str, text: &str) -> Report {
 
 const GOOD_POD: &str = "apiVersion: v1\nkind: Pod\nmetadata: {name: good}\nspec:\n  containers:\n  - name: app\n    image: a\n    livenessProbe:\n      httpGet: {path: /livez, port: 8080}\n      timeoutSeconds: 10\n";
 
+fn rules_at(report: &Report) -> Vec<(&str, usize)> {
+    report
+        .findings
+        .iter()
+        .map(|finding| (finding.rule, finding.line))
+        .collect()
+}
+
 #[test]
-fn malformed_yaml_is_an_error_with_file_and_line_and_other_inputs_are_still_linted() {
+fn malformed_yaml_is_a_finding_with_file_and_line_and_other_inputs_are_still_linted() {
     let sources = [
         Source::new(
             "broken.yaml",
@@ -22,14 +30,35 @@ fn malformed_yaml_is_an_error_with_file_and_line_and_other_inputs_are_still_lint
         Source::new("good.yaml", GOOD_POD),
     ];
     let report = lint(&sources, &Options::default());
-    assert_eq!(report.errors.len(), 1, "{:?}", report.errors);
-    let error = &report.errors[0];
-    assert_eq!(error.file, "broken.yaml");
-    assert!(error.line >= 4, "{error}");
-    assert!(error.message.starts_with("invalid YAML"), "{error}");
-    assert!(error.to_string().starts_with("broken.yaml:"), "{error}");
-    assert_eq!(report.findings.len(), 1);
-    assert_eq!(report.findings[0].file, "good.yaml");
+    assert_eq!(report.findings.len(), 2, "{:?}", report.findings);
+    let error = &report.findings[0];
+    assert_eq!((&*error.file, error.rule), ("broken.yaml", "invalid-yaml"));
+    assert!(error.line >= 4, "{error:?}");
+    assert_eq!(report.unreadable, 1);
+    assert_eq!(&*report.findings[1].file, "good.yaml");
+    assert!(!report.nothing_read());
+}
+
+#[test]
+fn one_broken_document_does_not_hide_the_others_of_its_file() {
+    let text =
+        format!("{GOOD_POD}---\napiVersion: v1\nkind: Pod\nmetadata: {{name: [\n---\n{GOOD_POD}");
+    let report = run("stream.yaml", &text);
+    assert_eq!(
+        rules_at(&report),
+        [
+            ("timeout-not-below-period", 10),
+            ("invalid-yaml", 14),
+            ("timeout-not-below-period", 25)
+        ]
+    );
+    assert_eq!(report.objects, 2);
+}
+
+#[test]
+fn a_file_that_is_all_broken_reads_nothing() {
+    let report = run("broken.yaml", "kind: [\n");
+    assert!(report.nothing_read());
 }
 
 #[test]
@@ -38,58 +67,83 @@ fn a_bad_indentation_names_its_line() {
         "indent.yaml",
         "apiVersion: v1\nkind: Pod\nmetadata:\n  name: x\n labels: {}\n",
     );
-    assert_eq!(report.errors.len(), 1);
-    assert_eq!(report.errors[0].line, 5, "{}", report.errors[0]);
+    assert_eq!(rules_at(&report), [("invalid-yaml", 5)]);
 }
 
 #[test]
-fn duplicate_keys_are_errors() {
-    let report = run(
-        "dup.yaml",
-        "apiVersion: v1\nkind: Pod\nmetadata: {name: x}\nspec:\n  containers: []\n  containers: []\n",
+fn duplicate_keys_are_findings_and_the_last_value_is_judged() {
+    let text = "apiVersion: v1\nkind: Pod\nmetadata: {name: x}\nspec:\n  containers:\n  - name: app\n    image: a\n    livenessProbe:\n      httpGet: {path: /livez, port: 8080}\n      timeoutSeconds: 10\n      timeoutSeconds: 1\n";
+    let report = run("dup.yaml", text);
+    assert_eq!(rules_at(&report), [("duplicate-key", 11)]);
+    let finding = &report.findings[0];
+    assert_eq!((finding.kind.as_str(), finding.name.as_str()), ("Pod", "x"));
+    assert!(
+        finding.message.contains("`timeoutSeconds`"),
+        "{}",
+        finding.message
     );
-    assert_eq!(report.errors.len(), 1);
-    assert_eq!((report.errors[0].line, report.errors[0].column), (6, 3));
-    assert!(report.errors[0].message.contains("containers"));
+    assert!(finding.message.contains("line 10"), "{}", finding.message);
 }
 
 #[test]
-fn documents_that_are_not_kubernetes_objects_are_errors_with_their_line() {
+fn a_repeated_configmap_key_does_not_stop_the_workloads_of_the_file() {
+    let text = format!(
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {{name: carts}}\ndata:\n  CARTS_DYNAMODB_CREATETABLE: \"true\"\n  CARTS_DYNAMODB_CREATETABLE: \"false\"\n---\n{GOOD_POD}"
+    );
+    let report = run("chart.yaml", &text);
+    assert_eq!(
+        rules_at(&report),
+        [("duplicate-key", 6), ("timeout-not-below-period", 17)]
+    );
+    assert_eq!(report.findings[0].kind, "");
+    assert_eq!(report.skipped.len(), 1);
+}
+
+#[test]
+fn documents_that_are_not_kubernetes_objects_are_findings_with_their_line() {
     let text = "- just\n- a list\n---\nname: no kind here\n---\nkind: Pod\nmetadata: {name: x}\n---\napiVersion: v1\nkind: 5\n---\nplain scalar\n";
     let report = run("values.yaml", text);
-    let errors: Vec<(usize, &str)> = report
-        .errors
+    let found: Vec<(usize, &str, &str)> = report
+        .findings
         .iter()
-        .map(|error| (error.line, error.message.as_str()))
+        .map(|finding| (finding.line, finding.rule, finding.message.as_str()))
         .collect();
-    assert_eq!(errors.len(), 5, "{errors:?}");
-    assert_eq!(errors[0].0, 1);
-    assert!(errors[0].1.contains("a list"), "{errors:?}");
-    assert_eq!(errors[1].0, 4);
-    assert!(errors[1].1.contains("no `kind`"), "{errors:?}");
-    assert_eq!(errors[2].0, 6);
-    assert!(errors[2].1.contains("no `apiVersion`"), "{errors:?}");
-    assert_eq!(errors[3].0, 10);
-    assert!(errors[3].1.contains("`kind` is an integer"), "{errors:?}");
-    assert_eq!(errors[4].0, 12);
-    assert!(report.findings.is_empty());
+    assert_eq!(found.len(), 5, "{found:?}");
+    assert!(
+        found
+            .iter()
+            .all(|(_, rule, _)| *rule == "not-a-kubernetes-object")
+    );
+    assert_eq!(found[0].0, 1);
+    assert!(found[0].2.contains("a list"), "{found:?}");
+    assert_eq!(found[1].0, 4);
+    assert!(found[1].2.contains("no `kind`"), "{found:?}");
+    assert_eq!(found[2].0, 6);
+    assert!(found[2].2.contains("no `apiVersion`"), "{found:?}");
+    assert_eq!(found[3].0, 10);
+    assert!(found[3].2.contains("`kind` is an integer"), "{found:?}");
+    assert_eq!(found[4].0, 12);
+    assert!(report.nothing_read());
 }
 
 #[test]
 fn other_kinds_and_custom_resources_are_skipped_cleanly() {
     let text = "apiVersion: monitoring.coreos.com/v1\nkind: PrometheusRule\nmetadata: {name: checkout}\nspec:\n  groups: [{name: x, rules: [{alert: A, expr: up == 0}]}]\n---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\ndata: {a: b}\n";
     let report = run("extras.yaml", text);
-    assert!(report.errors.is_empty(), "{:?}", report.errors);
-    assert!(report.findings.is_empty());
-    assert_eq!(report.skipped, 2);
+    assert!(report.findings.is_empty(), "{:?}", report.findings);
+    assert_eq!(
+        report.skipped_kinds(),
+        [("ConfigMap", 1), ("PrometheusRule", 1)]
+    );
+    assert_eq!(report.skipped[0].line, 2);
     assert_eq!(report.objects, 0);
+    assert!(!report.nothing_read());
 }
 
 #[test]
 fn helm_rendered_output_works() {
     let text = "---\n# Source: checkout/templates/service.yaml\napiVersion: v1\nkind: Service\nmetadata:\n  name: release-checkout\n  labels:\n    helm.sh/chart: checkout-0.1.0\nspec:\n  selector:\n    app.kubernetes.io/name: checkout\n  ports:\n    - port: 80\n---\n# Source: checkout/templates/empty.yaml\n---\n# Source: checkout/templates/deployment.yaml\napiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: release-checkout\nspec:\n  replicas: 1\n  selector:\n    matchLabels:\n      app.kubernetes.io/name: checkout\n  template:\n    metadata:\n      labels:\n        app.kubernetes.io/name: checkout\n    spec:\n      containers:\n        - name: checkout\n          image: \"checkout:1\"\n          livenessProbe:\n            httpGet:\n              path: /livez\n              port: http\n          ports:\n            - name: http\n              containerPort: 8080\n";
     let report = run("rendered.yaml", text);
-    assert!(report.errors.is_empty(), "{:?}", report.errors);
     assert_eq!(report.objects, 2);
     let rules: Vec<_> = report.findings.iter().map(|f| (f.rule, f.line)).collect();
     assert_eq!(rules, [("missing-readiness-probe", 33)]);
@@ -102,7 +156,6 @@ fn lists_are_linted_item_by_item() {
         "{apiVersion: v1, kind: Pod, metadata: {name: a}, spec: {containers: [{name: c, image: i, livenessProbe: {httpGet: {path: /l, port: 1}, timeoutSeconds: 10}}]}}"
     );
     let report = run("list.yaml", &text);
-    assert!(report.errors.is_empty(), "{:?}", report.errors);
     assert_eq!(report.objects, 1);
     assert_eq!(report.findings[0].rule, "timeout-not-below-period");
     assert_eq!(report.findings[0].line, 4);
@@ -157,7 +210,7 @@ fn a_command_line_contract_applies_by_service_name() {
 fn damaged_manifests_never_panic() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures");
     let mut texts = Vec::new();
-    for folder in ["rules", "seeds"] {
+    for folder in ["rules", "incidents"] {
         for entry in walk(&root.join(folder)) {
             texts.push(std::fs::read_to_string(entry).unwrap());
         }
@@ -190,4 +243,20 @@ fn walk(folder: &Path) -> Vec<std::path::PathBuf> {
         }
     }
     files
+}
+
+#[test]
+fn nesting_deeper_than_the_parser_allows_is_a_finding_not_a_crash() {
+    let mut text = String::from("a:\n");
+    for depth in 1..2000 {
+        text.push_str(&" ".repeat(depth));
+        text.push_str("a:\n");
+    }
+    text.push_str("---\n");
+    text.push_str(GOOD_POD);
+    let report = run("deep.yaml", &text);
+    let rules: Vec<&str> = report.findings.iter().map(|finding| finding.rule).collect();
+    assert_eq!(rules, ["invalid-yaml", "timeout-not-below-period"]);
+    let flow = format!("a: {}{}\n", "[".repeat(100_000), "]".repeat(100_000));
+    assert_eq!(run("flow.yaml", &flow).findings[0].rule, "invalid-yaml");
 }

@@ -113,3 +113,19 @@ fn the_validator_rejects_a_broken_log() {
     let validator = jsonschema::validator_for(&schema()).unwrap();
     assert!(!validator.is_valid(&log));
 }
+
+#[test]
+fn mechanical_fixes_are_sarif_fixes_with_byte_regions() {
+    let text = "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers:\n  - name: app\n    image: a\n    livenessProbe:\n      httpGet: {path: /livez, port: 8080}\n      timeoutSeconds: 10\n";
+    let log = sarif_of(&[Source::new("pod.yaml", text)]);
+    validate(&log);
+    let fix = &log["runs"][0]["results"][0]["fixes"][0];
+    assert_eq!(fix["description"]["text"], "set `timeoutSeconds` to 9");
+    let change = &fix["artifactChanges"][0];
+    assert_eq!(change["artifactLocation"]["uri"], "pod.yaml");
+    let replacement = &change["replacements"][0];
+    let offset = replacement["deletedRegion"]["byteOffset"].as_u64().unwrap() as usize;
+    let length = replacement["deletedRegion"]["byteLength"].as_u64().unwrap() as usize;
+    assert_eq!(&text[offset..offset + length], "10");
+    assert_eq!(replacement["insertedContent"]["text"], "9");
+}

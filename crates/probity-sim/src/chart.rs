@@ -1,26 +1,34 @@
-//! Charts: the fleet error rate over time above one state lane per instance, as SVG or as a
-//! self-contained HTML page (no scripts, no network).
+//! Charts: what a reader acts on first. The title gives the requests failed and the time to
+//! drain; a panel zooms on each fault at a readable scale (a two-second burst on a half-hour
+//! run is a sliver at full scale); the whole run follows as context, above one state lane
+//! per instance. SVG, or a self-contained HTML page (no scripts, no network).
 
-use crate::report::{LaneState, Report};
+use crate::report::{FaultSummary, LaneState, Report};
 use std::fmt::Write as _;
 
 /// Width of a chart, in pixels.
 pub const WIDTH: u32 = 1000;
-/// Height of the error-rate plot.
-pub const PLOT_HEIGHT: u32 = 200;
-/// Height of one lane.
-pub const LANE_HEIGHT: u32 = 14;
-/// Lanes drawn at most; a larger fleet shows its first instances.
-pub const MAX_LANES: usize = 60;
 /// Left margin (axis labels and lane names).
 pub const LEFT: u32 = 110;
-/// Top of the plot area.
-pub const TOP: u32 = 40;
+/// Right margin.
+pub const RIGHT: u32 = 20;
+/// Height of the whole-run plot.
+pub const CONTEXT_HEIGHT: u32 = 110;
+/// Height of a zoomed plot.
+pub const ZOOM_HEIGHT: u32 = 150;
+/// Height of one lane.
+pub const LANE_HEIGHT: u32 = 14;
+/// Space between lanes.
+pub const LANE_GAP: u32 = 3;
+/// Lanes drawn at most; a larger fleet shows its first instances.
+pub const MAX_LANES: usize = 60;
+/// Zoomed panels at most.
+pub const MAX_ZOOMS: usize = 3;
 /// Colour of the error-rate curve.
 pub const CURVE_COLOUR: &str = "#d62728";
 
-const RIGHT: u32 = 20;
-const LANE_GAP: u32 = 3;
+const TITLE_HEIGHT: u32 = 58;
+const PANEL_GAP: u32 = 44;
 
 /// The colour of a lane state.
 pub fn lane_colour(state: LaneState) -> &'static str {
@@ -32,10 +40,133 @@ pub fn lane_colour(state: LaneState) -> &'static str {
     }
 }
 
+/// A plot: where it is drawn and what it shows.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Panel {
+    /// Top edge, in pixels from the top of the report's chart.
+    pub top: u32,
+    /// Height of the plot area.
+    pub height: u32,
+    /// First second shown.
+    pub from_s: f64,
+    /// Last second shown.
+    pub to_s: f64,
+    /// The error rate at the top of the plot.
+    pub max_rate: f64,
+}
+
+impl Panel {
+    /// The x pixel of a time.
+    pub fn x(&self, seconds: f64) -> f64 {
+        let width = f64::from(WIDTH - LEFT - RIGHT);
+        let span = (self.to_s - self.from_s).max(1e-9);
+        f64::from(LEFT) + (seconds - self.from_s) / span * width
+    }
+
+    /// The y pixel of an error rate.
+    pub fn y(&self, rate: f64) -> f64 {
+        let bottom = f64::from(self.top + self.height);
+        bottom - (rate / self.max_rate).clamp(0.0, 1.0) * f64::from(self.height)
+    }
+}
+
+/// Where each part of a report's chart goes.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Layout {
+    /// One zoomed panel per fault (overlapping faults share one).
+    pub zooms: Vec<Panel>,
+    /// The whole run.
+    pub context: Panel,
+    /// Top of the first lane.
+    pub lanes_top: u32,
+    /// The chart's height.
+    pub height: u32,
+}
+
+/// The smallest of 1, 2, 5 × 10ⁿ percent (up to 100%) at or above `rate`.
+fn nice_ceiling(rate: f64) -> f64 {
+    for step in [0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0] {
+        if rate <= step {
+            return step;
+        }
+    }
+    1.0
+}
+
+/// The spans worth a close look: each fault from its onset to its end, or to the fleet's
+/// recovery when that comes later, padded on both sides; overlapping spans merge.
+fn fault_spans(report: &Report) -> Vec<(f64, f64)> {
+    let mut spans: Vec<(f64, f64)> = Vec::new();
+    for fault in report.faults.iter().filter(|fault| !is_operator(fault)) {
+        let mut end = fault.until_s.unwrap_or(fault.at_s);
+        let (window_from, window_to) = report.window_s;
+        if window_from <= fault.at_s && window_to > end {
+            // Until recovery, but not the rest of a run that never recovers.
+            let limit = fault.at_s + (3.0 * (end - fault.at_s)).max(120.0);
+            end = window_to.min(limit);
+        }
+        let pad = (0.25 * (end - fault.at_s)).max(5.0);
+        let span = (
+            (fault.at_s - pad).max(0.0),
+            (end + pad).min(report.duration_s),
+        );
+        match spans.last_mut() {
+            Some(last) if span.0 <= last.1 => last.1 = last.1.max(span.1),
+            _ => spans.push(span),
+        }
+    }
+    spans.truncate(MAX_ZOOMS);
+    spans
+}
+
+fn is_operator(fault: &FaultSummary) -> bool {
+    fault.kind.starts_with("manual-")
+}
+
+/// The layout of one report's chart.
+pub fn layout(report: &Report) -> Layout {
+    let mut top = TITLE_HEIGHT;
+    let mut zooms = Vec::new();
+    for (from_s, to_s) in fault_spans(report) {
+        let peak = report
+            .error_rate_series
+            .iter()
+            .enumerate()
+            .filter(|(bucket, _)| {
+                let start = *bucket as f64 * report.resolution_s;
+                start + report.resolution_s > from_s && start < to_s
+            })
+            .map(|(_, rate)| *rate)
+            .fold(0.0, f64::max);
+        zooms.push(Panel {
+            top,
+            height: ZOOM_HEIGHT,
+            from_s,
+            to_s,
+            max_rate: nice_ceiling(peak),
+        });
+        top += ZOOM_HEIGHT + PANEL_GAP;
+    }
+    let context = Panel {
+        top,
+        height: CONTEXT_HEIGHT,
+        from_s: 0.0,
+        to_s: report.duration_s,
+        max_rate: 1.0,
+    };
+    let lanes_top = top + CONTEXT_HEIGHT + 30;
+    let lanes = report.instances.len().min(MAX_LANES) as u32;
+    Layout {
+        zooms,
+        context,
+        lanes_top,
+        height: lanes_top + lanes * (LANE_HEIGHT + LANE_GAP) + 44,
+    }
+}
+
 /// Height of one report's chart.
 pub fn chart_height(report: &Report) -> u32 {
-    let lanes = report.instances.len().min(MAX_LANES) as u32;
-    TOP + PLOT_HEIGHT + 40 + lanes * (LANE_HEIGHT + LANE_GAP) + 50
+    layout(report).height
 }
 
 fn escape(text: &str) -> String {
@@ -45,82 +176,82 @@ fn escape(text: &str) -> String {
         .replace('"', "&quot;")
 }
 
-/// One report as an SVG group translated by `offset_y`.
-fn group(report: &Report, offset_y: u32) -> String {
-    let mut out = String::new();
-    let plot_width = (WIDTH - LEFT - RIGHT) as f64;
-    let duration = report.duration_s.max(1e-9);
-    let x = |seconds: f64| LEFT as f64 + seconds / duration * plot_width;
-    let y = |rate: f64| (TOP + PLOT_HEIGHT) as f64 - rate.clamp(0.0, 1.0) * PLOT_HEIGHT as f64;
-    let _ = writeln!(
-        out,
-        r#"<g transform="translate(0,{offset_y})" class="scenario">"#
-    );
-    let _ = writeln!(
-        out,
-        r##"<text x="{LEFT}" y="22" font-size="15" font-weight="bold" fill="#222">{}</text>"##,
-        escape(&format!(
-            "{} — fleet error rate {:.1}%, restarts {}, drains {}",
-            report.name,
-            report.fleet_error_rate * 100.0,
-            report.restarts,
-            report.drains
-        ))
-    );
-    // Faults, shaded behind the plot.
+fn format_time(seconds: f64) -> String {
+    let whole = seconds.round() as u64;
+    if whole >= 3600 {
+        format!("{}h{:02}m", whole / 3600, (whole % 3600) / 60)
+    } else if whole >= 60 {
+        format!("{}m{:02}s", whole / 60, whole % 60)
+    } else {
+        format!("{whole}s")
+    }
+}
+
+fn percent_label(rate: f64) -> String {
+    let value = rate * 100.0;
+    if value >= 1.0 || value == 0.0 {
+        format!("{value:.0}%")
+    } else {
+        format!("{value:.1}%")
+    }
+}
+
+/// One plot: shaded faults, grid, time axis, the curve, and a caption.
+fn plot(out: &mut String, report: &Report, panel: &Panel, caption: &str) {
+    let left = f64::from(LEFT);
+    let right = f64::from(WIDTH - RIGHT);
+    let clip = |x: f64| x.clamp(left, right);
     for fault in &report.faults {
-        let operator = fault.kind.starts_with("manual-");
         let until = match fault.until_s {
             Some(until) => until,
-            // An operator action is a moment, not a span.
-            None if operator => fault.at_s,
+            None if is_operator(fault) => fault.at_s,
             None => report.duration_s,
         };
-        let (x0, x1) = (x(fault.at_s), x(until).max(x(fault.at_s) + 1.0));
+        let (x0, x1) = (clip(panel.x(fault.at_s)), clip(panel.x(until)));
+        if x1 < left || x0 > right {
+            continue;
+        }
         let _ = writeln!(
             out,
-            r##"<rect x="{x0:.1}" y="{TOP}" width="{:.1}" height="{PLOT_HEIGHT}" fill="#e8e8e8"><title>{}</title></rect>"##,
-            x1 - x0,
+            r##"<rect x="{x0:.1}" y="{}" width="{:.1}" height="{}" fill="#e8e8e8"><title>{}</title></rect>"##,
+            panel.top,
+            (x1 - x0).max(1.0),
+            panel.height,
             escape(&fault.kind)
         );
     }
-    // Axes and grid.
     for step in 0..=4 {
-        let rate = step as f64 / 4.0;
-        let gy = y(rate);
+        let rate = panel.max_rate * f64::from(step) / 4.0;
+        let y = panel.y(rate);
         let _ = writeln!(
             out,
-            r##"<line x1="{LEFT}" y1="{gy:.1}" x2="{}" y2="{gy:.1}" stroke="#cccccc" stroke-width="1"/><text x="{}" y="{:.1}" font-size="11" text-anchor="end" fill="#444">{}%</text>"##,
+            r##"<line x1="{LEFT}" y1="{y:.1}" x2="{}" y2="{y:.1}" stroke="#cccccc" stroke-width="1"/><text x="{}" y="{:.1}" font-size="11" text-anchor="end" fill="#444">{}</text>"##,
             WIDTH - RIGHT,
             LEFT - 6,
-            gy + 4.0,
-            step * 25
+            y + 4.0,
+            percent_label(rate)
         );
     }
-    let ticks = 6;
-    for step in 0..=ticks {
-        let seconds = duration * step as f64 / ticks as f64;
+    for step in 0..=6 {
+        let seconds = panel.from_s + (panel.to_s - panel.from_s) * f64::from(step) / 6.0;
         let _ = writeln!(
             out,
             r##"<text x="{:.1}" y="{}" font-size="11" text-anchor="middle" fill="#444">{}</text>"##,
-            x(seconds),
-            TOP + PLOT_HEIGHT + 16,
+            panel.x(seconds),
+            panel.top + panel.height + 15,
             format_time(seconds)
         );
     }
-    // The curve.
     let mut points = String::new();
-    for (b, rate) in report.error_rate_series.iter().enumerate() {
-        let t0 = b as f64 * report.resolution_s;
-        let t1 = ((b + 1) as f64 * report.resolution_s).min(duration);
-        let _ = write!(
-            points,
-            "{:.1},{:.1} {:.1},{:.1} ",
-            x(t0),
-            y(*rate),
-            x(t1),
-            y(*rate)
-        );
+    for (bucket, rate) in report.error_rate_series.iter().enumerate() {
+        let start = bucket as f64 * report.resolution_s;
+        let end = (start + report.resolution_s).min(report.duration_s);
+        if end < panel.from_s || start > panel.to_s {
+            continue;
+        }
+        let (x0, x1) = (clip(panel.x(start)), clip(panel.x(end)));
+        let y = panel.y(*rate);
+        let _ = write!(points, "{x0:.1},{y:.1} {x1:.1},{y:.1} ");
     }
     let _ = writeln!(
         out,
@@ -129,26 +260,100 @@ fn group(report: &Report, offset_y: u32) -> String {
     );
     let _ = writeln!(
         out,
-        r##"<text x="{}" y="{}" font-size="11" fill="#444">fleet error rate</text>"##,
+        r##"<text x="{}" y="{}" font-size="11" fill="#444">{}</text>"##,
         LEFT + 4,
-        TOP - 4
+        panel.top - 5,
+        escape(caption)
     );
-    // Lanes.
-    let lanes_top = TOP + PLOT_HEIGHT + 34;
-    for (i, instance) in report.instances.iter().take(MAX_LANES).enumerate() {
-        let ly = lanes_top + i as u32 * (LANE_HEIGHT + LANE_GAP);
+}
+
+/// The title: the scenario, what failed and how fast the fleet reacted.
+pub fn title(report: &Report) -> String {
+    let drain = match report.drain {
+        crate::report::DrainOutcome::Drained => format!("drained in {}", report.drain_text()),
+        crate::report::DrainOutcome::NeverDrained => "never drained".into(),
+        crate::report::DrainOutcome::NothingToDrain => "nothing to drain".into(),
+    };
+    format!(
+        "{} — {} requests failed, {drain}, {} restarts",
+        report.name, report.requests_failed, report.restarts
+    )
+}
+
+/// One report as an SVG group translated by `offset_y`.
+fn group(report: &Report, offset_y: u32) -> String {
+    let layout = layout(report);
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        r#"<g transform="translate(0,{offset_y})" class="scenario">"#
+    );
+    let _ = writeln!(
+        out,
+        r##"<text class="title" x="{LEFT}" y="22" font-size="15" font-weight="bold" fill="#222">{}</text>"##,
+        escape(&title(report))
+    );
+    let _ = writeln!(
+        out,
+        r##"<text x="{LEFT}" y="40" font-size="12" fill="#444">{}</text>"##,
+        escape(&format!(
+            "outage {}, time to recover {}, error rate {:.1}% from {} to {}",
+            crate::report::human_seconds(report.outage_s),
+            report
+                .time_to_recover_s
+                .map_or("never".to_string(), crate::report::human_seconds),
+            report.fleet_error_rate * 100.0,
+            format_time(report.window_s.0),
+            format_time(report.window_s.1)
+        ))
+    );
+    for (index, zoom) in layout.zooms.iter().enumerate() {
+        let fault = report
+            .faults
+            .iter()
+            .filter(|fault| !is_operator(fault))
+            .nth(index)
+            .map_or("fault", |fault| fault.kind.as_str());
+        let caption = format!(
+            "fleet error rate around the {fault}, {} to {} (scale to {})",
+            format_time(zoom.from_s),
+            format_time(zoom.to_s),
+            percent_label(zoom.max_rate)
+        );
+        let _ = writeln!(out, r#"<g class="zoom">"#);
+        plot(&mut out, report, zoom, &caption);
+        out.push_str("</g>\n");
+    }
+    let _ = writeln!(out, r#"<g class="context">"#);
+    plot(
+        &mut out,
+        report,
+        &layout.context,
+        "fleet error rate, the whole run",
+    );
+    out.push_str("</g>\n");
+    lanes(&mut out, report, &layout);
+    out.push_str("</g>\n");
+    out
+}
+
+/// One lane per instance over the whole run, and the legend.
+fn lanes(out: &mut String, report: &Report, layout: &Layout) {
+    let panel = &layout.context;
+    for (index, instance) in report.instances.iter().take(MAX_LANES).enumerate() {
+        let y = layout.lanes_top + index as u32 * (LANE_HEIGHT + LANE_GAP);
         let _ = writeln!(
             out,
             r##"<text x="{}" y="{}" font-size="11" text-anchor="end" fill="#222">{}</text>"##,
             LEFT - 6,
-            ly + LANE_HEIGHT - 3,
+            y + LANE_HEIGHT - 3,
             escape(&instance.name)
         );
         for span in &instance.lanes {
-            let (x0, x1) = (x(span.from_s), x(span.to_s));
+            let (x0, x1) = (panel.x(span.from_s), panel.x(span.to_s));
             let _ = writeln!(
                 out,
-                r#"<rect class="lane {}" x="{x0:.1}" y="{ly}" width="{:.1}" height="{LANE_HEIGHT}" fill="{}"><title>{} {}–{}</title></rect>"#,
+                r#"<rect class="lane {}" x="{x0:.1}" y="{y}" width="{:.1}" height="{LANE_HEIGHT}" fill="{}"><title>{} {}–{}</title></rect>"#,
                 span.state.as_str(),
                 (x1 - x0).max(0.5),
                 lane_colour(span.state),
@@ -158,8 +363,8 @@ fn group(report: &Report, offset_y: u32) -> String {
             );
         }
     }
-    let legend_y =
-        lanes_top + report.instances.len().min(MAX_LANES) as u32 * (LANE_HEIGHT + LANE_GAP) + 16;
+    let shown = report.instances.len().min(MAX_LANES) as u32;
+    let legend_y = layout.lanes_top + shown * (LANE_HEIGHT + LANE_GAP) + 16;
     if report.instances.len() > MAX_LANES {
         let _ = writeln!(
             out,
@@ -168,7 +373,7 @@ fn group(report: &Report, offset_y: u32) -> String {
             report.instances.len()
         );
     }
-    let mut lx = LEFT;
+    let mut x = LEFT;
     for state in [
         LaneState::Ready,
         LaneState::Booting,
@@ -177,27 +382,14 @@ fn group(report: &Report, offset_y: u32) -> String {
     ] {
         let _ = writeln!(
             out,
-            r##"<rect x="{lx}" y="{}" width="12" height="12" fill="{}"/><text x="{}" y="{}" font-size="11" fill="#222">{}</text>"##,
+            r##"<rect x="{x}" y="{}" width="12" height="12" fill="{}"/><text x="{}" y="{}" font-size="11" fill="#222">{}</text>"##,
             legend_y + 6,
             lane_colour(state),
-            lx + 16,
+            x + 16,
             legend_y + 16,
             state.as_str()
         );
-        lx += 130;
-    }
-    out.push_str("</g>\n");
-    out
-}
-
-fn format_time(seconds: f64) -> String {
-    let s = seconds.round() as u64;
-    if s >= 3600 {
-        format!("{}h{:02}m", s / 3600, (s % 3600) / 60)
-    } else if s >= 60 {
-        format!("{}m{:02}s", s / 60, s % 60)
-    } else {
-        format!("{s}s")
+        x += 130;
     }
 }
 
@@ -223,7 +415,7 @@ pub fn svg(reports: &[Report]) -> String {
 pub fn html(reports: &[Report]) -> String {
     let title = reports
         .iter()
-        .map(|r| r.name.as_str())
+        .map(|report| report.name.as_str())
         .collect::<Vec<_>>()
         .join(", ");
     format!(
@@ -231,4 +423,17 @@ pub fn html(reports: &[Report]) -> String {
         escape(&title),
         svg(reports)
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn scales_round_up_to_readable_steps() {
+        assert_eq!(nice_ceiling(0.0), 0.01);
+        assert_eq!(nice_ceiling(0.021), 0.05);
+        assert_eq!(nice_ceiling(0.33), 0.5);
+        assert_eq!(nice_ceiling(1.0), 1.0);
+    }
 }

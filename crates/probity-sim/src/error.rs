@@ -63,3 +63,9 @@ impl Invalid {
         }
     }
 }
+
+impl From<probity_contract::kube::Violation> for Invalid {
+    fn from(violation: probity_contract::kube::Violation) -> Self {
+        Invalid::new(violation.field, violation.message)
+    }
+}

@@ -29,30 +29,39 @@
 //! let scenario = Scenario::parse(yaml, Format::Yaml, Path::new("example.yaml")).unwrap();
 //! let report = simulate(&scenario, 1);
 //! // A health endpoint that checks nothing keeps the broken instance in rotation.
-//! assert_eq!(report.time_to_drain_s, None);
+//! assert_eq!(report.drain, probity_sim::DrainOutcome::NeverDrained);
 //! assert!((report.fleet_error_rate - 1.0 / 3.0).abs() < 0.01);
 //! ```
 //!
-//! The models and their sources are described in `docs/simulate.md`; the kubelet rules are in
-//! [`kubelet`], each citing the Kubernetes code it follows. Runs are deterministic: the same
+//! The models and their sources are described in `docs/simulate.md`; the kubelet rules are
+//! those of [`probity_contract::kube`], each citing the Kubernetes code it follows. Runs are deterministic: the same
 //! scenario and seed give the same report, byte for byte once serialised.
 
 pub mod chart;
-pub mod engine;
+mod engine;
 pub mod error;
-pub mod kubelet;
 pub mod report;
 pub mod scenario;
 pub mod time;
 
 pub use error::ScenarioError;
-pub use report::{Report, compare_text};
+pub use report::{DrainOutcome, Report, common_window, compare_text};
 pub use scenario::{Format, Scenario};
 
 /// Runs a scenario with a seed. The seed decides probe ticker phases, poll jitter, flaky
 /// dependency outcomes and everything else left to chance.
 pub fn simulate(scenario: &Scenario, seed: u64) -> Report {
-    engine::run(scenario, seed)
+    engine::run(scenario, seed, &mut |_| {})
+}
+
+/// Runs a scenario like [`simulate`], telling `progress` the simulated time reached (in
+/// milliseconds) every few tens of thousands of events, for a progress display.
+pub fn simulate_with_progress(
+    scenario: &Scenario,
+    seed: u64,
+    progress: &mut dyn FnMut(time::Millis),
+) -> Report {
+    engine::run(scenario, seed, progress)
 }
 
 /// The seed a scenario runs with: the caller's, else the file's, else 1.

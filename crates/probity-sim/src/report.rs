@@ -54,6 +54,8 @@ pub enum KillReason {
     OutOfMemory,
     /// The boot could not finish (a dependency the warm-up needs was unavailable).
     BootFailure,
+    /// The process exited by itself soon after it started.
+    Exited,
 }
 
 /// One kill, crash or restart.
@@ -91,6 +93,18 @@ pub struct InstanceReport {
     pub out_of_rotation_requests: Option<u64>,
     /// Its state over time.
     pub lanes: Vec<LaneSpan>,
+}
+
+/// Whether health checks took the pods a fault broke out of rotation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum DrainOutcome {
+    /// Every pod the fault broke left rotation because of a health check.
+    Drained,
+    /// Some pod the fault broke kept receiving traffic: a check never took it out.
+    NeverDrained,
+    /// No pod failed requests while in rotation: there was nothing to drain.
+    NothingToDrain,
 }
 
 /// A fault as it ran.
@@ -136,8 +150,15 @@ pub struct Report {
     /// Times instances entered or left rotation.
     pub rotation_changes: u32,
     /// From the first fault's onset until every instance the fault broke was out of
-    /// rotation because of a health check; `null` when that never happened.
+    /// rotation because of a health check; `null` when that never happened or when there was
+    /// nothing to drain (`drain` says which).
     pub time_to_drain_s: Option<f64>,
+    /// Whether the pods the fault broke were drained, never drained, or none needed it.
+    pub drain: DrainOutcome,
+    /// The fault's window, over which `fleet_error_rate` is measured: from the first fault's
+    /// onset to the fleet's recovery (or the end of the run), in seconds; the whole run when
+    /// there is no fault.
+    pub window_s: (f64, f64),
     /// From the end of the fault (its onset, for a fault that lasts) until the fleet error
     /// rate fell below `measure.recovered_below` for good; `null` when it never did.
     pub time_to_recover_s: Option<f64>,
@@ -173,21 +194,54 @@ fn percent(rate: f64) -> String {
 fn seconds(value: Option<f64>) -> String {
     match value {
         None => "never".into(),
-        Some(s) => human_seconds(s),
+        Some(value) => human_seconds(value),
     }
 }
 
-fn human_seconds(s: f64) -> String {
-    if s >= 120.0 {
-        format!("{:.0}m{:02.0}s", (s / 60.0).floor(), s % 60.0)
+/// Seconds in words: `7.1s`, or `26m09s` past two minutes.
+pub fn human_seconds(seconds: f64) -> String {
+    if seconds >= 120.0 {
+        format!("{:.0}m{:02.0}s", (seconds / 60.0).floor(), seconds % 60.0)
     } else {
-        format!("{s:.1}s")
+        format!("{seconds:.1}s")
     }
 }
 
 impl Report {
-    /// The rows printed in a table: label and value.
-    pub fn rows(&self) -> Vec<(&'static str, String)> {
+    /// The drain in words: a time, "never", or "nothing to drain".
+    pub fn drain_text(&self) -> String {
+        match (self.drain, self.time_to_drain_s) {
+            (DrainOutcome::Drained, Some(time)) => human_seconds(time),
+            (DrainOutcome::NothingToDrain, _) => "nothing to drain".into(),
+            _ => "never".into(),
+        }
+    }
+
+    /// The error rate over `[from_s, to_s)`, from the series (every bucket carries the same
+    /// traffic, the last one in proportion to its length).
+    pub fn error_rate_between(&self, from_s: f64, to_s: f64) -> f64 {
+        let mut requests = 0.0;
+        let mut failed = 0.0;
+        for (bucket, rate) in self.error_rate_series.iter().enumerate() {
+            let start = bucket as f64 * self.resolution_s;
+            let end = (start + self.resolution_s).min(self.duration_s);
+            let overlap = end.min(to_s) - start.max(from_s);
+            if overlap > 0.0 {
+                requests += overlap;
+                failed += overlap * rate;
+            }
+        }
+        if requests > 0.0 {
+            failed / requests
+        } else {
+            0.0
+        }
+    }
+
+    /// The rows printed in a table, what a reader acts on first: label and value. `window`
+    /// is the span the error rate is measured over (the report's own fault window unless a
+    /// comparison sets a common one).
+    pub fn rows_over(&self, window: (f64, f64)) -> Vec<(&'static str, String)> {
         let mut qps = self
             .dependency_check_qps
             .iter()
@@ -197,24 +251,47 @@ impl Report {
         if qps.is_empty() {
             qps = "-".into();
         }
+        let share = if self.requests_total > 0 {
+            self.requests_failed as f64 / self.requests_total as f64
+        } else {
+            0.0
+        };
         vec![
-            ("routing", self.routing.clone()),
-            ("replicas", self.replicas.to_string()),
-            ("fleet error rate", percent(self.fleet_error_rate)),
-            ("peak error rate", percent(self.peak_error_rate)),
             (
                 "requests failed",
-                format!("{} of {}", self.requests_failed, self.requests_total),
+                format!(
+                    "{} of {} ({})",
+                    self.requests_failed,
+                    self.requests_total,
+                    percent(share)
+                ),
             ),
-            ("refused (no endpoint)", self.requests_refused.to_string()),
-            ("restarts", self.restarts.to_string()),
-            ("drains", self.drains.to_string()),
-            ("time to drain", seconds(self.time_to_drain_s)),
-            ("time to recover", seconds(self.time_to_recover_s)),
             ("outage", human_seconds(self.outage_s)),
+            ("time to drain", self.drain_text()),
+            ("time to recover", seconds(self.time_to_recover_s)),
+            ("restarts", self.restarts.to_string()),
+            (
+                "error rate",
+                format!(
+                    "{} from {} to {}",
+                    percent(self.error_rate_between(window.0, window.1)),
+                    human_seconds(window.0),
+                    human_seconds(window.1)
+                ),
+            ),
+            ("peak error rate", percent(self.peak_error_rate)),
+            ("refused (no endpoint)", self.requests_refused.to_string()),
+            ("drains", self.drains.to_string()),
+            ("routing", self.routing.clone()),
+            ("replicas", self.replicas.to_string()),
             ("probe load", format!("{:.1} req/s", self.probe_rps)),
             ("health-check load", qps),
         ]
+    }
+
+    /// The rows over the report's own fault window.
+    pub fn rows(&self) -> Vec<(&'static str, String)> {
+        self.rows_over(self.window_s)
     }
 
     /// A plain-text table of the headline numbers and each instance's error rate.
@@ -252,10 +329,20 @@ impl Report {
     }
 }
 
+/// The window two reports are compared over: from the earlier onset to the later end of
+/// their fault windows, so a fix that recovers sooner is not measured over a shorter span.
+pub fn common_window(before: &Report, after: &Report) -> (f64, f64) {
+    (
+        before.window_s.0.min(after.window_s.0),
+        before.window_s.1.max(after.window_s.1),
+    )
+}
+
 /// A side-by-side table of two reports (before and after a fix).
 pub fn compare_text(before: &Report, after: &Report) -> String {
-    let left = before.rows();
-    let right = after.rows();
+    let window = common_window(before, after);
+    let left = before.rows_over(window);
+    let right = after.rows_over(window);
     let width = left
         .iter()
         .map(|(_, v)| v.len())

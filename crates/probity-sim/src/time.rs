@@ -1,8 +1,13 @@
 //! Simulated time: whole milliseconds, and the span syntax scenario files use.
+//!
+//! Spans are read by [`probity_contract::duration`], the parser every probity tool shares:
+//! Go's forms (`500ms`, `40s`, `1m30s`, `2h`) or a plain number of seconds (`40`, `0.5`).
 
+use probity_contract::duration::{self, DurationError};
 use serde::de::{self, Deserializer, Visitor};
 use serde::{Deserialize, Serialize, Serializer};
 use std::fmt;
+use std::time::Duration;
 
 /// A point in simulated time, in milliseconds since the start of the run.
 pub type Millis = u64;
@@ -35,80 +40,44 @@ impl Span {
         self.0 as f64 / 1000.0
     }
 
-    /// Parses `"1m30s"`, `"500ms"`, `"2h"`, `"40"` (seconds) or `"0.5s"`.
-    pub fn parse(text: &str) -> Result<Self, String> {
-        let text = text.trim();
-        if text.is_empty() {
-            return Err("empty duration".into());
-        }
-        if let Ok(seconds) = text.parse::<f64>() {
-            return Self::from_secs_f64(seconds);
-        }
-        let mut total = 0.0_f64;
-        let mut rest = text;
-        while !rest.is_empty() {
-            let number_len = rest
-                .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-                .unwrap_or(rest.len());
-            if number_len == 0 {
-                return Err(format!(
-                    "`{text}` is not a duration (expected e.g. 500ms, 40s, 1m30s)"
-                ));
-            }
-            let number: f64 = rest[..number_len]
-                .parse()
-                .map_err(|_| format!("`{text}` is not a duration"))?;
-            rest = &rest[number_len..];
-            let unit_len = rest
-                .find(|c: char| c.is_ascii_digit() || c == '.')
-                .unwrap_or(rest.len());
-            let unit = &rest[..unit_len];
-            rest = &rest[unit_len..];
-            let factor = match unit {
-                "ms" => 0.001,
-                "s" => 1.0,
-                "m" | "min" => 60.0,
-                "h" => 3600.0,
-                "" => return Err(format!("`{text}`: a unit is missing after {number}")),
-                other => {
-                    return Err(format!(
-                        "`{text}`: unknown unit `{other}` (use ms, s, m or h)"
-                    ));
-                }
-            };
-            total += number * factor;
-        }
-        Self::from_secs_f64(total)
+    /// The span as a [`Duration`].
+    pub fn as_duration(self) -> Duration {
+        Duration::from_millis(self.0)
     }
 
-    fn from_secs_f64(seconds: f64) -> Result<Self, String> {
-        if !seconds.is_finite() || seconds < 0.0 {
-            return Err(format!("{seconds} is not a non-negative duration"));
+    /// Parses `"1m30s"`, `"500ms"`, `"2h"`, `"40"` (seconds) or `"0.5s"`.
+    pub fn parse(text: &str) -> Result<Self, String> {
+        let parsed = duration::parse_or_seconds(text).map_err(|error| error.to_string())?;
+        Self::from_duration(parsed, text)
+    }
+
+    /// A duration the simulator can count: whole milliseconds.
+    fn from_duration(duration: Duration, written: &str) -> Result<Self, String> {
+        if !duration.subsec_nanos().is_multiple_of(1_000_000) {
+            return Err(format!(
+                "`{written}`: the simulator counts whole milliseconds"
+            ));
         }
-        if seconds > 366.0 * 86400.0 {
-            return Err(format!("{seconds} s is longer than a year"));
-        }
-        Ok(Span((seconds * 1000.0).round() as u64))
+        Ok(Span(duration.as_millis() as Millis))
+    }
+
+    fn from_seconds(seconds: f64) -> Result<Self, String> {
+        let parsed = duration::from_secs_f64(seconds).map_err(|error| error.to_string())?;
+        // Seconds written as a number are rounded to the millisecond (0.0005 is not a
+        // meaningful scenario value, 0.1 in binary is not exactly 100 ms).
+        Ok(Span((parsed.as_secs_f64() * 1000.0).round() as Millis))
+    }
+}
+
+impl From<Millis> for Span {
+    fn from(millis: Millis) -> Self {
+        Span(millis)
     }
 }
 
 impl fmt::Display for Span {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let ms = self.0;
-        if !ms.is_multiple_of(1000) {
-            if ms < 1000 {
-                return write!(f, "{ms}ms");
-            }
-            return write!(f, "{:.3}s", ms as f64 / 1000.0);
-        }
-        let seconds = ms / 1000;
-        if seconds >= 60 && seconds.is_multiple_of(60) {
-            write!(f, "{}m", seconds / 60)
-        } else if seconds >= 60 {
-            write!(f, "{}m{}s", seconds / 60, seconds % 60)
-        } else {
-            write!(f, "{seconds}s")
-        }
+        f.write_str(&duration::format(self.as_duration()))
     }
 }
 
@@ -128,17 +97,22 @@ impl<'de> Deserialize<'de> for Span {
                     "a duration such as \"40s\", \"500ms\", \"1m30s\" or a number of seconds",
                 )
             }
-            fn visit_u64<E: de::Error>(self, v: u64) -> Result<Span, E> {
-                Span::from_secs_f64(v as f64).map_err(E::custom)
+            fn visit_u64<E: de::Error>(self, value: u64) -> Result<Span, E> {
+                Span::from_seconds(value as f64).map_err(E::custom)
             }
-            fn visit_i64<E: de::Error>(self, v: i64) -> Result<Span, E> {
-                Span::from_secs_f64(v as f64).map_err(E::custom)
+            fn visit_i64<E: de::Error>(self, value: i64) -> Result<Span, E> {
+                if value < 0 {
+                    return Err(E::custom(DurationError::Negative {
+                        text: value.to_string(),
+                    }));
+                }
+                Span::from_seconds(value as f64).map_err(E::custom)
             }
-            fn visit_f64<E: de::Error>(self, v: f64) -> Result<Span, E> {
-                Span::from_secs_f64(v).map_err(E::custom)
+            fn visit_f64<E: de::Error>(self, value: f64) -> Result<Span, E> {
+                Span::from_seconds(value).map_err(E::custom)
             }
-            fn visit_str<E: de::Error>(self, v: &str) -> Result<Span, E> {
-                Span::parse(v).map_err(E::custom)
+            fn visit_str<E: de::Error>(self, value: &str) -> Result<Span, E> {
+                Span::parse(value).map_err(E::custom)
             }
         }
         deserializer.deserialize_any(SpanVisitor)
@@ -163,8 +137,13 @@ mod tests {
     fn rejects_garbage_with_a_reason() {
         assert!(Span::parse("ten").unwrap_err().contains("not a duration"));
         assert!(Span::parse("5x").unwrap_err().contains("unknown unit"));
-        assert!(Span::parse("-3").is_err());
+        assert!(Span::parse("-3").unwrap_err().contains("negative"));
         assert!(Span::parse("").is_err());
+        assert!(
+            Span::parse("1.5ms")
+                .unwrap_err()
+                .contains("whole milliseconds")
+        );
     }
 
     #[test]
@@ -173,5 +152,6 @@ mod tests {
         assert_eq!(Span(120_000).to_string(), "2m");
         assert_eq!(Span(500).to_string(), "500ms");
         assert_eq!(Span(40_000).to_string(), "40s");
+        assert_eq!(Span(1_500).to_string(), "1.5s");
     }
 }

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 const WITHOUT: &str = "pool-leak-keep-alive-without-connection-close";
 const WITH: &str = "pool-leak-keep-alive-with-connection-close";
-const PER_REQUEST: &str = "seed-000-pool-leak-after";
+const PER_REQUEST: &str = "pool-leak-after";
 
 fn load(name: &str) -> Scenario {
     let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -231,7 +231,7 @@ fn keep_alive_values_are_checked() {
             "clients: 30,",
             "clients: -3,",
             "requests.keep_alive.clients",
-            "invalid value",
+            "a whole number, 0 or more",
         ),
         (
             "{ clients: 30, connection_lifetime: 60s }",

@@ -338,7 +338,7 @@ fn passive_thresholds_are_validated() {
             "passive_failure_threshold: 5",
             "passive_failure_threshold: -1",
             "app.checks.db.passive_failure_threshold",
-            "invalid value",
+            "a whole number, 0 or more",
         ),
         (
             "{ internal: deadlock }",

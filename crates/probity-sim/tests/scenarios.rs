@@ -46,7 +46,7 @@ fn malformed_scenarios_name_file_field_and_reason() {
             "periodSeconds: 5 }",
             "periodSeconds: ten }",
             "container.readinessProbe.periodSeconds",
-            "invalid type",
+            "expected a whole number, found the text `ten`",
         ),
         (
             "periodSeconds: 5 }",
@@ -68,8 +68,8 @@ fn malformed_scenarios_name_file_field_and_reason() {
         ),
         (
             "{ httpGet: { path: /livez, port: 8080 } }",
-            "{ httpGet: { path: /livez }, tcpSocket: { port: 8080 } }",
-            "container.livenessProbe",
+            "{ httpGet: { path: /livez, port: 8080 }, tcpSocket: { port: 8080 } }",
+            "container.livenessProbe.tcpSocket",
             "more than 1 handler",
         ),
         (
@@ -93,14 +93,14 @@ fn malformed_scenarios_name_file_field_and_reason() {
         (
             "at: 30s, duration: 20s",
             "at: 30x, duration: 20s",
-            "faults[0]",
+            "faults[0].at",
             "`30x`: unknown unit",
         ),
         (
             "kind: dependency-outage",
             "kind: meteor-strike",
             "faults[0].kind",
-            "unknown variant `meteor-strike`",
+            "unknown fault `meteor-strike`",
         ),
         (
             "replicas: 2",

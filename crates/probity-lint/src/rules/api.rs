@@ -2,15 +2,15 @@
 //! unknown-field walk that catches the typos it would drop.
 
 use super::catalogue as rule;
+use super::fixes::Edits;
 use crate::engine::Cx;
-use crate::model::{Body, Kind, Object};
+use crate::model::{Body, Handler, Kind, Object, PortRef, Probe};
 use crate::yaml::Node;
 use probity::contract::ProbeKind;
 
-pub(crate) fn check(cx: &mut Cx<'_>, index: usize, object: &Object<'_>) {
+pub(crate) fn check(cx: &mut Cx<'_>, object: &Object<'_>) {
     for problem in &object.problems {
         cx.report(
-            index,
             object,
             &rule::REJECTED_BY_API_SERVER,
             problem.position,
@@ -18,12 +18,37 @@ pub(crate) fn check(cx: &mut Cx<'_>, index: usize, object: &Object<'_>) {
             format!("{}; the API server cannot decode it", problem.message),
         );
     }
-    check_probes(cx, index, object);
-    let top = top_schema(object.kind);
-    walk(cx, index, object, object.root, top, None);
+    check_probes(cx, object);
+    match top_schema(object.kind) {
+        Some(top) => walk(cx, object, object.root, top, None),
+        // A custom resource's own fields are its schema's business; its pod template's
+        // containers are Kubernetes containers.
+        None => {
+            if let Some(template) = object
+                .root
+                .get("spec")
+                .and_then(|spec| spec.get("template"))
+            {
+                if let Some(metadata) = template.get("metadata") {
+                    walk(cx, object, metadata, &OBJECT_META, None);
+                }
+                for list in ["containers", "initContainers"] {
+                    let containers = template
+                        .get("spec")
+                        .and_then(|spec| spec.get(list))
+                        .and_then(Node::as_seq)
+                        .unwrap_or_default();
+                    for container in containers {
+                        let name = container.get("name").and_then(Node::as_str);
+                        walk(cx, object, container, &CONTAINER, name);
+                    }
+                }
+            }
+        }
+    }
 }
 
-fn check_probes(cx: &mut Cx<'_>, index: usize, object: &Object<'_>) {
+fn check_probes(cx: &mut Cx<'_>, object: &Object<'_>) {
     let Body::Workload(workload) = &object.body else {
         return;
     };
@@ -39,7 +64,6 @@ fn check_probes(cx: &mut Cx<'_>, index: usize, object: &Object<'_>) {
     {
         for probe in &container.probes {
             cx.report(
-                index,
                 object,
                 &rule::REJECTED_BY_API_SERVER,
                 probe.position,
@@ -58,7 +82,6 @@ fn check_probes(cx: &mut Cx<'_>, index: usize, object: &Object<'_>) {
             let key = probe.key();
             match probe.handler_keys.as_slice() {
                 [] => cx.report(
-                    index,
                     object,
                     &rule::REJECTED_BY_API_SERVER,
                     probe.position,
@@ -72,7 +95,6 @@ fn check_probes(cx: &mut Cx<'_>, index: usize, object: &Object<'_>) {
                 [(first, _), rest @ ..] => {
                     for (extra, position) in rest {
                         cx.report(
-                            index,
                             object,
                             &rule::REJECTED_BY_API_SERVER,
                             *position,
@@ -90,19 +112,28 @@ fn check_probes(cx: &mut Cx<'_>, index: usize, object: &Object<'_>) {
                     (probe.success.written, probe.success.position)
                 && written > 1
             {
-                cx.report(
-                    index,
+                let fix = probe
+                    .entry
+                    .value
+                    .entry("successThreshold")
+                    .and_then(|entry| {
+                        let mut edits = Edits::new(cx, object.source);
+                        edits.set_scalar(&entry.value, "1")?;
+                        edits.finish(format!("set `{key}.successThreshold` to 1"), true)
+                    });
+                cx.report_with_fix(
                     object,
                     &rule::REJECTED_BY_API_SERVER,
                     position,
                     name,
                     format!(
-                        "`{key}.successThreshold` is {written}; on {} probes it \"must \
-                                 be 1\"",
+                        "`{key}.successThreshold` is {written}; on {} probes it \"must be 1\"",
                         probe.kind
                     ),
+                    fix,
                 );
             }
+            check_port(cx, object, name, key, probe);
             for (field, setting) in [
                 ("initialDelaySeconds", &probe.initial_delay),
                 ("timeoutSeconds", &probe.timeout),
@@ -114,7 +145,6 @@ fn check_probes(cx: &mut Cx<'_>, index: usize, object: &Object<'_>) {
                     && written < 0
                 {
                     cx.report(
-                        index,
                         object,
                         &rule::REJECTED_BY_API_SERVER,
                         position,
@@ -128,18 +158,29 @@ fn check_probes(cx: &mut Cx<'_>, index: usize, object: &Object<'_>) {
             }
             if let Some((grace, position)) = probe.termination_grace {
                 if probe.kind == ProbeKind::Readiness {
-                    cx.report(
-                        index,
+                    let fix = probe
+                        .entry
+                        .value
+                        .entry("terminationGracePeriodSeconds")
+                        .and_then(|entry| {
+                            let mut edits = Edits::new(cx, object.source);
+                            edits.remove_entry(entry.span())?;
+                            edits.finish(
+                                "remove `readinessProbe.terminationGracePeriodSeconds`",
+                                true,
+                            )
+                        });
+                    cx.report_with_fix(
                         object,
                         &rule::REJECTED_BY_API_SERVER,
                         position,
                         name,
                         "`readinessProbe.terminationGracePeriodSeconds` is set; it \"must not be \
                          set for readinessProbes\" (readiness never kills)",
+                        fix,
                     );
                 } else if grace <= 0 {
                     cx.report(
-                        index,
                         object,
                         &rule::REJECTED_BY_API_SERVER,
                         position,
@@ -152,6 +193,63 @@ fn check_probes(cx: &mut Cx<'_>, index: usize, object: &Object<'_>) {
                 }
             }
         }
+    }
+}
+
+/// `ValidatePortNumOrName` (`pkg/apis/core/validation/validation.go`): a number from 1 to 65535,
+/// or a valid port name (`IsValidPortName`); gRPC ports are numbers (their names are the
+/// `grpc-named-port` rule).
+fn check_port(
+    cx: &mut Cx<'_>,
+    object: &Object<'_>,
+    container: Option<&str>,
+    key: &str,
+    probe: &Probe<'_>,
+) {
+    let Some(port) = probe.handler.port() else {
+        return;
+    };
+    let handler = match probe.handler {
+        Handler::Http { .. } => "httpGet",
+        Handler::Tcp { .. } => "tcpSocket",
+        _ => "grpc",
+    };
+    let problem = match &port.port {
+        PortRef::Number(number) if !(1..=65535).contains(number) => Some(format!(
+            "{number} \"must be between 1 and 65535, inclusive\""
+        )),
+        PortRef::Name(name) if handler != "grpc" => port_name_problem(name)
+            .map(|problem| format!("\"{name}\" is not a valid port name: it {problem}")),
+        _ => None,
+    };
+    if let Some(problem) = problem {
+        cx.report(
+            object,
+            &rule::REJECTED_BY_API_SERVER,
+            port.position,
+            container,
+            format!("`{key}.{handler}.port` {problem}"),
+        );
+    }
+}
+
+/// Why `name` is not a valid port name (`k8s.io/apimachinery` `IsValidPortName`), if it is not.
+fn port_name_problem(name: &str) -> Option<&'static str> {
+    if name.len() > 15 {
+        Some("\"must be no more than 15 characters\"")
+    } else if !name
+        .bytes()
+        .all(|byte| byte.is_ascii_lowercase() || byte.is_ascii_digit() || byte == b'-')
+    {
+        Some("\"must contain only alpha-numeric characters (a-z, 0-9), and hyphens (-)\"")
+    } else if !name.bytes().any(|byte| byte.is_ascii_lowercase()) {
+        Some("\"must contain at least one letter (a-z)\" (an unquoted number is a port number)")
+    } else if name.contains("--") {
+        Some("\"must not contain consecutive hyphens\"")
+    } else if name.starts_with('-') || name.ends_with('-') {
+        Some("\"must not begin or end with a hyphen\"")
+    } else {
+        None
     }
 }
 
@@ -385,6 +483,15 @@ const DAEMON_SET_SPEC: Schema = Schema {
         ("revisionHistoryLimit", Leaf),
     ],
 };
+const REPLICATION_CONTROLLER_SPEC: Schema = Schema {
+    name: "ReplicationControllerSpec",
+    fields: &[
+        ("replicas", Leaf),
+        ("minReadySeconds", Leaf),
+        ("selector", Leaf),
+        ("template", Obj(&POD_TEMPLATE)),
+    ],
+};
 const REPLICA_SET_SPEC: Schema = Schema {
     name: "ReplicaSetSpec",
     fields: &[
@@ -497,30 +604,36 @@ top!(DEPLOYMENT, "Deployment", Obj(&DEPLOYMENT_SPEC));
 top!(STATEFUL_SET, "StatefulSet", Obj(&STATEFUL_SET_SPEC));
 top!(DAEMON_SET, "DaemonSet", Obj(&DAEMON_SET_SPEC));
 top!(REPLICA_SET, "ReplicaSet", Obj(&REPLICA_SET_SPEC));
+top!(
+    REPLICATION_CONTROLLER,
+    "ReplicationController",
+    Obj(&REPLICATION_CONTROLLER_SPEC)
+);
 top!(JOB, "Job", Obj(&JOB_SPEC));
 top!(CRON_JOB, "CronJob", Obj(&CRON_JOB_SPEC));
 top!(SERVICE, "Service", Obj(&SERVICE_SPEC));
 top!(PDB, "PodDisruptionBudget", Obj(&PDB_SPEC));
 top!(HPA, "HorizontalPodAutoscaler", Obj(&HPA_SPEC));
 
-fn top_schema(kind: Kind) -> &'static Schema {
-    match kind {
+fn top_schema(kind: Kind) -> Option<&'static Schema> {
+    Some(match kind {
         Kind::Pod => &POD,
         Kind::Deployment => &DEPLOYMENT,
         Kind::StatefulSet => &STATEFUL_SET,
         Kind::DaemonSet => &DAEMON_SET,
         Kind::ReplicaSet => &REPLICA_SET,
+        Kind::ReplicationController => &REPLICATION_CONTROLLER,
         Kind::Job => &JOB,
         Kind::CronJob => &CRON_JOB,
         Kind::Service => &SERVICE,
         Kind::PodDisruptionBudget => &PDB,
         Kind::HorizontalPodAutoscaler => &HPA,
-    }
+        Kind::CustomWorkload => return None,
+    })
 }
 
 fn walk(
     cx: &mut Cx<'_>,
-    index: usize,
     object: &Object<'_>,
     node: &Node,
     schema: &'static Schema,
@@ -530,9 +643,14 @@ fn walk(
         return;
     };
     for entry in entries {
+        // `$patch`, `$retainKeys`, `$setElementOrder/…`: strategic-merge-patch directives of a
+        // patch file, not fields.
+        if entry.key.starts_with('$') {
+            continue;
+        }
         match schema.fields.iter().find(|(name, _)| *name == entry.key) {
             Some((_, Leaf)) => {}
-            Some((_, Obj(child))) => walk(cx, index, object, &entry.value, child, container),
+            Some((_, Obj(child))) => walk(cx, object, &entry.value, child, container),
             Some((_, List(child))) => {
                 for item in entry.value.as_seq().unwrap_or_default() {
                     let name = if std::ptr::eq(*child, &CONTAINER) {
@@ -540,15 +658,24 @@ fn walk(
                     } else {
                         container
                     };
-                    walk(cx, index, object, item, child, name);
+                    walk(cx, object, item, child, name);
                 }
             }
             None => {
-                let suggestion = nearest(&entry.key, schema)
+                let nearest = nearest(&entry.key, schema);
+                let suggestion = nearest
                     .map(|field| format!(" (did you mean `{field}`?)"))
                     .unwrap_or_default();
-                cx.report(
-                    index,
+                // Renaming is safe only when the intended field is not also written: otherwise
+                // the rename would create a repeated key.
+                let fix = nearest
+                    .filter(|field| node.entry(field).is_none())
+                    .and_then(|field| {
+                        let mut edits = Edits::new(cx, object.source);
+                        edits.rename_key(entry, field)?;
+                        edits.finish(format!("rename `{}` to `{field}`", entry.key), true)
+                    });
+                cx.report_with_fix(
                     object,
                     &rule::UNKNOWN_FIELD,
                     entry.key_position,
@@ -558,6 +685,7 @@ fn walk(
                          setting has no effect",
                         entry.key, schema.name
                     ),
+                    fix,
                 );
             }
         }

@@ -1,28 +1,18 @@
 //! Rules that only show across objects: Services and readiness, disruption budgets, probe load
-//! at the replica count (or the autoscaler's maximum).
+//! at the replica count (or the autoscaler's maximum), probe hosts that name a Service.
 
 use super::catalogue as rule;
 use crate::engine::Cx;
-use crate::facts::Facts;
-use crate::model::{Autoscaler, Body, Budget, Kind, Object, Probe, Service, Workload};
-use crate::yaml::Position;
-use probity::contract::ProbeKind;
+use crate::model::Kind;
+use crate::summary::{AutoscalerSummary, ServiceSummary, Subject, Summaries, WorkloadSummary};
 use std::collections::HashMap;
 
 /// Objects without a namespace are deployed wherever the others are: they match any namespace.
-fn same_namespace(a: &Object<'_>, b: &Object<'_>) -> bool {
+fn same_namespace(a: &Subject, b: &Subject) -> bool {
     match (&a.namespace, &b.namespace) {
         (Some(a), Some(b)) => a == b,
         _ => true,
     }
-}
-
-fn has_readiness(workload: &Workload) -> bool {
-    workload.pod.as_ref().is_some_and(|pod| {
-        pod.containers
-            .iter()
-            .any(|container| container.probe(ProbeKind::Readiness).is_some())
-    })
 }
 
 /// Positions in a list of selecting objects, indexed by one `key=value` pair each selector
@@ -59,56 +49,57 @@ impl<'s> SelectorIndex<'s> {
         found.dedup();
         found
     }
+
+    /// The positions that may select a pod with `labels`, in no particular order and possibly
+    /// repeated: for a search that stops at the first match.
+    fn candidates_unordered<'i>(
+        &'i self,
+        labels: &'i [(String, String)],
+    ) -> impl Iterator<Item = usize> + 'i {
+        self.always.iter().copied().chain(
+            labels
+                .iter()
+                .filter_map(|(key, value)| self.by_label.get(&(key.as_str(), value.as_str())))
+                .flatten()
+                .copied(),
+        )
+    }
 }
 
-pub(crate) fn check(cx: &mut Cx<'_>, objects: &[Object<'_>], facts: &[Facts<'_>]) {
-    let services: Vec<(usize, &Object<'_>, &Service)> = objects
-        .iter()
-        .enumerate()
-        .filter_map(|(index, object)| match &object.body {
-            Body::Service(service) => Some((index, object, service)),
-            _ => None,
-        })
-        .collect();
-    let budgets: Vec<(usize, &Object<'_>, &Budget)> = objects
-        .iter()
-        .enumerate()
-        .filter_map(|(index, object)| match &object.body {
-            Body::Budget(budget) => Some((index, object, budget)),
-            _ => None,
-        })
-        .collect();
-    let autoscalers: Vec<(&Object<'_>, &Autoscaler)> = objects
-        .iter()
-        .filter_map(|object| match &object.body {
-            Body::Autoscaler(autoscaler) => Some((object, autoscaler)),
-            _ => None,
-        })
-        .collect();
+pub(crate) fn selects(service: &ServiceSummary, workload: &WorkloadSummary) -> bool {
+    service.selector.as_ref().is_some_and(|selector| {
+        same_namespace(&service.subject, &workload.subject)
+            && selector.iter().all(|(key, value)| {
+                workload
+                    .pod_labels
+                    .iter()
+                    .any(|(label, actual)| label == key && actual == value)
+            })
+    })
+}
 
-    let workloads: Vec<(usize, &Object<'_>, &Workload)> = objects
-        .iter()
-        .enumerate()
-        .filter_map(|(index, object)| match &object.body {
-            Body::Workload(workload) if !object.kind.is_batch() => Some((index, object, workload)),
-            _ => None,
-        })
-        .collect();
+pub(crate) fn check(cx: &mut Cx<'_>, summaries: &Summaries) {
+    let Summaries {
+        workloads,
+        services,
+        budgets,
+        autoscalers,
+    } = summaries;
 
     let mut service_selectors = SelectorIndex::default();
-    for (position, (_, _, service)) in services.iter().enumerate() {
+    for (position, service) in services.iter().enumerate() {
         if let Some(selector) = &service.selector {
             service_selectors.insert(position, selector.first());
         }
     }
     let mut budget_selectors = SelectorIndex::default();
-    for (position, (_, _, budget)) in budgets.iter().enumerate() {
+    for (position, budget) in budgets.iter().enumerate() {
         if let Some(selector) = &budget.selector {
             budget_selectors.insert(position, selector.labels.first());
         }
     }
     let mut autoscaler_index: HashMap<(&str, &str), Vec<usize>> = HashMap::new();
-    for (position, (_, autoscaler)) in autoscalers.iter().enumerate() {
+    for (position, autoscaler) in autoscalers.iter().enumerate() {
         autoscaler_index
             .entry((
                 autoscaler.target_kind.as_str(),
@@ -117,73 +108,90 @@ pub(crate) fn check(cx: &mut Cx<'_>, objects: &[Object<'_>], facts: &[Facts<'_>]
             .or_default()
             .push(position);
     }
-
-    let autoscaler_for = |object: &Object<'_>| {
+    let autoscaler_for = |workload: &WorkloadSummary| -> Option<&AutoscalerSummary> {
         autoscaler_index
-            .get(&(object.kind.as_str(), object.name.as_str()))
+            .get(&(
+                workload.subject.kind.as_str(),
+                workload.subject.name.as_str(),
+            ))
             .into_iter()
             .flatten()
-            .map(|&position| autoscalers[position])
-            .find(|(autoscaler_object, _)| same_namespace(autoscaler_object, object))
-            .map(|(_, autoscaler)| autoscaler)
+            .map(|&position| &autoscalers[position])
+            .find(
+                |autoscaler| match (&autoscaler.namespace, &workload.subject.namespace) {
+                    (Some(a), Some(b)) => a == b,
+                    _ => true,
+                },
+            )
     };
 
-    let selects = |service_object: &Object<'_>,
-                   service: &Service,
-                   object: &Object<'_>,
-                   workload: &Workload| {
-        service.selector.as_ref().is_some_and(|selector| {
-            same_namespace(service_object, object)
-                && selector.iter().all(|(key, value)| {
-                    workload
-                        .pod_labels
-                        .iter()
-                        .any(|(label, actual)| label == key && actual == value)
-                })
-        })
+    super::hosts::check(cx, workloads, services);
+
+    let long_running = || {
+        workloads
+            .iter()
+            .filter(|workload| !workload.kind.is_batch())
     };
 
     // Readiness behind a Service.
-    for &(index, object, workload) in &workloads {
-        let Some(pod) = &workload.pod else { continue };
-        if pod.containers.is_empty() || has_readiness(workload) {
+    for workload in long_running() {
+        let Some(first_container) = workload.first_container else {
+            continue;
+        };
+        if workload.has_readiness {
             continue;
         }
-        if let Some((_, service_object, _)) = service_selectors
-            .candidates(&workload.pod_labels)
-            .into_iter()
-            .map(|position| services[position])
-            .find(|(_, service_object, service)| selects(service_object, service, object, workload))
+        if let Some(service) = service_selectors
+            .candidates_unordered(&workload.pod_labels)
+            .map(|position| &services[position])
+            .find(|service| selects(service, workload))
         {
             cx.report(
-                index,
-                object,
+                &workload.subject,
                 &rule::MISSING_READINESS_PROBE,
-                pod.containers[0].position,
+                first_container,
                 None,
                 format!(
                     "Service `{}` sends traffic to these pods, but no container has a readiness \
                      probe: each pod is in rotation from the moment it starts until it dies",
-                    service_object.name
+                    service.subject.name
                 ),
             );
         }
     }
-    for &(index, service_object, service) in &services {
-        let Some(position) = service.publish_not_ready else {
-            continue;
-        };
-        let relying: Vec<String> = workloads
-            .iter()
-            .filter(|(_, object, workload)| {
-                selects(service_object, service, object, workload) && has_readiness(workload)
-            })
-            .map(|(_, object, _)| format!("{} `{}`", object.kind.as_str(), object.name))
-            .collect();
-        if !relying.is_empty() {
+
+    // `publishNotReadyAddresses` on a Service whose pods rely on readiness.
+    let publishing: Vec<&ServiceSummary> = services
+        .iter()
+        .filter(|service| service.publish_not_ready.is_some())
+        .collect();
+    if !publishing.is_empty() {
+        let mut relying: Vec<Vec<String>> = vec![Vec::new(); publishing.len()];
+        let mut index = SelectorIndex::default();
+        for (position, service) in publishing.iter().enumerate() {
+            if let Some(selector) = &service.selector {
+                index.insert(position, selector.first());
+            }
+        }
+        for workload in long_running().filter(|workload| workload.has_readiness) {
+            for position in index.candidates(&workload.pod_labels) {
+                if selects(publishing[position], workload) {
+                    relying[position].push(format!(
+                        "{} `{}`",
+                        workload.subject.kind, workload.subject.name
+                    ));
+                }
+            }
+        }
+        for (service, relying) in publishing.iter().zip(relying) {
+            if relying.is_empty() {
+                continue;
+            }
+            let Some(position) = service.publish_not_ready else {
+                continue;
+            };
             cx.report(
-                index,
-                service_object,
+                &service.subject,
                 &rule::PUBLISH_NOT_READY_ADDRESSES,
                 position,
                 None,
@@ -197,8 +205,8 @@ pub(crate) fn check(cx: &mut Cx<'_>, objects: &[Object<'_>], facts: &[Facts<'_>]
     }
 
     // Disruption budgets.
-    for &(index, object, workload) in &workloads {
-        if !object.kind.is_replicated() {
+    for workload in long_running() {
+        if !workload.kind.is_replicated() {
             continue;
         }
         let Some(replicas) = workload.replicas else {
@@ -206,13 +214,13 @@ pub(crate) fn check(cx: &mut Cx<'_>, objects: &[Object<'_>], facts: &[Facts<'_>]
         };
         // An autoscaled workload runs between the autoscaler's bounds: a budget is judged at
         // the minimum, where it bites hardest.
-        let count = autoscaler_for(object).map_or(replicas.value, |autoscaler| {
+        let count = autoscaler_for(workload).map_or(replicas.value, |autoscaler| {
             autoscaler.min_replicas.unwrap_or(1)
         });
         let mut covered = false;
         for position in budget_selectors.candidates(&workload.pod_labels) {
-            let (budget_index, budget_object, budget) = budgets[position];
-            let matches = same_namespace(budget_object, object)
+            let budget = &budgets[position];
+            let matches = same_namespace(&budget.subject, &workload.subject)
                 && budget
                     .selector
                     .as_ref()
@@ -228,11 +236,10 @@ pub(crate) fn check(cx: &mut Cx<'_>, objects: &[Object<'_>], facts: &[Facts<'_>]
             } else {
                 continue;
             };
-            let target = format!("{} `{}`", object.kind.as_str(), object.name);
+            let target = format!("{} `{}`", workload.subject.kind, workload.subject.name);
             if allowed <= 0 {
                 cx.report(
-                    budget_index,
-                    budget_object,
+                    &budget.subject,
                     &rule::PDB_BLOCKS_EVERY_DRAIN,
                     amount.position,
                     None,
@@ -244,8 +251,7 @@ pub(crate) fn check(cx: &mut Cx<'_>, objects: &[Object<'_>], facts: &[Facts<'_>]
                 );
             } else if count >= 2 && allowed >= count {
                 cx.report(
-                    budget_index,
-                    budget_object,
+                    &budget.subject,
                     &rule::PDB_PROTECTS_NOTHING,
                     amount.position,
                     None,
@@ -257,12 +263,11 @@ pub(crate) fn check(cx: &mut Cx<'_>, objects: &[Object<'_>], facts: &[Facts<'_>]
                 );
             }
         }
-        if !covered && count >= 2 && object.kind != Kind::Pod {
+        if !covered && count >= 2 && workload.kind != Kind::Pod {
             cx.report(
-                index,
-                object,
+                &workload.subject,
                 &rule::PDB_MISSING,
-                replicas.position.unwrap_or(object.position),
+                replicas.position.unwrap_or(workload.position),
                 None,
                 format!(
                     "{count} replicas and no PodDisruptionBudget selects them: a node drain may \
@@ -273,12 +278,12 @@ pub(crate) fn check(cx: &mut Cx<'_>, objects: &[Object<'_>], facts: &[Facts<'_>]
     }
 
     // Probe load at fleet size.
-    for &(index, object, workload) in &workloads {
-        let Some(pod) = &workload.pod else { continue };
+    for workload in long_running() {
+        let Some(load) = &workload.load else { continue };
         let Some(replicas) = workload.replicas else {
             continue;
         };
-        let autoscaler = autoscaler_for(object).and_then(|autoscaler| autoscaler.max_replicas);
+        let autoscaler = autoscaler_for(workload).and_then(|autoscaler| autoscaler.max_replicas);
         let (fleet, fleet_source) = match autoscaler {
             Some((max, _)) => (max, "the autoscaler's `maxReplicas`"),
             None => (replicas.value, "`replicas`"),
@@ -286,81 +291,33 @@ pub(crate) fn check(cx: &mut Cx<'_>, objects: &[Object<'_>], facts: &[Facts<'_>]
         if fleet <= 0 {
             continue;
         }
-        let facts = &facts[index];
-        let mut per_pod = 0.0;
-        // Requests per second per pod reaching each dependency, by a label naming it.
-        let mut dependencies: Vec<(String, f64)> = Vec::new();
-        let mut add = |label: String, rate: f64| match dependencies
-            .iter_mut()
-            .find(|(existing, _)| *existing == label)
-        {
-            Some((_, total)) => *total += rate,
-            None => dependencies.push((label, rate)),
-        };
-        let mut fastest: Option<&Probe> = None;
-        for container in pod.probed() {
-            for probe in &container.probes {
-                if probe.kind == ProbeKind::Startup {
-                    continue;
-                }
-                let rate = 1.0 / probe.period.value as f64;
-                per_pod += rate;
-                if fastest.is_none_or(|fastest| probe.period.value < fastest.period.value) {
-                    fastest = Some(probe);
-                }
-                // An endpoint that checks dependencies on each request reaches every one of
-                // them on every probe.
-                if facts.listed_as_dependency_endpoint(&probe.handler) {
-                    add(
-                        format!(
-                            "every dependency behind container `{}`'s probed endpoints",
-                            container.name
-                        ),
-                        rate,
-                    );
-                }
-            }
-            if let Some(contract) =
-                facts.contract_for(object, &workload.pod_labels, &container.name)
-            {
-                for check in contract.checks.iter().filter(|check| check.interval_ms > 0) {
-                    if let Some(dependency) = &check.dependency {
-                        add(
-                            format!("`{dependency}` (polled by check `{}`)", check.name),
-                            1000.0 / check.interval_ms as f64,
-                        );
-                    }
-                }
-            }
-        }
-        let Some(fastest) = fastest else { continue };
-        let position: Position = fastest.period.at(fastest.position);
-        let total = per_pod * fleet as f64;
+        let total = load.per_pod * fleet as f64;
         if total > cx.options.max_probe_rps {
             cx.report(
-                index,
-                object,
+                &workload.subject,
                 &rule::PROBE_LOAD,
-                position,
+                load.position,
                 None,
                 format!(
                     "at {fleet} replicas ({fleet_source}) the probes send {} requests/s \
                      ({} per pod), above the {} requests/s limit",
                     rate(total),
-                    rate(per_pod),
+                    rate(load.per_pod),
                     rate(cx.options.max_probe_rps)
                 ),
             );
         }
-        let worst = dependencies.iter().max_by(|(_, a), (_, b)| a.total_cmp(b));
+        let worst = load
+            .dependencies
+            .iter()
+            .max_by(|(_, a), (_, b)| a.total_cmp(b));
         if let Some((label, per_pod_dependency)) = worst {
             let dependency_total = per_pod_dependency * fleet as f64;
             if dependency_total > cx.options.max_dependency_rps {
                 cx.report(
-                    index,
-                    object,
+                    &workload.subject,
                     &rule::PROBE_LOAD,
-                    position,
+                    load.position,
                     None,
                     format!(
                         "at {fleet} replicas ({fleet_source}) health checks reach {label} {} \

@@ -8,7 +8,10 @@
 pub mod catalogue;
 
 pub(crate) mod api;
+pub(crate) mod commands;
+pub(crate) mod fixes;
 pub(crate) mod fleet;
+pub(crate) mod hosts;
 pub(crate) mod probes;
 pub(crate) mod termination;
 
@@ -53,6 +56,15 @@ impl std::fmt::Display for Severity {
     }
 }
 
+/// What a rule's findings are about.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Scope {
+    /// An object (or a container of one); suppressible by annotation on the object.
+    Object,
+    /// A document that is not an object the linter can read; nothing to annotate.
+    Document,
+}
+
 /// One rule: a stable id, a severity, why it matters and how to fix it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Rule {
@@ -60,6 +72,8 @@ pub struct Rule {
     pub id: &'static str,
     /// The severity of every finding of this rule.
     pub severity: Severity,
+    /// What its findings are about.
+    pub scope: Scope,
     /// One line: what the rule finds.
     pub summary: &'static str,
     /// One paragraph: why it matters, citing the seed or the Kubernetes source.
@@ -72,10 +86,19 @@ impl Rule {
     /// The rule's reference text as Markdown, as `--explain` prints it and `docs/lint-rules.md`
     /// lists it.
     pub fn explain(&self) -> String {
+        let suppress = match self.scope {
+            Scope::Object => format!(
+                "**Suppress** on one object with the annotation \
+                 `probity.dev/ignore-{}: \"<reason>\"`.",
+                self.id
+            ),
+            Scope::Document => "**Cannot be suppressed**: there is no object to annotate; \
+                                correct the document or leave it out of the paths linted."
+                .to_owned(),
+        };
         format!(
             "## `{id}`\n\n**Severity:** {severity}. {summary}.\n\n**Why.** {why}\n\n**Fix.** {fix}\n\n\
-             **Suppress** on one object with the annotation \
-             `probity.dev/ignore-{id}: \"<reason>\"`.\n",
+             {suppress}\n",
             id = self.id,
             severity = self.severity,
             summary = capitalise(self.summary),
@@ -111,20 +134,25 @@ pub fn reference_markdown() -> String {
          Regenerate: UPDATE_LINT_DOCS=1 cargo test -p probity-lint --test rule_docs -->\n\n\
          `probity lint PATH…` reads Kubernetes manifests (files, folders, `-` for standard input; \
          multi-document YAML, Helm-rendered output) and reports the probe wiring that causes \
-         outages. Probe fields are judged after Kubernetes' defaults are applied (period 10 s, \
+         outages. Every object with a pod template is judged, whatever its kind (an Argo Rollout, an \
+         OpenKruise CloneSet, a custom resource with `spec.template`); other kinds are counted \
+         and listed with `--verbose`. Probe fields are judged after Kubernetes' defaults are applied (period 10 s, \
          timeout 1 s, success 1, failure 3, initial delay 0, pod grace period 30 s). Sidecars \
          (init containers with `restartPolicy: Always`) are probed like the application's \
          containers and judged by the same probe rules. \
          `probity lint --explain ID` prints one rule.\n\n\
          Exit status: 0 when no finding is at or above `--fail-on` (default `warning`), 1 when \
-         one is, 2 on an error (unreadable file, invalid YAML, a document that is not a Kubernetes \
-         object, bad flags).\n\n\
+         one is, 2 when an input cannot be read, no document at all could be read, or a flag is \
+         wrong. `--fix` applies the fixes marked safe below and reports what remains; CI and \
+         pre-commit recipes are in `docs/lint-ci.md`.\n\n\
          What the service does behind its endpoints comes from its contract (`--contract FILE`, \
-         the JSON `checkout --print-contract` writes) or from annotations on the workload or its \
-         pod template:\n\n\
+         the JSON `checkout --print-contract` writes; format version 2 adds what each endpoint \
+         `waits_on`, which checks `calls_health_endpoint`, and the `drain_delay_derivation`) or \
+         from annotations on the workload or its pod template:\n\n\
          | annotation | meaning |\n|---|---|\n\
          | `probity.dev/contract` | the service's contract, inline JSON |\n\
          | `probity.dev/dependency-endpoints` | comma-separated HTTP paths (or `grpc:SERVICE`) whose answer depends on something outside the process |\n\
+         | `probity.dev/transitive-endpoints` | comma-separated HTTP paths (or `grpc:SERVICE`) whose answer includes another service's health endpoint |\n\
          | `probity.dev/boot-seconds` | the worst boot time, in seconds |\n\
          | `probity.dev/drain-delay-seconds` | how long the service keeps serving after SIGTERM, in seconds |\n\
          | `probity.dev/ignore-RULE` | suppresses RULE on this object; the value is the reason and must not be empty |\n\n\

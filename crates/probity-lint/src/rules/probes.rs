@@ -1,26 +1,33 @@
 //! Rules about each probe, and each pair of probes, of a container.
 
 use super::catalogue as rule;
+use super::commands;
+use super::fixes::Edits;
+use super::hosts::is_loopback;
+use crate::contract::ServiceContract as Contract;
 use crate::engine::Cx;
 use crate::facts::Facts;
+use crate::finding::Autofix;
 use crate::model::{Container, Handler, Object, PodSpec, PortRef, Probe, Setting, Workload};
+use crate::yaml::Style;
 use probity::contract::ProbeKind;
 
-/// A liveness `initialDelaySeconds` above this (the default period) is a boot-time guess.
-const LARGE_INITIAL_DELAY_SECONDS: i64 = 10;
+/// A liveness `initialDelaySeconds` up to this is a head start, whatever the failure window.
+const SMALL_INITIAL_DELAY_SECONDS: i64 = 10;
 /// The shortest liveness failure window that rides out a pause.
 const MIN_LIVENESS_WINDOW_SECONDS: i64 = 10;
 /// A readiness period below this (the default) counts as short for flapping.
 const SHORT_READINESS_PERIOD_SECONDS: i64 = 10;
+/// The longest period a startup probe inserted by `--fix` uses: the boot's end is noticed
+/// within this, so readiness is not held back long after the process is up.
+const FIXED_STARTUP_PERIOD_SECONDS: i64 = 5;
 
 pub(crate) fn check(
     cx: &mut Cx<'_>,
-    index: usize,
     object: &Object<'_>,
-    workload: &Workload,
-    pod: &PodSpec,
+    workload: &Workload<'_>,
+    pod: &PodSpec<'_>,
     facts: &Facts<'_>,
-    service_names: &[&str],
 ) {
     for container in pod.probed() {
         let name = Some(container.name.as_str());
@@ -32,7 +39,6 @@ pub(crate) fn check(
         if let (Some(live), Some(ready)) = (liveness, readiness) {
             if same_handler(container, &live.handler, &ready.handler) {
                 cx.report(
-                    index,
                     object,
                     &rule::IDENTICAL_LIVENESS_READINESS,
                     ready.position,
@@ -44,9 +50,12 @@ pub(crate) fn check(
                     ),
                 );
             }
-            if live.failure_window() <= ready.failure_window() {
+            // Both probes are answered by the same process, so a stall fails both: liveness
+            // giving up first kills a pod the Service still routes to. Equal windows race, and
+            // are the textbook wiring when the endpoints differ; the same endpoint is already
+            // `identical-liveness-readiness`.
+            if live.failure_window() < ready.failure_window() {
                 cx.report(
-                    index,
                     object,
                     &rule::LIVENESS_WINDOW_SHORTER_THAN_READINESS,
                     live.failure
@@ -55,8 +64,8 @@ pub(crate) fn check(
                         .unwrap_or(live.position),
                     name,
                     format!(
-                        "liveness gives up after {} s ({}), readiness after {} s ({}): the pod is \
-                         restarted no later than it is taken out of rotation",
+                        "liveness gives up after {} s ({}), readiness only after {} s ({}): a \
+                         stalled pod is restarted while it is still in rotation",
                         live.failure_window(),
                         window(live),
                         ready.failure_window(),
@@ -76,7 +85,6 @@ pub(crate) fn check(
                     _ => probe.position,
                 };
                 cx.report(
-                    index,
                     object,
                     &rule::LIVENESS_CHECKS_DEPENDENCIES,
                     position,
@@ -91,30 +99,71 @@ pub(crate) fn check(
             }
         }
 
+        if let Some(probe) = startup
+            && let Some((path, waits)) = facts.waits_on(&probe.handler, contract)
+        {
+            cx.report(
+                object,
+                &rule::STARTUP_PROBE_WAITS_ON_DEPENDENCY,
+                match &probe.handler {
+                    Handler::Http {
+                        path_position: Some(position),
+                        ..
+                    } => *position,
+                    _ => probe.position,
+                },
+                name,
+                format!(
+                    "the startup probe runs {}, and the contract says `{path}` waits on {}: an \
+                     outage of {} longer than the startup budget ({} s) kills every new pod, \
+                     again and again",
+                    probe.handler.describe(container),
+                    waits
+                        .iter()
+                        .map(|name| format!("`{name}`"))
+                        .collect::<Vec<_>>()
+                        .join(", "),
+                    if waits.len() == 1 {
+                        "it"
+                    } else {
+                        "any of them"
+                    },
+                    probe.budget()
+                ),
+            );
+        }
+
         for probe in &container.probes {
-            check_probe(cx, index, object, pod, container, probe, service_names);
+            check_probe(cx, object, pod, container, probe);
+            check_cannot_fail(cx, object, container, probe, contract);
+            check_transitive(cx, object, container, probe, facts, contract);
         }
 
         if let Some(live) = liveness {
-            if startup.is_none() && live.initial_delay.value > LARGE_INITIAL_DELAY_SECONDS {
-                cx.report(
-                    index,
+            let delay = live.initial_delay.value;
+            if startup.is_none()
+                && delay > SMALL_INITIAL_DELAY_SECONDS
+                && delay > live.failure_window()
+            {
+                cx.report_with_fix(
                     object,
                     &rule::INITIAL_DELAY_INSTEAD_OF_STARTUP_PROBE,
                     live.initial_delay.at(live.position),
                     name,
                     format!(
-                        "liveness waits `initialDelaySeconds: {}` instead of using a startup probe: \
-                         a slower boot still crash-loops, and a hang after every restart goes \
-                         unnoticed for {} s",
-                        live.initial_delay.value, live.initial_delay.value
+                        "liveness waits `initialDelaySeconds: {delay}`, longer than its own \
+                         failure window ({} = {} s): the delay is a guess at the boot time, a \
+                         slower boot still crash-loops, and a hang after every restart goes \
+                         unnoticed for {delay} s",
+                        window(live),
+                        live.failure_window()
                     ),
+                    startup_probe_fix(cx, object, live),
                 );
             }
             let window = live.failure_window();
             if live.failure.value == 1 || window < MIN_LIVENESS_WINDOW_SECONDS {
                 cx.report(
-                    index,
                     object,
                     &rule::LIVENESS_WINDOW_TOO_SHORT,
                     live.failure
@@ -142,8 +191,19 @@ pub(crate) fn check(
         if let Some(startup_probe) = startup {
             for probe in [liveness, readiness].into_iter().flatten() {
                 if probe.initial_delay.value > 0 {
-                    cx.report(
-                        index,
+                    let fix = probe
+                        .entry
+                        .value
+                        .entry("initialDelaySeconds")
+                        .and_then(|entry| {
+                            let mut edits = Edits::new(cx, object.source);
+                            edits.remove_entry(entry.span())?;
+                            edits.finish(
+                                format!("remove {} `initialDelaySeconds`", probe.kind),
+                                true,
+                            )
+                        });
+                    cx.report_with_fix(
                         object,
                         &rule::INITIAL_DELAY_WITH_STARTUP_PROBE,
                         probe.initial_delay.at(probe.position),
@@ -156,6 +216,7 @@ pub(crate) fn check(
                             probe.initial_delay.value,
                             startup_probe.budget()
                         ),
+                        fix,
                     );
                 }
             }
@@ -167,7 +228,6 @@ pub(crate) fn check(
                 let budget = gate.budget();
                 if (budget as f64) < boot {
                     cx.report(
-                        index,
                         object,
                         &rule::STARTUP_BUDGET_BELOW_BOOT_TIME,
                         gate.failure
@@ -198,7 +258,6 @@ pub(crate) fn check(
             && ready.period.value < SHORT_READINESS_PERIOD_SECONDS
         {
             cx.report(
-                index,
                 object,
                 &rule::READINESS_FLAPPING,
                 ready
@@ -218,19 +277,88 @@ pub(crate) fn check(
     }
 }
 
+/// The fix for a liveness delay that carries the boot: a startup probe on the same handler that
+/// tolerates as long as the delay and the liveness window did, and no delay.
+fn startup_probe_fix(cx: &Cx<'_>, object: &Object<'_>, live: &Probe<'_>) -> Option<Autofix> {
+    let probe = &live.entry.value;
+    let handler_key = live.handler_keys.first()?.0;
+    let handler = probe.entry(handler_key)?;
+    let delay_entry = probe.entry("initialDelaySeconds")?;
+    let tolerated = live.budget();
+    let period = live.period.value.clamp(1, FIXED_STARTUP_PERIOD_SECONDS);
+    let failures = (tolerated + period - 1) / period;
+    let mut edits = Edits::new(cx, object.source);
+    let text = edits.text();
+    let timeout = probe
+        .entry("timeoutSeconds")
+        .and_then(|entry| text.get(entry.span()));
+    let inserted = match probe.style {
+        Style::BlockCollection => {
+            // Copy the handler as written: its lines keep their indentation, which is the right
+            // one for a sibling probe.
+            let line_start = text[..handler.key_position.offset]
+                .rfind('\n')
+                .map_or(0, |at| at + 1);
+            let indent = &text[line_start..handler.key_position.offset];
+            if !indent.chars().all(|c| c == ' ') {
+                return None;
+            }
+            let key_indent = " ".repeat(live.entry.key_position.column.saturating_sub(1));
+            let mut block = format!("{key_indent}startupProbe:\n{indent}");
+            block.push_str(text.get(handler.span())?);
+            block.push('\n');
+            for line in [
+                timeout.map(str::to_owned),
+                Some(format!("periodSeconds: {period}")),
+                Some(format!("failureThreshold: {failures}")),
+            ]
+            .into_iter()
+            .flatten()
+            {
+                block.push_str(indent);
+                block.push_str(&line);
+                block.push('\n');
+            }
+            block
+        }
+        Style::FlowCollection => {
+            let handler_text = text.get(handler.span())?;
+            if handler_text.contains('\n') {
+                return None;
+            }
+            let key_indent = " ".repeat(live.entry.key_position.column.saturating_sub(1));
+            let mut fields = vec![handler_text.to_owned()];
+            fields.extend(timeout.map(str::to_owned));
+            fields.push(format!("periodSeconds: {period}"));
+            fields.push(format!("failureThreshold: {failures}"));
+            format!("{key_indent}startupProbe: {{{}}}\n", fields.join(", "))
+        }
+        _ => return None,
+    };
+    edits.insert_block_after(live.entry, &inserted)?;
+    edits.remove_entry(delay_entry.span())?;
+    edits.finish(
+        format!(
+            "add a `startupProbe` on the same handler with `periodSeconds: {period}` and \
+             `failureThreshold: {failures}` (up to {} s to boot, as the delay allowed) and remove \
+             liveness `initialDelaySeconds: {}`",
+            period * failures,
+            live.initial_delay.value
+        ),
+        true,
+    )
+}
+
 fn check_probe(
     cx: &mut Cx<'_>,
-    index: usize,
     object: &Object<'_>,
-    pod: &PodSpec,
-    container: &Container,
-    probe: &Probe,
-    service_names: &[&str],
+    pod: &PodSpec<'_>,
+    container: &Container<'_>,
+    probe: &Probe<'_>,
 ) {
     let name = Some(container.name.as_str());
     if probe.timeout.value >= probe.period.value {
-        cx.report(
-            index,
+        cx.report_with_fix(
             object,
             &rule::TIMEOUT_NOT_BELOW_PERIOD,
             probe.timeout.at(probe.position),
@@ -242,77 +370,86 @@ fn check_probe(
                 shown(&probe.timeout),
                 shown(&probe.period)
             ),
+            timeout_fix(cx, object, probe),
         );
-    }
-
-    if let Some(host) = probe.handler.host() {
-        let name_lower = host.name.to_ascii_lowercase();
-        let loopback = name_lower == "localhost"
-            || name_lower.starts_with("127.")
-            || name_lower == "::1"
-            || name_lower == "[::1]";
-        let is_ip = name_lower.parse::<std::net::IpAddr>().is_ok();
-        let service = service_names.iter().any(|service| {
-            name_lower == *service || name_lower.starts_with(&format!("{service}."))
-        }) || name_lower.contains(".svc");
-        let message = if loopback && !pod.host_network {
-            Some(format!(
-                "the {} probe's host `{}` is the node the kubelet runs on, not this pod",
-                probe.kind, host.name
-            ))
-        } else if service {
-            Some(format!(
-                "the {} probe's host `{}` is a Service: the kubelet probes whichever pod the \
-                 Service picks, not this one",
-                probe.kind, host.name
-            ))
-        } else if !loopback && !is_ip {
-            Some(format!(
-                "the {} probe's host `{}` is resolved from the node and is not this pod",
-                probe.kind, host.name
-            ))
-        } else {
-            None
-        };
-        if let Some(message) = message {
-            cx.report(
-                index,
-                object,
-                &rule::PROBE_HOST_NOT_POD,
-                host.position,
-                name,
-                message,
-            );
-        }
     }
 
     if let Some(port) = probe.handler.port() {
         let is_grpc = matches!(probe.handler, Handler::Grpc { .. });
         match &port.port {
-            PortRef::Name(port_name) if is_grpc => cx.report(
-                index,
-                object,
-                &rule::GRPC_NAMED_PORT,
-                port.position,
-                name,
-                format!(
-                    "the {} probe's gRPC port is the name `{port_name}`; gRPC probes take a port \
-                     number",
-                    probe.kind
-                ),
-            ),
+            PortRef::Name(port_name) if is_grpc => {
+                let number = container
+                    .ports
+                    .iter()
+                    .find(|declared| declared.name.as_deref() == Some(port_name.as_str()))
+                    .map(|declared| declared.number);
+                let fix = number.and_then(|number| {
+                    let node = probe.entry.value.get("grpc")?.get("port")?;
+                    let mut edits = Edits::new(cx, object.source);
+                    edits.set_scalar(node, &number.to_string())?;
+                    edits.finish(
+                        format!("write the port number {number} that `{port_name}` names"),
+                        true,
+                    )
+                });
+                cx.report_with_fix(
+                    object,
+                    &rule::GRPC_NAMED_PORT,
+                    port.position,
+                    name,
+                    format!(
+                        "the {} probe's gRPC port is the name `{port_name}`; gRPC probes take a \
+                         port number",
+                        probe.kind
+                    ),
+                    fix,
+                );
+            }
             PortRef::Name(port_name) => {
                 if container.resolve_port(&port.port).is_none() {
+                    let declared: Vec<String> = container
+                        .ports
+                        .iter()
+                        .filter_map(|declared| declared.name.clone())
+                        .map(|name| format!("`{name}`"))
+                        .collect();
+                    // The kubelet's `findPortByName` looks in the probed container only, even when
+                    // another container of the pod (a sidecar) declares the name.
+                    let elsewhere = pod
+                        .containers
+                        .iter()
+                        .chain(&pod.init_containers)
+                        .filter(|other| other.name != container.name)
+                        .find(|other| {
+                            other
+                                .ports
+                                .iter()
+                                .any(|declared| declared.name.as_deref() == Some(port_name))
+                        })
+                        .map(|other| {
+                            format!(
+                                "; container `{}` declares it, but a probe's port name resolves \
+                                 against the probed container's own ports only (use the number)",
+                                other.name
+                            )
+                        })
+                        .unwrap_or_default();
                     cx.report(
-                        index,
                         object,
                         &rule::PROBE_PORT_NOT_DECLARED,
                         port.position,
                         name,
                         format!(
                             "the {} probe uses port `{port_name}`, which container `{}` does not \
-                             declare: the probe cannot resolve it",
-                            probe.kind, container.name
+                             declare ({}): the kubelet cannot resolve it and the probe fails on \
+                             every attempt{elsewhere}",
+                            probe.kind,
+                            container.name,
+                            if declared.is_empty() {
+                                "it names no ports".to_owned()
+                            } else {
+                                format!("it names {}", declared.join(", "))
+                            }
                         ),
                     );
                 } else if let Some(declared) = container
@@ -322,7 +459,6 @@ fn check_probe(
                     .filter(|declared| !declared.protocol.eq_ignore_ascii_case("TCP"))
                 {
                     cx.report(
-                        index,
                         object,
                         &rule::PROBE_PORT_NOT_DECLARED,
                         port.position,
@@ -335,56 +471,153 @@ fn check_probe(
                     );
                 }
             }
-            PortRef::Number(number) => {
-                let declared = container
-                    .ports
-                    .iter()
-                    .filter(|declared| declared.number == *number)
-                    .collect::<Vec<_>>();
-                if !container.ports.is_empty() && declared.is_empty() {
-                    let known = container
-                        .ports
-                        .iter()
-                        .map(|declared| declared.number.to_string())
-                        .collect::<Vec<_>>()
-                        .join(", ");
-                    cx.report(
-                        index,
-                        object,
-                        &rule::PROBE_PORT_NOT_DECLARED,
-                        port.position,
-                        name,
-                        format!(
-                            "the {} probe uses port {number}, but container `{}` declares only \
-                             {known}",
-                            probe.kind, container.name
-                        ),
-                    );
-                } else if !declared.is_empty()
-                    && declared
-                        .iter()
-                        .all(|declared| !declared.protocol.eq_ignore_ascii_case("TCP"))
-                {
-                    cx.report(
-                        index,
-                        object,
-                        &rule::PROBE_PORT_NOT_DECLARED,
-                        port.position,
-                        name,
-                        format!(
-                            "the {} probe uses port {number}, which is declared {}: probes speak \
-                             TCP",
-                            probe.kind, declared[0].protocol
-                        ),
-                    );
-                }
-            }
+            PortRef::Number(_) => {}
         }
     }
 }
 
+/// The fix for a timeout that reaches the period: one second below the period (the longest
+/// timeout that no longer overlaps the next probe); for a one-second period, a period one second
+/// above the timeout, which changes the detection time and is therefore only shown.
+fn timeout_fix(cx: &Cx<'_>, object: &Object<'_>, probe: &Probe<'_>) -> Option<Autofix> {
+    let node = &probe.entry.value;
+    let period = probe.period.value;
+    let mut edits = Edits::new(cx, object.source);
+    if period >= 2 {
+        let timeout = period - 1;
+        match node.entry("timeoutSeconds") {
+            Some(entry) => edits.set_scalar(&entry.value, &timeout.to_string())?,
+            None => return None,
+        }
+        return edits.finish(format!("set `timeoutSeconds` to {timeout}"), true);
+    }
+    let new_period = probe.timeout.value + 1;
+    let entry = node.entry("periodSeconds")?;
+    edits.set_scalar(&entry.value, &new_period.to_string())?;
+    edits.finish(
+        format!("set `periodSeconds` to {new_period}, above the timeout"),
+        false,
+    )
+}
+
+/// Exec probes whose command always exits 0, and readiness on an endpoint that checks nothing.
+fn check_cannot_fail(
+    cx: &mut Cx<'_>,
+    object: &Object<'_>,
+    container: &Container<'_>,
+    probe: &Probe<'_>,
+    contract: Option<&Contract>,
+) {
+    let name = Some(container.name.as_str());
+    match &probe.handler {
+        Handler::Exec { command, position } => {
+            let Some(reason) =
+                commands::parse(command).and_then(|script| commands::cannot_fail(&script))
+            else {
+                return;
+            };
+            cx.report(
+                object,
+                &rule::PROBE_CANNOT_FAIL,
+                *position,
+                name,
+                format!(
+                    "the {} probe runs `{}`, which cannot fail: {reason}",
+                    probe.kind,
+                    command.join(" ")
+                ),
+            );
+        }
+        Handler::Http {
+            path,
+            path_position,
+            ..
+        } if probe.kind == ProbeKind::Readiness => {
+            let Some(endpoint) = contract.and_then(|contract| contract.endpoint_for_path(path))
+            else {
+                return;
+            };
+            if endpoint.checks.is_empty() {
+                cx.report(
+                    object,
+                    &rule::PROBE_CANNOT_FAIL,
+                    path_position.unwrap_or(probe.position),
+                    name,
+                    format!(
+                        "readiness probes `{path}`, and the contract says that endpoint ({} \
+                         endpoint) evaluates no checks: it passes whenever the process answers",
+                        endpoint.probe
+                    ),
+                );
+            }
+        }
+        _ => {}
+    }
+}
+
+/// Probes that fetch another service's health endpoint (exec), or that the annotation or the
+/// contract says do.
+fn check_transitive(
+    cx: &mut Cx<'_>,
+    object: &Object<'_>,
+    container: &Container<'_>,
+    probe: &Probe<'_>,
+    facts: &Facts<'_>,
+    contract: Option<&Contract>,
+) {
+    let name = Some(container.name.as_str());
+    if let Some(reason) = facts.transitive_reason(&probe.handler, contract) {
+        cx.report(
+            object,
+            &rule::TRANSITIVE_HEALTH_CHECK,
+            probe.position,
+            name,
+            format!(
+                "the {} probe runs {}, and {reason}: another service's trouble fails this one",
+                probe.kind,
+                probe.handler.describe(container)
+            ),
+        );
+        return;
+    }
+    let Handler::Exec { command, position } = &probe.handler else {
+        return;
+    };
+    for fetch in commands::fetches(command, &container.env) {
+        let Some(host) = &fetch.host else { continue };
+        if is_loopback(host) || host.is_empty() {
+            continue;
+        }
+        let what = if fetch.grpc_health {
+            format!("the `grpc.health.v1` service of `{host}`")
+        } else if commands::is_health_path(&fetch.path) {
+            format!("`{}` on `{host}`", fetch.path)
+        } else {
+            continue;
+        };
+        cx.report(
+            object,
+            &rule::TRANSITIVE_HEALTH_CHECK,
+            *position,
+            name,
+            format!(
+                "the {} probe's `{}` asks {what} (`{}`): when that service is unhealthy, this \
+                 one {}",
+                probe.kind,
+                fetch.program,
+                fetch.target,
+                match probe.kind {
+                    ProbeKind::Readiness => "drains itself too",
+                    ProbeKind::Liveness | ProbeKind::Startup => "is restarted with it",
+                }
+            ),
+        );
+        return;
+    }
+}
+
 /// Whether two handlers hit the same thing, after resolving named ports.
-fn same_handler(container: &Container, a: &Handler, b: &Handler) -> bool {
+fn same_handler(container: &Container<'_>, a: &Handler, b: &Handler) -> bool {
     let same_port = |a: &Option<crate::model::Port>, b: &Option<crate::model::Port>| match (a, b) {
         (Some(a), Some(b)) => {
             match (
@@ -442,13 +675,15 @@ fn same_handler(container: &Container, a: &Handler, b: &Handler) -> bool {
                 service: b_service,
             },
         ) => same_port(a_port, b_port) && a_service == b_service,
-        (Handler::Exec { command: a }, Handler::Exec { command: b }) => !a.is_empty() && a == b,
+        (Handler::Exec { command: a, .. }, Handler::Exec { command: b, .. }) => {
+            !a.is_empty() && a == b
+        }
         _ => false,
     }
 }
 
 /// "3 × 10 s".
-fn window(probe: &Probe) -> String {
+fn window(probe: &Probe<'_>) -> String {
     format!("{} × {} s", shown(&probe.failure), shown(&probe.period))
 }
 

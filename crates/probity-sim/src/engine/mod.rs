@@ -1,0 +1,416 @@
+//! The discrete-event model of a fleet.
+//!
+//! Time is whole milliseconds. Events sit in a queue ordered by time and then by the order
+//! they were scheduled, so a run is a pure function of the scenario and the seed. Each
+//! concept has its module:
+//!
+//! | module | models |
+//! |---|---|
+//! | [`queue`] | the event queue |
+//! | [`pod`] | pod lifecycle: containers, boots, kills, CrashLoopBackOff |
+//! | [`probing`] | the kubelet's probe workers and the pod's Ready condition |
+//! | [`policy`] | the app's health policy: endpoints, pollers, hysteresis |
+//! | [`passive`] | passive reports from real requests |
+//! | [`dependencies`] | how calls to each dependency fare, and the app's pool |
+//! | [`pool`] | a pod's connection pool as a bounded queue |
+//! | [`faults`] | faults and operator actions on the timeline |
+//! | [`traffic`] | requests as a fluid, split over the pods |
+//! | [`keep_alive`] | keep-alive client connections pinned to pods |
+//! | [`router`] | the load balancers, one module each |
+//! | [`measure`] | what is measured, and the report |
+//!
+//! Work is proportional to what changes. Events mark the pods they change; at the end of
+//! each instant only those pods are re-evaluated (their failure fraction, their membership,
+//! their passive runs). A fault on a shared dependency changes every pod, and re-evaluates
+//! every pod once.
+
+mod dependencies;
+mod faults;
+mod keep_alive;
+mod measure;
+mod passive;
+mod pod;
+mod policy;
+mod pool;
+mod probing;
+mod queue;
+mod router;
+mod traffic;
+
+use crate::report::Report;
+use crate::scenario::{CheckTarget, EndpointMode, Scenario, Start};
+use crate::time::Millis;
+use probity_contract::probe::ProbeKind;
+use queue::{Event, EventQueue};
+use router::{CheckResult, Router};
+use std::time::Duration;
+use traffic::{Split, Traffic};
+
+/// Runs a scenario with a seed and returns what it measured. `progress` hears the
+/// simulated time reached, now and then (every few tens of thousands of events).
+pub(crate) fn run(scenario: &Scenario, seed: u64, progress: &mut dyn FnMut(Millis)) -> Report {
+    let mut sim = Sim::new(scenario, seed);
+    sim.run(progress);
+    sim.report()
+}
+
+/// Events between two progress calls.
+const PROGRESS_EVERY: u32 = 1 << 16;
+
+/// A point in simulated time as the Kubernetes model takes it.
+fn at(time: Millis) -> Duration {
+    Duration::from_millis(time)
+}
+
+/// A Kubernetes model's time back in simulated milliseconds.
+fn millis(time: Duration) -> Millis {
+    time.as_millis() as Millis
+}
+
+/// The simulation's state.
+struct Sim<'a> {
+    scenario: &'a Scenario,
+    seed: u64,
+    rng: fastrand::Rng,
+    queue: EventQueue,
+    now: Millis,
+    pods: Vec<pod::Pod>,
+    /// The container's probes, by slot (an operator's fix may remove some).
+    probes: [Option<crate::scenario::ProbeSpec>; 3],
+    router: Box<dyn Router>,
+    dependencies: dependencies::Dependencies,
+    faults: faults::Faults,
+    traffic: Traffic,
+    measure: measure::Measurements,
+    passive: passive::Passive,
+    connections: Option<keep_alive::Connections>,
+    /// Which checks have pollers (those read from a cached snapshot).
+    polled: Vec<bool>,
+    /// Each pod's requests and failures at the last success-rate sweep.
+    outlier_marks: Vec<(f64, f64)>,
+    /// Pods changed in this instant, to re-evaluate before time moves on.
+    changed: Vec<usize>,
+    changed_flag: Vec<bool>,
+    /// Every pod changed (a shared dependency's condition did).
+    all_changed: bool,
+    /// Something changed in this instant.
+    unsettled: bool,
+    /// A pod's failures depend on its share of traffic (a pool modelled as a queue, a pod's
+    /// capacity), which any change of members moves.
+    share_dependent: bool,
+    initialising: bool,
+}
+
+impl<'a> Sim<'a> {
+    fn new(scenario: &'a Scenario, seed: u64) -> Self {
+        let pods = scenario.fleet.replicas;
+        // Only dependency checks read from a snapshot have pollers.
+        let polled: Vec<bool> = scenario
+            .app
+            .checks
+            .iter()
+            .enumerate()
+            .map(|(index, check)| {
+                matches!(check.target, CheckTarget::Dependency(_))
+                    && scenario.app.endpoints.iter().any(|endpoint| {
+                        endpoint.mode == EndpointMode::Cached && endpoint.checks.contains(&index)
+                    })
+            })
+            .collect();
+        let passive = passive::Passive::new(scenario, &polled);
+        let connections = scenario.requests.keep_alive.map(|settings| {
+            keep_alive::Connections::new(
+                settings,
+                pods,
+                router::mix_seed(seed ^ 0x6B65_6570_616C_6976),
+            )
+        });
+        Sim {
+            scenario,
+            seed,
+            rng: fastrand::Rng::with_seed(seed),
+            queue: EventQueue::default(),
+            now: 0,
+            pods: (0..pods).map(|_| pod::Pod::new()).collect(),
+            probes: [
+                scenario.probes.liveness,
+                scenario.probes.readiness,
+                scenario.probes.startup,
+            ],
+            router: router::build(scenario, seed),
+            dependencies: dependencies::Dependencies::new(
+                scenario.dependencies.len(),
+                &scenario.faults,
+            ),
+            faults: faults::Faults::new(scenario.faults.len()),
+            traffic: Traffic::new(pods, scenario.requests.rate),
+            measure: measure::Measurements::new(
+                &scenario.fleet.names,
+                scenario.duration,
+                scenario.measure.resolution,
+            ),
+            passive,
+            connections,
+            polled,
+            outlier_marks: Vec::new(),
+            changed: Vec::new(),
+            changed_flag: vec![false; pods],
+            all_changed: true,
+            unsettled: true,
+            share_dependent: scenario.app.capacity.is_some()
+                || scenario
+                    .dependencies
+                    .iter()
+                    .any(|dependency| dependency.pool.is_some()),
+            initialising: true,
+        }
+    }
+
+    fn run(&mut self, progress: &mut dyn FnMut(Millis)) {
+        self.init_fleet();
+        self.schedule_faults();
+        self.start_outlier_sweeps();
+        let end = self.scenario.duration;
+        let mut until_progress = PROGRESS_EVERY;
+        while let Some(next) = self.queue.next_time() {
+            if self.unsettled && next > self.traffic.last {
+                // The instant is over: settle it before time moves on. Settling may schedule
+                // something now, so look at the queue again.
+                self.settle();
+                continue;
+            }
+            if next >= end {
+                break;
+            }
+            let Some((time, event)) = self.queue.pop() else {
+                break;
+            };
+            self.advance(time);
+            self.now = time;
+            self.handle(event);
+            until_progress -= 1;
+            if until_progress == 0 {
+                until_progress = PROGRESS_EVERY;
+                progress(time);
+            }
+        }
+        if self.unsettled {
+            self.settle();
+        }
+        self.advance(end);
+        self.now = end;
+        for pod in 0..self.pods.len() {
+            self.traffic.flush(pod);
+        }
+    }
+
+    fn init_fleet(&mut self) {
+        let steady = self.scenario.fleet.start == Start::Steady;
+        for pod in 0..self.pods.len() {
+            if steady {
+                self.settle_pod(pod);
+            } else {
+                let created = self.scenario.fleet.stagger * pod as u64;
+                self.add_pod(pod, created);
+            }
+            self.start_router_checks(pod, steady);
+        }
+        for pod in 0..self.pods.len() {
+            self.record_pod_state(pod);
+        }
+        self.open_connections();
+        self.initialising = false;
+    }
+
+    fn handle(&mut self, event: Event) {
+        let kind = |slot: u8| ProbeKind::ALL[usize::from(slot)];
+        match event {
+            Event::ProbeTick { pod, slot, epoch } => {
+                self.probe_tick(pod as usize, kind(slot), epoch)
+            }
+            Event::ProbeDone {
+                pod,
+                slot,
+                container,
+                success,
+            } => self.probe_done(pod as usize, kind(slot), container, success),
+            Event::PollStart {
+                pod,
+                check,
+                process,
+                epoch,
+            } => self.poll_start(pod as usize, usize::from(check), process, epoch),
+            Event::PollDone {
+                pod,
+                check,
+                process,
+                success,
+            } => self.poll_done(pod as usize, usize::from(check), process, success),
+            Event::BootDone {
+                pod,
+                process,
+                epoch,
+            } => self.boot_done(pod as usize, process, epoch),
+            Event::KillDone { pod, container } => self.kill_done(pod as usize, container),
+            Event::StartContainer { pod, epoch } => self.start_due(pod as usize, epoch),
+            Event::EndpointUpdate { pod, ready } => self.endpoint_update(pod as usize, ready),
+            Event::CheckTick { pod, epoch } => self.router_check(pod as usize, epoch),
+            Event::CheckDone {
+                pod,
+                epoch,
+                success,
+                definitive,
+            } => self.router_check_done(
+                pod as usize,
+                epoch,
+                CheckResult {
+                    success,
+                    definitive,
+                },
+            ),
+            Event::Eject { pod, epoch } => self.eject(pod as usize, epoch),
+            Event::EjectEnd { pod, epoch } => self.eject_end(pod as usize, epoch),
+            Event::HungEnd { pod, .. } => self.mark(pod as usize),
+            Event::OutlierSweep => self.outlier_sweep(),
+            Event::CrashExit { pod, container } => self.crash_exit(pod as usize, container),
+            Event::PassiveResume {
+                pod,
+                check,
+                process,
+                epoch,
+            } => self.passive_resume(pod as usize, usize::from(check), process, epoch),
+            Event::PassiveDue { epoch } => self.passive_due(epoch),
+            Event::FaultStart { fault } => self.fault_start(fault as usize),
+            Event::FaultEnd { fault } => self.fault_end(fault as usize),
+            Event::FlapBoundary { fault } => self.flap_boundary(fault as usize),
+            Event::ConnectionEnd { connection, epoch } => {
+                self.connection_end(connection as usize, epoch)
+            }
+        }
+    }
+
+    /// The pod changed in a way its traffic may feel: re-evaluate it before time moves on.
+    fn mark(&mut self, pod: usize) {
+        self.unsettled = true;
+        if !self.changed_flag[pod] {
+            self.changed_flag[pod] = true;
+            self.changed.push(pod);
+        }
+    }
+
+    /// Every pod may fare differently now.
+    fn mark_all(&mut self) {
+        self.unsettled = true;
+        self.all_changed = true;
+    }
+
+    /// The pod changed: mark it and record its state.
+    fn pod_changed(&mut self, pod: usize) {
+        self.mark(pod);
+        self.record_pod_state(pod);
+    }
+
+    /// A pod's routing weight: its pinned connections with keep-alive clients, else the
+    /// router's weight while it is a member.
+    fn weight_of(&self, pod: usize, member: bool) -> f64 {
+        match &self.connections {
+            Some(connections) => f64::from(connections.pinned(pod)),
+            None if member => self.router.weight(pod),
+            None => 0.0,
+        }
+    }
+
+    /// Settles the instant that just ended: the changed pods' membership, weight and failure,
+    /// the split, and what depends on shares (outlier detection, passive runs).
+    fn settle(&mut self) {
+        if self.router.take_all_changed() {
+            // The router changed every pod's membership at once (Envoy entering or leaving
+            // panic over its endpoints).
+            for pod in 0..self.pods.len() {
+                self.record_pod_state(pod);
+            }
+            self.all_changed = true;
+        }
+        let all = std::mem::take(&mut self.all_changed);
+        let mut pods: Vec<usize> = if all {
+            for pod in self.changed.drain(..) {
+                self.changed_flag[pod] = false;
+            }
+            (0..self.pods.len()).collect()
+        } else {
+            let mut pods = std::mem::take(&mut self.changed);
+            for &pod in &pods {
+                self.changed_flag[pod] = false;
+            }
+            pods.sort_unstable();
+            pods
+        };
+        self.unsettled = false;
+        let members_before = self.traffic.members();
+        let mut reweighted = Vec::new();
+        for &pod in &pods {
+            let member = self.in_rotation(pod);
+            if member != self.traffic.flows[pod].member {
+                self.router.membership_changed(pod, member, &mut reweighted);
+            }
+            let weight = self.weight_of(pod, member);
+            let failure = self.pod_failure(pod);
+            self.traffic.set(pod, member, weight, failure);
+        }
+        for &pod in &reweighted {
+            let flow = &self.traffic.flows[pod];
+            let (member, failure) = (flow.member, flow.failure);
+            let weight = self.weight_of(pod, member);
+            self.traffic.set(pod, member, weight, failure);
+        }
+        let pod_count = self.pods.len();
+        let split = match &self.connections {
+            Some(connections) => Split::Connections {
+                clients: connections.clients(),
+            },
+            None => self.router.split(self.traffic.members(), pod_count),
+        };
+        let mut split_changed = self.traffic.apply(split, pod_count);
+        if self.share_dependent {
+            // Failures follow the pod's share of traffic, which any change of members moves:
+            // re-evaluate every pod then, with the shares now in force.
+            let shares_moved = split_changed || self.traffic.members() != members_before;
+            let again: Vec<usize> = if shares_moved {
+                (0..pod_count).collect()
+            } else {
+                pods.clone()
+            };
+            for pod in again {
+                let flow = &self.traffic.flows[pod];
+                let (member, weight) = (flow.member, flow.weight);
+                let failure = self.pod_failure(pod);
+                self.traffic.set(pod, member, weight, failure);
+            }
+            self.traffic.apply(split, pod_count);
+            split_changed |= shares_moved;
+        }
+        if split_changed && !all {
+            pods = (0..pod_count).collect();
+        } else if !reweighted.is_empty() {
+            pods.extend(reweighted);
+            pods.sort_unstable();
+            pods.dedup();
+        }
+        for &pod in &pods {
+            self.note_affected(pod);
+            self.watch_outlier(pod);
+        }
+        for &pod in &pods {
+            self.update_passive(pod);
+        }
+        self.schedule_passive_due();
+    }
+
+    /// Integrates the traffic up to `to`.
+    fn advance(&mut self, to: Millis) {
+        let measure = &mut self.measure;
+        self.traffic.advance(to, |from, to, rate, failure| {
+            measure.record_traffic(from, to, rate, failure)
+        });
+    }
+}

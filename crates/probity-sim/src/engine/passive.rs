@@ -1,0 +1,429 @@
+//! Passive reports: the application reports the outcome of every real call to a checked
+//! dependency (probity's `Reporter`); a run of `passive_failure_threshold` failures in a row
+//! fails the check at once and wakes its poller, so an exhausted pool drains its pod in
+//! milliseconds rather than at the next poll.
+//!
+//! Reports are a fluid, like the traffic that makes them. While every call fails, a pod's
+//! run counts failures in a row and the check is failed at each multiple of the threshold;
+//! while only some fail, the run counts calls toward the expected number before a run of
+//! threshold failures in a row; while none fail, reported successes keep it at zero.
+//!
+//! A pod's reports arrive in proportion to its share of the traffic, which changes whenever
+//! any pod joins or leaves rotation. Rather than re-time every run then, runs advance on the
+//! traffic's share clock (the integral of the share of one unit of weight): a run's next
+//! failure is a point on that clock, kept in a heap, and only the earliest is turned into a
+//! real time.
+
+use super::Sim;
+use super::queue::Event;
+use super::traffic::Split;
+use crate::scenario::CheckTarget;
+use crate::time::Millis;
+use std::cmp::Ordering;
+use std::collections::BinaryHeap;
+
+/// A check fed by passive reports.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct PassiveCheck {
+    pub(super) check: usize,
+    pub(super) dependency: usize,
+    pub(super) threshold: u32,
+}
+
+/// One process's run of failed real calls for one passive check.
+#[derive(Debug, Clone)]
+pub(super) struct PassiveRun {
+    /// Failures (or calls, under partial failure) counted up to the marks.
+    run: f64,
+    /// The share clocks when `run` was last brought up to date.
+    unit_mark: f64,
+    everyone_mark: f64,
+    /// Reports of the current conditions count from here (a failing call takes time to be
+    /// reported).
+    from: Millis,
+    /// Waiting for `from`.
+    waiting: bool,
+    /// Fraction of calls to the dependency that succeed.
+    available: f64,
+    /// Time from a request to the report of its failed call.
+    delay: Millis,
+    /// The next report resets the run (the current conditions have successes).
+    reset: bool,
+    /// Reports per millisecond per unit of share: the request rate times the fraction of
+    /// requests that reach this dependency.
+    reach: f64,
+    /// The pod's traffic weight.
+    weight: f64,
+    /// The `run` at which the check is failed next.
+    target: f64,
+    /// Bumped when the run is re-timed; stale heap entries and resumes are skipped.
+    pub(super) epoch: u32,
+}
+
+impl PassiveRun {
+    /// A run with no report yet.
+    pub(super) fn new() -> Self {
+        PassiveRun {
+            run: 0.0,
+            unit_mark: 0.0,
+            everyone_mark: 0.0,
+            from: 0,
+            waiting: false,
+            available: 1.0,
+            delay: 0,
+            reset: false,
+            reach: 0.0,
+            weight: 0.0,
+            target: 0.0,
+            epoch: 0,
+        }
+    }
+
+    /// Counts the reports that arrived up to the share clocks `unit` and `everyone`.
+    fn account(&mut self, unit: f64, everyone: f64) {
+        if self.waiting {
+            return;
+        }
+        let reports =
+            self.reach * (self.weight * (unit - self.unit_mark) + (everyone - self.everyone_mark));
+        if reports > 0.0 {
+            if self.reset {
+                self.run = 0.0;
+                self.reset = false;
+            }
+            if self.available < 1.0 {
+                self.run += reports;
+            }
+        }
+        self.unit_mark = unit;
+        self.everyone_mark = everyone;
+    }
+
+    /// New conditions at `now`: the fraction of calls that succeed and how long a failing
+    /// call takes to be reported.
+    fn enter(&mut self, available: f64, delay: Millis, now: Millis) {
+        if available == self.available && delay == self.delay {
+            return;
+        }
+        if available <= 0.0 && self.available <= 0.0 {
+            // Still failing: the run goes on (only the cause changed).
+            return;
+        }
+        if available <= 0.0 {
+            // Every call fails from now on. If no request reported anything since the last
+            // failures, the run goes on; otherwise `run` holds either zero (a success reset
+            // it) or calls counted toward a partial failure's expected run, which are not
+            // failures in a row: start from zero.
+            if !self.reset {
+                self.run = 0.0;
+            }
+            self.reset = false;
+        } else {
+            // Some calls succeed: the first report resets the run.
+            self.reset = true;
+        }
+        self.available = available;
+        self.delay = delay;
+        self.from = now + delay;
+        self.waiting = delay > 0;
+    }
+
+    /// The `run` at which the check is failed next: the next multiple of the threshold while
+    /// every call fails; while only a fraction `q` fails, the expected number of calls before
+    /// `n` failures in a row, `(1 − qⁿ) / ((1 − q) qⁿ)`; `None` while no call fails.
+    fn next_target(&self, threshold: u32) -> Option<f64> {
+        let count = f64::from(threshold);
+        if self.available <= 0.0 {
+            Some(((self.run / count).floor() + 1.0) * count)
+        } else if self.available >= 1.0 {
+            None
+        } else {
+            let all_fail = (1.0 - self.available).powi(threshold.min(i32::MAX as u32) as i32);
+            let expected = (1.0 - all_fail) / (self.available * all_fail);
+            expected.is_finite().then_some(expected)
+        }
+    }
+}
+
+/// A run's next failure, as a point on the share clock in force.
+#[derive(Debug, Clone, Copy)]
+struct Due {
+    clock: f64,
+    pod: u32,
+    passive: u16,
+    process: u32,
+    epoch: u32,
+}
+
+impl PartialEq for Due {
+    fn eq(&self, other: &Self) -> bool {
+        self.cmp(other) == Ordering::Equal
+    }
+}
+
+impl Eq for Due {}
+
+impl PartialOrd for Due {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for Due {
+    /// Reversed, so the heap's top is the earliest; ties by pod, then check.
+    fn cmp(&self, other: &Self) -> Ordering {
+        other
+            .clock
+            .total_cmp(&self.clock)
+            .then_with(|| other.pod.cmp(&self.pod))
+            .then_with(|| other.passive.cmp(&self.passive))
+    }
+}
+
+/// Every passive check and the runs' schedule.
+#[derive(Debug, Default)]
+pub(super) struct Passive {
+    pub(super) checks: Vec<PassiveCheck>,
+    due: BinaryHeap<Due>,
+    /// The real time the earliest run is due, as scheduled.
+    scheduled: Option<Millis>,
+    epoch: u32,
+}
+
+impl Passive {
+    /// The passive checks of a scenario: those with a threshold, read from the snapshot.
+    pub(super) fn new(scenario: &crate::scenario::Scenario, polled: &[bool]) -> Self {
+        let checks = scenario
+            .app
+            .checks
+            .iter()
+            .enumerate()
+            .filter(|(check, _)| polled[*check])
+            .filter_map(
+                |(check, spec)| match (spec.target, spec.passive_failure_threshold) {
+                    (CheckTarget::Dependency(dependency), Some(threshold)) if threshold > 0 => {
+                        Some(PassiveCheck {
+                            check,
+                            dependency,
+                            threshold,
+                        })
+                    }
+                    _ => None,
+                },
+            )
+            .collect();
+        Passive {
+            checks,
+            ..Passive::default()
+        }
+    }
+}
+
+impl Sim<'_> {
+    /// The share clocks now.
+    fn share_clocks(&self) -> (f64, f64) {
+        self.traffic.share_clocks()
+    }
+
+    /// Brings a pod's passive runs up to date with its conditions now: how many of its real
+    /// requests reach each checked dependency, what fraction of those calls fail and how
+    /// long a failure takes to be reported.
+    pub(super) fn update_passive(&mut self, pod: usize) {
+        if self.passive.checks.is_empty() || self.pods[pod].process.is_none() {
+            return;
+        }
+        let (unit, everyone) = self.share_clocks();
+        let now = self.now;
+        let rate_per_ms = self.scenario.requests.rate / 1000.0;
+        let weight = self.traffic.flows[pod].weight;
+        for passive in 0..self.passive.checks.len() {
+            let dependency = self.passive.checks[passive].dependency;
+            // Nothing runs the handlers of a pod that does not serve: no reports.
+            let conditions = self.pods[pod].serving().map(|process| {
+                // Requests call their dependencies in turn and stop at the first failure.
+                let mut reaching = 0.0;
+                for class in &self.scenario.requests.mix {
+                    let mut reach = 1.0;
+                    for &need in &class.needs {
+                        if need == dependency {
+                            reaching += class.share * reach;
+                            break;
+                        }
+                        reach *= self.request_call(pod, process, need).0;
+                    }
+                }
+                let (available, delay) = self.request_call(pod, process, dependency);
+                (available, delay, rate_per_ms * reaching)
+            });
+            let Some(process) = self.pods[pod].process.as_mut() else {
+                return;
+            };
+            let id = process.id;
+            let run = &mut process.passive[passive];
+            run.account(unit, everyone);
+            match conditions {
+                Some((available, delay, reach)) => {
+                    run.enter(available, delay, now);
+                    run.reach = reach;
+                }
+                None => run.reach = 0.0,
+            }
+            if !run.waiting {
+                // Reports of these conditions count from now on.
+                run.unit_mark = unit;
+                run.everyone_mark = everyone;
+            }
+            run.weight = weight;
+            run.epoch += 1;
+            if run.waiting {
+                let (from, epoch) = (run.from, run.epoch);
+                self.queue.schedule(
+                    from,
+                    Event::PassiveResume {
+                        pod: pod as u32,
+                        check: passive as u16,
+                        process: id,
+                        epoch,
+                    },
+                );
+            } else {
+                self.time_passive_run(pod, passive);
+            }
+        }
+    }
+
+    /// Reports of the conditions a run entered start to arrive.
+    pub(super) fn passive_resume(&mut self, pod: usize, passive: usize, process: u32, epoch: u32) {
+        let (unit, everyone) = self.share_clocks();
+        let Some(state) = self.pods[pod].process.as_mut() else {
+            return;
+        };
+        let run = &mut state.passive[passive];
+        if state.id != process || run.epoch != epoch || !run.waiting {
+            return;
+        }
+        run.waiting = false;
+        run.unit_mark = unit;
+        run.everyone_mark = everyone;
+        self.time_passive_run(pod, passive);
+        self.schedule_passive_due();
+    }
+
+    /// Puts a run's next failure on the share clock in force (none while no call fails or no
+    /// request reaches the pod).
+    fn time_passive_run(&mut self, pod: usize, passive: usize) {
+        let threshold = self.passive.checks[passive].threshold;
+        let (unit, everyone) = self.share_clocks();
+        let everyone_mode = self.traffic.split() == Split::Everyone;
+        let Some(state) = self.pods[pod].process.as_mut() else {
+            return;
+        };
+        let process = state.id;
+        let run = &mut state.passive[passive];
+        if run.waiting {
+            return;
+        }
+        let Some(target) = run.next_target(threshold) else {
+            return;
+        };
+        run.target = target;
+        let counted = if run.reset { 0.0 } else { run.run };
+        let needed = (target - counted).max(0.0);
+        let (per_clock, clock) = if everyone_mode {
+            (run.reach, everyone)
+        } else {
+            (run.reach * run.weight, unit)
+        };
+        if per_clock <= 0.0 {
+            return;
+        }
+        self.passive.due.push(Due {
+            clock: clock + needed / per_clock,
+            pod: pod as u32,
+            passive: passive as u16,
+            process,
+            epoch: run.epoch,
+        });
+    }
+
+    /// Schedules the real time of the earliest run due, at the share clock's current rate.
+    pub(super) fn schedule_passive_due(&mut self) {
+        while let Some(top) = self.passive.due.peek() {
+            let current = self.pods[top.pod as usize]
+                .process
+                .as_ref()
+                .is_some_and(|state| {
+                    state.id == top.process
+                        && state.passive[top.passive as usize].epoch == top.epoch
+                });
+            if current {
+                break;
+            }
+            self.passive.due.pop();
+        }
+        let due_at = self.passive.due.peek().and_then(|top| {
+            let (clock, rate) = self.traffic.share_clock_now();
+            (rate > 0.0).then(|| {
+                let wait = ((top.clock - clock) / rate).max(0.0).ceil();
+                if wait.is_finite() && wait < (u64::MAX / 2) as f64 {
+                    self.now + wait as Millis
+                } else {
+                    Millis::MAX
+                }
+            })
+        });
+        if due_at == self.passive.scheduled {
+            return;
+        }
+        self.passive.scheduled = due_at;
+        self.passive.epoch += 1;
+        if let Some(due_at) = due_at.filter(|due_at| *due_at < self.scenario.duration) {
+            let epoch = self.passive.epoch;
+            self.queue.schedule(due_at, Event::PassiveDue { epoch });
+        }
+    }
+
+    /// The earliest run is due: the threshold-th failure in a row was reported. probity's
+    /// `Reporter::failure` records a forced failure (unhealthy at once, the rise count starts
+    /// over) and wakes the poller when that turns the check unhealthy.
+    pub(super) fn passive_due(&mut self, epoch: u32) {
+        if epoch != self.passive.epoch {
+            return;
+        }
+        self.passive.scheduled = None;
+        let Some(top) = self.passive.due.pop() else {
+            return;
+        };
+        let (pod, passive) = (top.pod as usize, usize::from(top.passive));
+        let check = self.passive.checks[passive].check;
+        let (unit, everyone) = self.share_clocks();
+        let now = self.now;
+        let fell = match self.pods[pod].process.as_mut() {
+            Some(state) if state.id == top.process && state.passive[passive].epoch == top.epoch => {
+                let run = &mut state.passive[passive];
+                run.account(unit, everyone);
+                run.reset = false;
+                if run.available <= 0.0 {
+                    run.run = run.run.max(run.target);
+                } else {
+                    run.run = 0.0;
+                }
+                run.epoch += 1;
+                let check_state = &mut state.checks[check];
+                // The forced result also counts as the latest result.
+                check_state.last_result_at = Some(now);
+                let fell = check_state.hysteresis.force_unhealthy();
+                check_state.note_state(fell, now);
+                Some(fell)
+            }
+            _ => None,
+        };
+        if let Some(fell) = fell {
+            self.time_passive_run(pod, passive);
+            if fell {
+                self.repoll(pod, check);
+            }
+        }
+        self.schedule_passive_due();
+    }
+}

@@ -1,0 +1,263 @@
+//! The kubelet's probes: each probe worker's ticker, the probe calls, the results manager
+//! and the pod's Ready condition.
+//!
+//! The worker's rules (initial results, gating, thresholds, the hold) are
+//! [`probity_contract::kube::prober`]'s; this module drives them in simulated time:
+//! - `worker.go` `run`: one ticker of `periodSeconds` per worker. Go's ticker buffers one tick
+//!   and drops the rest, so a tick during a slow probe runs right after it;
+//! - `prober_manager.go` `UpdatePodStatus`: a started container without a successful
+//!   readiness result triggers its readiness worker at once (and resets its ticker);
+//! - `results_manager.go` `Set`: only a change of value has effects; a liveness or startup
+//!   Failure kills the container, a startup Success marks it Started.
+
+use super::queue::Event;
+use super::{Sim, at};
+use crate::report::KillReason;
+use crate::scenario::ProbeSpec;
+use probity_contract::kube::prober::{
+    self, Gate, ProbeResult, ProbeWorker, Response, SetResult, initial_result,
+};
+use probity_contract::probe::ProbeKind;
+
+/// The slot of a probe kind in per-pod arrays.
+pub(super) fn slot(kind: ProbeKind) -> usize {
+    match kind {
+        ProbeKind::Liveness => 0,
+        ProbeKind::Readiness => 1,
+        ProbeKind::Startup => 2,
+    }
+}
+
+/// A worker's ticker.
+#[derive(Debug, Clone, Copy, Default)]
+pub(super) struct Ticker {
+    /// Bumped when the ticker is reset, cancelling its pending tick.
+    pub(super) epoch: u32,
+    /// A probe is in flight.
+    pub(super) busy: bool,
+    /// A tick arrived while busy: probe again when the result is in.
+    pub(super) pending: bool,
+}
+
+/// A pod's three probe workers, their tickers and the results manager's values.
+#[derive(Debug)]
+pub(super) struct PodProbes {
+    workers: [ProbeWorker; 3],
+    pub(super) tickers: [Ticker; 3],
+    results: [ProbeResult; 3],
+}
+
+impl PodProbes {
+    /// Workers that have not seen a container yet.
+    pub(super) fn new() -> Self {
+        PodProbes {
+            workers: ProbeKind::ALL.map(ProbeWorker::new),
+            tickers: [Ticker::default(); 3],
+            results: ProbeKind::ALL.map(initial_result),
+        }
+    }
+
+    /// Workers that have long watched container `container` pass.
+    pub(super) fn settled(container: u32) -> Self {
+        PodProbes {
+            workers: ProbeKind::ALL.map(|kind| ProbeWorker::settled(kind, container)),
+            tickers: [Ticker::default(); 3],
+            results: [ProbeResult::Success; 3],
+        }
+    }
+
+    /// A new container ID: readiness starts failing, liveness passing, startup unknown.
+    pub(super) fn new_container(&mut self) {
+        self.results = ProbeKind::ALL.map(initial_result);
+    }
+
+    /// A new pod replaces this one: new workers; the old tickers stop.
+    pub(super) fn replace(&mut self) {
+        self.workers = ProbeKind::ALL.map(ProbeWorker::new);
+        for ticker in &mut self.tickers {
+            ticker.epoch += 1;
+            ticker.busy = false;
+            ticker.pending = false;
+        }
+    }
+
+    /// The results manager's value for a kind.
+    pub(super) fn result(&self, kind: ProbeKind) -> ProbeResult {
+        self.results[slot(kind)]
+    }
+}
+
+impl Sim<'_> {
+    /// The container's probe of a kind, if it has one (an operator's fix may remove some).
+    pub(super) fn probe(&self, kind: ProbeKind) -> Option<ProbeSpec> {
+        self.probes[slot(kind)]
+    }
+
+    /// Schedules a worker's tick at `when`, in its ticker's current epoch.
+    pub(super) fn schedule_probe_tick(&mut self, pod: usize, kind: ProbeKind, when: u64) {
+        let epoch = self.pods[pod].probes.tickers[slot(kind)].epoch;
+        self.queue.schedule(
+            when,
+            Event::ProbeTick {
+                pod: pod as u32,
+                slot: slot(kind) as u8,
+                epoch,
+            },
+        );
+    }
+
+    /// A worker's ticker fires.
+    pub(super) fn probe_tick(&mut self, pod: usize, kind: ProbeKind, epoch: u32) {
+        let Some(period) = self.probe(kind).map(|probe| probe.period()) else {
+            return;
+        };
+        let ticker = self.pods[pod].probes.tickers[slot(kind)];
+        if ticker.epoch != epoch {
+            return;
+        }
+        self.schedule_probe_tick(pod, kind, self.now + period);
+        if ticker.busy {
+            self.pods[pod].probes.tickers[slot(kind)].pending = true;
+            return;
+        }
+        self.run_probe(pod, kind);
+    }
+
+    /// A manual trigger from `UpdatePodStatus`: probe readiness now and reset its ticker.
+    pub(super) fn manual_readiness_trigger(&mut self, pod: usize) {
+        let kind = ProbeKind::Readiness;
+        let Some(period) = self.probe(kind).map(|probe| probe.period()) else {
+            return;
+        };
+        let ticker = &mut self.pods[pod].probes.tickers[slot(kind)];
+        ticker.epoch += 1;
+        let busy = ticker.busy;
+        self.schedule_probe_tick(pod, kind, self.now + period);
+        if busy {
+            self.pods[pod].probes.tickers[slot(kind)].pending = true;
+        } else {
+            self.run_probe(pod, kind);
+        }
+    }
+
+    fn run_probe(&mut self, pod: usize, kind: ProbeKind) {
+        let Some(probe) = self.probe(kind) else {
+            return;
+        };
+        let view = self.container_view(pod);
+        let gated =
+            self.pods[pod].probes.workers[slot(kind)].gate(&probe.timing, at(self.now), view);
+        if let Some(set) = gated.set {
+            self.set_result(pod, kind, set);
+        }
+        if gated.gate != Gate::Probe {
+            return;
+        }
+        let answer = self.respond(pod, probe.handler);
+        if kind == ProbeKind::Readiness
+            && let Some((_, passed)) = answer
+        {
+            self.readiness_answered(pod, passed);
+        }
+        let (after, success) = within(answer, probe.timeout());
+        self.measure.probe_requests += 1;
+        let container = self.pods[pod].container_id;
+        if after == 0 {
+            self.record_probe(pod, kind, container, success);
+        } else {
+            self.pods[pod].probes.tickers[slot(kind)].busy = true;
+            self.queue.schedule(
+                self.now + after,
+                Event::ProbeDone {
+                    pod: pod as u32,
+                    slot: slot(kind) as u8,
+                    container,
+                    success,
+                },
+            );
+        }
+    }
+
+    /// A probe's result is in.
+    pub(super) fn probe_done(
+        &mut self,
+        pod: usize,
+        kind: ProbeKind,
+        container: u32,
+        success: bool,
+    ) {
+        self.pods[pod].probes.tickers[slot(kind)].busy = false;
+        self.record_probe(pod, kind, container, success);
+        let ticker = &mut self.pods[pod].probes.tickers[slot(kind)];
+        if ticker.pending {
+            ticker.pending = false;
+            self.run_probe(pod, kind);
+        }
+    }
+
+    fn record_probe(&mut self, pod: usize, kind: ProbeKind, container: u32, success: bool) {
+        let Some(probe) = self.probe(kind) else {
+            return;
+        };
+        let worker = &mut self.pods[pod].probes.workers[slot(kind)];
+        if worker.container() != Some(container) {
+            return;
+        }
+        if let Some(set) = worker.record(&probe.timing, success) {
+            self.set_result(pod, kind, set);
+        }
+    }
+
+    /// The results manager: only a change of value has effects.
+    fn set_result(&mut self, pod: usize, kind: ProbeKind, set: SetResult) {
+        let state = &mut self.pods[pod];
+        if set.container != state.container_id || state.probes.result(kind) == set.result {
+            return;
+        }
+        state.probes.results[slot(kind)] = set.result;
+        match (kind, set.result) {
+            (ProbeKind::Liveness, ProbeResult::Failure) => self.kill(pod, KillReason::Liveness),
+            (ProbeKind::Startup, ProbeResult::Failure) => self.kill(pod, KillReason::Startup),
+            (ProbeKind::Startup, ProbeResult::Success)
+                if self.pods[pod].container == super::pod::Container::Running =>
+            {
+                self.pods[pod].started = true;
+                self.manual_readiness_trigger(pod);
+                self.update_pod_ready(pod);
+                self.pod_changed(pod);
+            }
+            (ProbeKind::Readiness, _) => self.update_pod_ready(pod),
+            _ => {}
+        }
+    }
+
+    /// The pod's Ready condition (`prober::container_ready`), pushed to the endpoints when
+    /// it changes.
+    pub(super) fn update_pod_ready(&mut self, pod: usize) {
+        let state = &self.pods[pod];
+        let readiness = self
+            .probe(ProbeKind::Readiness)
+            .map(|_| state.probes.result(ProbeKind::Readiness));
+        let running = state.container != super::pod::Container::Waiting;
+        let ready = prober::container_ready(running, state.started, readiness);
+        if ready == state.pod_ready {
+            return;
+        }
+        self.pods[pod].pod_ready = ready;
+        self.propagate_readiness(pod, ready);
+    }
+}
+
+/// What a caller with `timeout` makes of an answer (`None`: the call hangs): the time until
+/// it has a result, and whether it passed (`prober::outcome`: a timeout is a failure).
+pub(super) fn within(answer: Option<(u64, bool)>, timeout: u64) -> (u64, bool) {
+    let response = match answer {
+        None => Response::Hung,
+        Some((latency, passed)) => Response::Answered {
+            after: at(latency),
+            passed,
+        },
+    };
+    let outcome = prober::outcome(response, at(timeout));
+    (super::millis(outcome.after), outcome.success)
+}

@@ -1,0 +1,296 @@
+//! The event queue: what happens next, in time order.
+//!
+//! Events at the same millisecond run in the order they were scheduled, so a run is a pure
+//! function of the scenario and the seed.
+
+use crate::time::Millis;
+use std::cmp::{Ordering, Reverse};
+use std::collections::{BinaryHeap, VecDeque};
+
+/// Something that happens at a point in simulated time. Pods, checks and connections are
+/// indices; epochs cancel events that a later decision replaced.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Event {
+    /// A kubelet probe worker's ticker fires.
+    ProbeTick { pod: u32, slot: u8, epoch: u32 },
+    /// A probe's result is in.
+    ProbeDone {
+        pod: u32,
+        slot: u8,
+        container: u32,
+        success: bool,
+    },
+    /// A poller starts a poll of its check.
+    PollStart {
+        pod: u32,
+        check: u16,
+        process: u32,
+        epoch: u32,
+    },
+    /// A poll's result is in.
+    PollDone {
+        pod: u32,
+        check: u16,
+        process: u32,
+        success: bool,
+    },
+    /// The app finished booting.
+    BootDone { pod: u32, process: u32, epoch: u32 },
+    /// A killed container has exited.
+    KillDone { pod: u32, container: u32 },
+    /// The kubelet starts the pod's container (again).
+    StartContainer { pod: u32, epoch: u32 },
+    /// A pod's readiness reached the endpoints its router follows.
+    EndpointUpdate { pod: u32, ready: bool },
+    /// A load balancer's health check of a pod starts.
+    CheckTick { pod: u32, epoch: u32 },
+    /// A load balancer's health check of a pod has its result.
+    CheckDone {
+        pod: u32,
+        epoch: u32,
+        success: bool,
+        definitive: bool,
+    },
+    /// Envoy's outlier detection ejects a pod.
+    Eject { pod: u32, epoch: u32 },
+    /// A pod's ejection ends.
+    EjectEnd { pod: u32, epoch: u32 },
+    /// A process that crashes on start exits.
+    CrashExit { pod: u32, container: u32 },
+    /// Envoy's success-rate outlier detection sweeps its hosts.
+    OutlierSweep,
+    /// A hung health-check call gives its pool connection back.
+    HungEnd { pod: u32, process: u32 },
+    /// Reports of new conditions start reaching a passive check.
+    PassiveResume {
+        pod: u32,
+        check: u16,
+        process: u32,
+        epoch: u32,
+    },
+    /// The next passive check due to fail has reached its threshold.
+    PassiveDue { epoch: u32 },
+    /// A fault begins.
+    FaultStart { fault: u32 },
+    /// A fault ends.
+    FaultEnd { fault: u32 },
+    /// A flapping dependency goes down or comes back.
+    FlapBoundary { fault: u32 },
+    /// A keep-alive client connection ends.
+    ConnectionEnd { connection: u32, epoch: u32 },
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Entry {
+    at: Millis,
+    sequence: u64,
+    event: Event,
+}
+
+impl PartialEq for Entry {
+    fn eq(&self, other: &Self) -> bool {
+        (self.at, self.sequence) == (other.at, other.sequence)
+    }
+}
+
+impl Eq for Entry {}
+
+impl PartialOrd for Entry {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for Entry {
+    fn cmp(&self, other: &Self) -> Ordering {
+        (self.at, self.sequence).cmp(&(other.at, other.sequence))
+    }
+}
+
+/// Milliseconds the wheel holds: events further ahead wait in a heap until they come within
+/// reach. Longer than any probe period or poll interval, so almost every event goes straight
+/// into its slot.
+const HORIZON: usize = 1 << 15;
+const WORDS: usize = HORIZON / 64;
+
+/// Pending events, earliest first; ties in scheduling order.
+///
+/// A timing wheel of one slot per millisecond: scheduling appends to the event's slot and
+/// taking the next event takes from the front of the earliest non-empty slot, so both cost
+/// O(1) however many events are pending (a binary heap of a large fleet's events costs a
+/// cache miss at every level). Within a slot, events keep their scheduling order. An event
+/// beyond the wheel's horizon waits in a heap and moves into its slot as soon as the slot
+/// comes within reach, before anything later can be scheduled there, so the order holds.
+#[derive(Debug)]
+pub(crate) struct EventQueue {
+    slots: Vec<VecDeque<Event>>,
+    /// One bit per slot: whether it holds events.
+    occupied: Vec<u64>,
+    /// The time the wheel's earliest slot stands for; nothing pending is earlier.
+    cursor: Millis,
+    in_wheel: usize,
+    later: BinaryHeap<Reverse<Entry>>,
+    sequence: u64,
+}
+
+impl Default for EventQueue {
+    fn default() -> Self {
+        EventQueue {
+            slots: (0..HORIZON).map(|_| VecDeque::new()).collect(),
+            occupied: vec![0; WORDS],
+            cursor: 0,
+            in_wheel: 0,
+            later: BinaryHeap::new(),
+            sequence: 0,
+        }
+    }
+}
+
+impl EventQueue {
+    /// Adds `event` at `at` (never earlier than the last event taken).
+    pub(crate) fn schedule(&mut self, at: Millis, event: Event) {
+        self.sequence += 1;
+        let at = at.max(self.cursor);
+        if at - self.cursor < HORIZON as Millis {
+            self.insert(at, event);
+        } else {
+            self.later.push(Reverse(Entry {
+                at,
+                sequence: self.sequence,
+                event,
+            }));
+        }
+    }
+
+    fn insert(&mut self, at: Millis, event: Event) {
+        let slot = (at as usize) & (HORIZON - 1);
+        self.slots[slot].push_back(event);
+        self.occupied[slot / 64] |= 1 << (slot % 64);
+        self.in_wheel += 1;
+    }
+
+    /// Moves the wheel to `time`, bringing the events that come within reach into it.
+    fn move_to(&mut self, time: Millis) {
+        self.cursor = time;
+        while let Some(Reverse(entry)) = self.later.peek() {
+            if entry.at - self.cursor >= HORIZON as Millis {
+                break;
+            }
+            let Some(Reverse(entry)) = self.later.pop() else {
+                break;
+            };
+            self.insert(entry.at, entry.event);
+        }
+    }
+
+    /// The earliest time with an event in the wheel, from the cursor on.
+    fn earliest_in_wheel(&self) -> Option<Millis> {
+        if self.in_wheel == 0 {
+            return None;
+        }
+        let start = (self.cursor as usize) & (HORIZON - 1);
+        // Most events share their millisecond with the one before: look there first.
+        if !self.slots[start].is_empty() {
+            return Some(self.cursor);
+        }
+        // Scan the occupancy bits from the cursor's slot around the wheel.
+        for step in 0..=WORDS {
+            let word_index = (start / 64 + step) % WORDS;
+            let mut word = self.occupied[word_index];
+            if step == 0 {
+                word &= !0u64 << (start % 64);
+            } else if step == WORDS {
+                word &= (1u64 << (start % 64)).wrapping_sub(1);
+            }
+            if word != 0 {
+                let slot = word_index * 64 + word.trailing_zeros() as usize;
+                let ahead = (slot + HORIZON - start) & (HORIZON - 1);
+                return Some(self.cursor + ahead as Millis);
+            }
+        }
+        None
+    }
+
+    /// The time of the next event.
+    pub(crate) fn next_time(&self) -> Option<Millis> {
+        match (self.earliest_in_wheel(), self.later.peek()) {
+            (Some(wheel), _) => Some(wheel),
+            (None, Some(Reverse(entry))) => Some(entry.at),
+            (None, None) => None,
+        }
+    }
+
+    /// Removes and returns the next event.
+    pub(crate) fn pop(&mut self) -> Option<(Millis, Event)> {
+        let next = self.next_time()?;
+        if next != self.cursor {
+            self.move_to(next);
+        }
+        let slot = (next as usize) & (HORIZON - 1);
+        let event = self.slots[slot].pop_front()?;
+        if self.slots[slot].is_empty() {
+            self.occupied[slot / 64] &= !(1 << (slot % 64));
+        }
+        self.in_wheel -= 1;
+        Some((next, event))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn earliest_first_ties_in_scheduling_order() {
+        let mut queue = EventQueue::default();
+        queue.schedule(20, Event::FaultStart { fault: 0 });
+        queue.schedule(10, Event::FaultStart { fault: 1 });
+        queue.schedule(20, Event::FaultStart { fault: 2 });
+        queue.schedule(10, Event::FaultStart { fault: 3 });
+        let order: Vec<(Millis, Event)> = std::iter::from_fn(|| queue.pop()).collect();
+        let faults: Vec<u32> = order
+            .iter()
+            .map(|(_, event)| match event {
+                Event::FaultStart { fault } => *fault,
+                _ => unreachable!(),
+            })
+            .collect();
+        assert_eq!(faults, [1, 3, 0, 2]);
+        assert_eq!(queue.next_time(), None);
+    }
+
+    /// The wheel against a heap of (time, sequence), with events far beyond the horizon
+    /// and events scheduled while others are taken.
+    #[test]
+    fn the_wheel_keeps_heap_order() {
+        let mut queue = EventQueue::default();
+        let mut reference = BinaryHeap::new();
+        let mut rng = fastrand::Rng::with_seed(11);
+        let mut sequence = 0u32;
+        let mut now = 0;
+        let mut push = |queue: &mut EventQueue,
+                        reference: &mut BinaryHeap<Reverse<(Millis, u32)>>,
+                        at: Millis| {
+            sequence += 1;
+            queue.schedule(at, Event::FaultStart { fault: sequence });
+            reference.push(Reverse((at, sequence)));
+        };
+        for _ in 0..200 {
+            let at = rng.u64(0..200_000);
+            push(&mut queue, &mut reference, at);
+        }
+        while let Some(Reverse((at, fault))) = reference.pop() {
+            let (time, event) = queue.pop().unwrap();
+            assert_eq!((time, event), (at, Event::FaultStart { fault }));
+            now = time;
+            for _ in 0..rng.usize(0..3) {
+                let ahead = [0, 1, 5, 40_000, 100_000][rng.usize(0..5)];
+                push(&mut queue, &mut reference, now + ahead);
+            }
+            if reference.len() > 2_000 {
+                break;
+            }
+        }
+        let _ = now;
+    }
+}
