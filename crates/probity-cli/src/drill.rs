@@ -1,8 +1,9 @@
 //! `probity drill`: real faults against a real local fleet behind a real HAProxy.
 
 use anyhow::{Context, bail};
+use probity_contract::kube::probe::ProbeTiming;
 use probity_drill::haproxy::CheckTiming;
-use probity_drill::kubelet::{ProbeSpec, Probes};
+use probity_drill::kubelet::Probes;
 use probity_drill::{DrillConfig, DrillKind, Targets};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -21,7 +22,8 @@ the liveness window). Every drill but busy runs under the background load.
 Exit codes: 0 every target met, 1 a target missed (each is named on stderr), 2 the drill could \
 not run, 130 interrupted.
 
-Durations take ms, s or m suffixes (250ms, 2s, 1m); a bare number is seconds."
+Durations are written as Go and Kubernetes write them (250ms, 2s, 1m30s, 2h); a bare number \
+is seconds."
 )]
 pub(crate) struct Args {
     /// Instances in the fleet.
@@ -162,26 +164,21 @@ fn parse_share(text: &str) -> Result<f64, String> {
     }
 }
 
-/// Parses `250ms`, `2s`, `1.5s` or a bare number of seconds.
+/// The longest any drill phase may be told to last: a bound on every loop the drill runs.
+const LONGEST: Duration = Duration::from_secs(24 * 3600);
+
+/// Parses a duration as Go and Kubernetes write it (`250ms`, `2s`, `1m30s`, `2h`), or a bare
+/// number of seconds, up to a day.
 fn parse_duration(text: &str) -> Result<Duration, String> {
-    let text = text.trim();
-    let (number, scale) = if let Some(ms) = text.strip_suffix("ms") {
-        (ms, 0.001)
-    } else if let Some(s) = text.strip_suffix('s') {
-        (s, 1.0)
-    } else if let Some(m) = text.strip_suffix('m') {
-        (m, 60.0)
-    } else {
-        (text, 1.0)
-    };
-    match number.trim().parse::<f64>() {
-        Ok(value) if value.is_finite() && value >= 0.0 && value * scale < 86_400.0 => {
-            Ok(Duration::from_secs_f64(value * scale))
-        }
-        _ => Err(format!(
-            "`{text}` is not a duration (expected e.g. 250ms, 2s, 1.5s)"
-        )),
+    let duration =
+        probity_contract::duration::parse_or_seconds(text).map_err(|error| error.to_string())?;
+    if duration > LONGEST {
+        return Err(format!(
+            "`{}` is longer than a drill may run (at most 24h)",
+            text.trim()
+        ));
     }
+    Ok(duration)
 }
 
 fn find_checkout() -> Option<PathBuf> {
@@ -242,15 +239,17 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
         timeout: args.check_timeout.unwrap_or(shipped.timeout),
     };
     config.probes = Probes {
-        startup: ProbeSpec {
+        startup: ProbeTiming {
             period: args.startup_period,
             timeout: Duration::from_secs(1).min(args.startup_period),
             failure_threshold: args.startup_failure_threshold.max(1),
+            ..ProbeTiming::default()
         },
-        liveness: ProbeSpec {
+        liveness: ProbeTiming {
             period: args.liveness_period,
             timeout: args.liveness_timeout,
             failure_threshold: args.liveness_failure_threshold.max(1),
+            ..ProbeTiming::default()
         },
     };
     config.concurrency = args.concurrency;
@@ -367,9 +366,15 @@ mod tests {
         assert_eq!(parse_duration("1.5s"), Ok(Duration::from_millis(1500)));
         assert_eq!(parse_duration("40"), Ok(Duration::from_secs(40)));
         assert_eq!(parse_duration("1m"), Ok(Duration::from_secs(60)));
+        assert_eq!(parse_duration("1m30s"), Ok(Duration::from_secs(90)));
+        assert_eq!(parse_duration("2h"), Ok(Duration::from_secs(7200)));
         assert!(parse_duration("fast").is_err());
-        assert!(parse_duration("-1s").is_err());
+        assert!(parse_duration("-1s").unwrap_err().contains("negative"));
         assert!(parse_duration("").is_err());
+        assert_eq!(
+            parse_duration("25h").unwrap_err(),
+            "`25h` is longer than a drill may run (at most 24h)"
+        );
     }
 
     #[test]
