@@ -50,7 +50,8 @@ fn haproxy_available() -> bool {
 }
 
 /// The measuring drills run one at a time: each loads the machine, and the figures of one
-/// should not be another's noise.
+/// should not be another's noise. (Under cargo-nextest, which runs each test in its own
+/// process, their names put them in the `load` test group, one at a time too.)
 static MEASURING: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 const POSTGRES: &str = "postgres://postgres@127.0.0.1:5432/test";
@@ -166,7 +167,7 @@ fn seconds(value: &serde_json::Value, what: &str) -> f64 {
 }
 
 #[test]
-fn on_sqlite_busy_pool_sigterm_and_stall_meet_their_targets_and_the_gate_names_a_miss() {
+fn under_load_on_sqlite_busy_pool_sigterm_and_stall_meet_their_targets_and_the_gate_names_a_miss() {
     if !haproxy_available() {
         return;
     }
@@ -248,7 +249,7 @@ fn on_sqlite_busy_pool_sigterm_and_stall_meet_their_targets_and_the_gate_names_a
 }
 
 #[test]
-fn on_postgres_busy_flap_outage_and_slow_boot_meet_their_targets() {
+fn under_load_on_postgres_busy_flap_outage_and_slow_boot_meet_their_targets() {
     if !haproxy_available() || !postgres_available() {
         return;
     }
