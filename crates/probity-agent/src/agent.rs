@@ -154,8 +154,8 @@ impl Agent {
                 startup: config.paths.startup.clone(),
             },
             details: match config.listen.details {
-                DetailsSetting::Hidden => Details::Hidden,
-                DetailsSetting::Shown => Details::Shown,
+                DetailsSetting::Hidden => Details::Public,
+                DetailsSetting::Shown => Details::Admin,
             },
             listen: config.listen.address,
             tasks: context.tasks,

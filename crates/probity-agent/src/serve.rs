@@ -107,14 +107,14 @@ async fn livez_one(
 /// 503 itself), then the core's.
 async fn answer_liveness(shared: &Shared, single: Option<String>, request: Request) -> Response {
     let states = shared.heartbeats.states(tokio::time::Instant::now());
-    let shutting_down = shared.health.is_shutting_down();
+    let shutting_down = shared.health.view().is_shutting_down();
     let known = single
         .as_deref()
         .is_some_and(|name| states.iter().any(|state| state.name == name));
     let failing = !shutting_down && states.iter().any(|state| state.failure.is_some());
     let json = wants_json(&request);
     let verbose = verbose(&request);
-    let details = shared.details == Details::Shown;
+    let details = shared.details == Details::Admin;
     if known || (single.is_none() && failing) {
         let states = if shutting_down {
             // Draining: liveness passes, as the core's does.

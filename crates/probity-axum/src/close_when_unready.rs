@@ -16,7 +16,7 @@
 use http::header::{CONNECTION, HeaderValue};
 use http::{Request, Response, Version};
 use pin_project_lite::pin_project;
-use probity::{Health, ProbeKind, Status};
+use probity::{HealthView, ProbeKind, Status};
 use std::future::Future;
 use std::pin::Pin;
 use std::task::{Context, Poll};
@@ -55,13 +55,15 @@ use tower::{Layer, Service};
 /// ```
 #[derive(Debug, Clone)]
 pub struct CloseWhenUnreadyLayer {
-    health: Health,
+    health: HealthView,
 }
 
 impl CloseWhenUnreadyLayer {
     /// Closes connections while `health`'s readiness fails.
-    pub fn new(health: Health) -> Self {
-        Self { health }
+    pub fn new(health: impl Into<HealthView>) -> Self {
+        Self {
+            health: health.into(),
+        }
     }
 }
 
@@ -80,7 +82,7 @@ impl<S> Layer<S> for CloseWhenUnreadyLayer {
 #[derive(Debug, Clone)]
 pub struct CloseWhenUnready<S> {
     inner: S,
-    health: Health,
+    health: HealthView,
 }
 
 impl<S, ReqBody, ResBody> Service<Request<ReqBody>> for CloseWhenUnready<S>
@@ -115,7 +117,7 @@ pin_project! {
         #[pin]
         future: F,
         // `None` for protocols without a per-response close.
-        health: Option<Health>,
+        health: Option<HealthView>,
     }
 }
 

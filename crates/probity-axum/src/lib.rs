@@ -62,12 +62,13 @@ mod serve;
 
 pub use close_when_unready::{CloseWhenUnready, CloseWhenUnreadyFuture, CloseWhenUnreadyLayer};
 pub use probes::Probes;
-pub use quiet::{DEFAULT_PROBE_PATHS, QuietFuture, QuietProbes, QuietProbesLayer};
+pub use quiet::{
+    DEFAULT_PROBE_PATHS, GRPC_HEALTH_PATH, QuietFuture, QuietProbes, QuietProbesLayer,
+};
 pub use request_metrics::{
     DEFAULT_COUNTER, RequestMetrics, RequestMetricsFuture, RequestMetricsLayer,
 };
 pub use serve::{ServeConfig, ShutdownReport, serve, serve_with};
 
-/// Re-exported so a service can set the detail policy without depending on the core's module
-/// layout.
-pub use probity::render::Details;
+/// Re-exported so a service can set the detail policy with this crate alone.
+pub use probity::Details;

@@ -5,16 +5,16 @@ use axum::extract::{Path, State};
 use axum::http::{HeaderMap, HeaderName, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
-use probity::render::{self, Clock, Details, Format, Query, Request};
-use probity::{Health, ProbeKind};
+use probity::render::{self, Clock, Format, Query, Request};
+use probity::{Details, HealthView, ProbeKind};
 use std::sync::Arc;
 
 /// Builds the router that serves a [`Health`]'s probes.
 ///
 /// | path | answers |
 /// |---|---|
-/// | `GET\|HEAD /livez`, `/readyz`, `/startupz` | the probe's verdict |
-/// | `GET\|HEAD /livez/{name}`, `/readyz/{name}`, `/startupz/{name}` | one entry of the probe |
+/// | `GET\|HEAD /livez`, `/readyz`, `/startupz` (or the service's own [`probity::ProbePaths`]) | the probe's verdict |
+/// | `GET\|HEAD {path}/{name}` | one entry of the probe |
 ///
 /// Every answer comes from [`probity::render::render`] over the current snapshot: the probe
 /// does no I/O and never waits on a check. Query parameters: `?verbose` lists every entry,
@@ -24,7 +24,7 @@ use std::sync::Arc;
 ///
 /// Error details (a check's error message) are withheld by default, as on a public listener;
 /// the names of failing entries are always shown. Use [`Probes::details`] with
-/// [`Details::Shown`] (or [`Probes::admin`]) on a listener only operators reach.
+/// [`Details::Admin`] (or [`Probes::admin`]) on a listener only operators reach.
 ///
 /// ```
 /// use probity::Health;
@@ -40,25 +40,26 @@ use std::sync::Arc;
 /// ```
 #[derive(Debug, Clone)]
 pub struct Probes {
-    health: Health,
+    health: HealthView,
     details: Details,
 }
 
 impl Probes {
-    /// Probes for a public listener: error details withheld.
-    pub fn new(health: Health) -> Self {
+    /// Probes for a public listener: a failing entry shows its name and class of failure,
+    /// never the reason's text.
+    pub fn new(health: impl Into<HealthView>) -> Self {
         Self {
-            health,
-            details: Details::Hidden,
+            health: health.into(),
+            details: Details::Public,
         }
     }
 
-    /// Probes for an admin listener: error details shown.
-    pub fn admin(health: Health) -> Self {
-        Self::new(health).details(Details::Shown)
+    /// Probes for an admin listener: full reasons shown.
+    pub fn admin(health: impl Into<HealthView>) -> Self {
+        Self::new(health).details(Details::Admin)
     }
 
-    /// Whether error details are shown (credentials are always redacted by the core).
+    /// How much of each reason is shown (credentials are always redacted by the core).
     pub fn details(mut self, details: Details) -> Self {
         self.details = details;
         self
@@ -77,10 +78,10 @@ impl Probes {
             ProbeKind::Readiness,
             ProbeKind::Startup,
         ] {
-            let path = probe.default_path();
+            let path = state.health.paths().get(probe).to_owned();
             router = router
                 .route(
-                    path,
+                    &path,
                     get(move |state, request| whole(state, request, probe)),
                 )
                 .route(
@@ -111,7 +112,13 @@ impl Probes {
                     format,
                     details: self.details,
                 };
-                render::render(&self.health.snapshot(), &request, Clock::now())
+                let snapshot = self.health.snapshot();
+                let clock = Clock::now();
+                let rendered = render::render(&snapshot, &request, clock);
+                if check.is_none() && rendered.status != 400 {
+                    probity::metrics::record_probe(probe, snapshot.status(probe, clock.now));
+                }
+                rendered
             }
             Err(error) => render::render_error(400, format, &error.to_string(), &[]),
         };
@@ -141,9 +148,17 @@ async fn single(
 /// Turns the core's framework-free answer into an axum response.
 pub(crate) fn into_response(rendered: render::Response) -> Response {
     let status = StatusCode::from_u16(rendered.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-    let mut response = (status, rendered.body).into_response();
+    let body = match rendered.body {
+        std::borrow::Cow::Borrowed(text) => axum::body::Body::from(text),
+        std::borrow::Cow::Owned(text) => axum::body::Body::from(text),
+    };
+    let mut response = (status, body).into_response();
     let headers = response.headers_mut();
-    for (name, value) in rendered.headers {
+    headers.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static(rendered.content_type),
+    );
+    for (name, value) in render::HEADERS {
         headers.insert(
             HeaderName::from_static(name),
             HeaderValue::from_static(value),

@@ -18,10 +18,13 @@ use std::sync::Arc;
 use std::task::{Context, Poll};
 use tower::{Layer, Service};
 
+/// The gRPC health service's path prefix.
+pub const GRPC_HEALTH_PATH: &str = "/grpc.health.v1.Health";
+
 /// The paths [`QuietProbesLayer`] treats as probes unless told otherwise: the three probes
-/// (with their per-entry sub-paths) and the gRPC health service.
-pub const DEFAULT_PROBE_PATHS: &[&str] =
-    &["/livez", "/readyz", "/startupz", "/grpc.health.v1.Health"];
+/// at their default paths (with their per-entry sub-paths) and the gRPC health service. A
+/// service with its own [`probity::ProbePaths`] uses [`QuietProbesLayer::for_health`].
+pub const DEFAULT_PROBE_PATHS: &[&str] = &["/livez", "/readyz", "/startupz", GRPC_HEALTH_PATH];
 
 /// Applies a layer to every request except probes.
 ///
@@ -58,6 +61,18 @@ impl<L> QuietProbesLayer<L> {
                 .map(|path| Cow::Borrowed(*path))
                 .collect(),
         }
+    }
+
+    /// Wraps `layer` so the probes of `health` (at its own paths) and gRPC health skip it.
+    pub fn for_health(health: impl Into<probity::HealthView>, layer: L) -> Self {
+        let health = health.into();
+        let paths = health.paths();
+        Self::new(layer).paths([
+            Cow::Owned(paths.liveness().to_owned()),
+            Cow::Owned(paths.readiness().to_owned()),
+            Cow::Owned(paths.startup().to_owned()),
+            Cow::Borrowed(GRPC_HEALTH_PATH),
+        ])
     }
 
     /// Replaces the probe paths (each with its sub-paths), e.g. `["/internal/live",

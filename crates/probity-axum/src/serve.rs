@@ -25,11 +25,11 @@
 //!
 //! The shutdown sequence:
 //!
-//! 1. [`Health::shutdown`] (SIGTERM through [`Health::shutdown_on_signals`]) fails readiness at
+//! 1. [`probity::Health::shutdown`] (SIGTERM through [`probity::Health::shutdown_on_signals`]) fails readiness at
 //!    once; the server keeps accepting and serving while the load balancers notice;
-//! 2. after the drain delay ([`Health::drained`]) the listener closes: new connections are
+//! 2. after the drain delay ([`HealthView::drained`]) the listener closes: new connections are
 //!    refused, idle keep-alive connections are closed, HTTP/2 connections get `GOAWAY`;
-//! 3. in-flight requests get [`Health::in_flight_deadline`] to finish; then [`serve`] returns
+//! 3. in-flight requests get [`HealthView::in_flight_deadline`] to finish; then [`serve`] returns
 //!    whatever is still running.
 //!
 //! Connection tasks still running after the deadline belong to the runtime; they end when the
@@ -46,7 +46,7 @@ use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use hyper_util::server::conn::auto;
 use hyper_util::server::graceful::GracefulShutdown;
 use hyper_util::service::TowerToHyperService;
-use probity::Health;
+use probity::HealthView;
 use std::borrow::Cow;
 use std::convert::Infallible;
 use std::fmt::Debug;
@@ -179,6 +179,17 @@ impl ServeConfig {
         self
     }
 
+    /// The defaults, admitting `health`'s own probe paths (and gRPC health) to the reserve.
+    pub fn for_health(health: &HealthView) -> ServeConfig {
+        let paths = health.paths();
+        ServeConfig::default().probe_paths([
+            Cow::Owned(paths.liveness().to_owned()),
+            Cow::Owned(paths.readiness().to_owned()),
+            Cow::Owned(paths.startup().to_owned()),
+            Cow::Borrowed(crate::quiet::GRPC_HEALTH_PATH),
+        ])
+    }
+
     /// The ordinary connection limit this configuration resolves to on this process.
     pub fn connection_limit(&self) -> usize {
         if let Some(limit) = self.max_connections {
@@ -228,12 +239,13 @@ fn descriptor_limit() -> Option<u64> {
 /// Serves `service` on `listener` until the shutdown sequence of `health` completes, with the
 /// default [`ServeConfig`].
 ///
-/// Does not listen for signals itself: call [`Health::shutdown_on_signals`] once per process
-/// (several listeners share one [`Health`]), or [`Health::shutdown`] from your own trigger.
+/// Does not listen for signals itself: call [`probity::Health::shutdown_on_signals`] once per
+/// process (several listeners share one health), or [`probity::Health::shutdown`] from your own
+/// trigger. The probe reserve admits the health's own probe paths (and gRPC health).
 ///
 /// ```no_run
 /// use axum::Router;
-/// use probity::Health;
+/// use probity::HealthView;
 /// use probity_axum::{Probes, serve};
 ///
 /// # async fn run() -> Result<(), Box<dyn std::error::Error>> {
@@ -247,7 +259,11 @@ fn descriptor_limit() -> Option<u64> {
 /// # Ok(())
 /// # }
 /// ```
-pub async fn serve<L, S>(listener: L, service: S, health: &Health) -> io::Result<ShutdownReport>
+pub async fn serve<L, S>(
+    listener: L,
+    service: S,
+    health: impl Into<HealthView>,
+) -> io::Result<ShutdownReport>
 where
     L: Listener,
     L::Addr: Debug,
@@ -257,14 +273,16 @@ where
         + 'static,
     S::Future: Send + 'static,
 {
-    serve_with(listener, service, health, ServeConfig::default()).await
+    let health = health.into();
+    let config = ServeConfig::for_health(&health);
+    serve_with(listener, service, health, config).await
 }
 
 /// [`serve`] with explicit limits.
 pub async fn serve_with<L, S>(
     mut listener: L,
     service: S,
-    health: &Health,
+    health: impl Into<HealthView>,
     config: ServeConfig,
 ) -> io::Result<ShutdownReport>
 where
@@ -276,6 +294,7 @@ where
         + 'static,
     S::Future: Send + 'static,
 {
+    let health = health.into();
     let config = Arc::new(config);
     let limit = config.connection_limit();
     let ordinary = Arc::new(builder(config.header_read_timeout, true));

@@ -27,9 +27,9 @@
 //! Errors read `no signing keys fetched yet`, `cached signing keys are 65m old, past their
 //! allowed 60m; last refresh failed 20s ago: connection refused`, `the key set is empty`.
 
-use probity::check::format_duration;
 use probity::redact::redact;
 use probity::{Check, CheckError, CheckFuture, CheckResult, Detail, Timing};
+use probity_contract::duration::format as format_duration;
 use std::fmt;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;

@@ -24,7 +24,7 @@
 //!
 //! The acquire budget defaults to the pool's own acquire timeout (what a request waits before
 //! it fails), capped at three quarters of the time the poll has left
-//! ([`probity::check::deadline`]), so the check reports *what* it waited for before the poller
+//! ([`probity::poll_deadline`]), so the check reports *what* it waited for before the poller
 //! cuts it. Real acquisitions that time out are counted by passive reports (application code
 //! calls [`probity::Reporter::failure`] for acquire timeouts and connection errors, never for
 //! slow successes).
@@ -47,8 +47,8 @@
 //! ```
 
 use parking_lot::Mutex;
-use probity::check::format_duration;
 use probity::{CheckError, Detail};
+use probity_contract::duration::format as format_duration;
 use std::collections::{BTreeMap, VecDeque};
 use std::future::Future;
 use std::ops::{Deref, DerefMut};
@@ -226,7 +226,7 @@ impl PoolPolicy {
         }
         // The time left, to the nearest 10 ms: a poll that has only just started reads as
         // its whole timeout.
-        let left = probity::check::deadline()
+        let left = probity::poll_deadline()
             .map(|deadline| {
                 let left = deadline
                     .saturating_duration_since(Instant::now())

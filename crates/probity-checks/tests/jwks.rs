@@ -47,7 +47,7 @@ async fn fails_open_inside_the_window_then_closed() {
     assert_eq!(
         detail.message.as_deref(),
         Some(
-            "serving 3 cached keys 11m old; last refresh failed 60s ago: connection refused (idp:443); fails closed in 49m"
+            "serving 3 cached keys 11m old; last refresh failed 1m ago: connection refused (idp:443); fails closed in 49m"
         )
     );
     assert_eq!(figure(&detail.measurements, "key_age"), Some(660.0));
@@ -57,7 +57,7 @@ async fn fails_open_inside_the_window_then_closed() {
     let error = failure(poll(&check, TIMEOUT).await);
     assert_eq!(
         error.message(),
-        "cached signing keys are 61m old, past their allowed 60m; last refresh failed 51m ago: connection refused (idp:443)"
+        "cached signing keys are 1h1m old, past their allowed 1h; last refresh failed 51m ago: connection refused (idp:443)"
     );
     assert_eq!(figure(error.measurements(), "key_age"), Some(3660.0));
 

@@ -289,7 +289,7 @@ async fn exhausted_pool_fails_readiness_with_figures_in_health_json() {
         check: None,
         query: &query,
         format: Format::HealthJson,
-        details: Details::Shown,
+        details: Details::Admin,
     };
     let body = render(&health.snapshot(), &request, Clock::now()).body;
     for key in ["db:connections", "db:utilization", "db:available", "db:max"] {

@@ -9,8 +9,9 @@
 //!   `warn` and an `info` one only reported; a hard check fails open (`warn`) for its window
 //!   after it turned unhealthy, then closed; a healthy check whose last poll passed with a
 //!   warning (a busy pool) is `warn` whatever its tier;
-//! - **readiness** ([`readiness`]): fails while shutting down, while any startup step is
-//!   pending (an internal one or one that waits on a dependency), and while liveness fails;
+//! - **readiness** ([`readiness`]): fails while shutting down, while any internal startup step
+//!   is pending (the `startup` gate), while a step that waits on a dependency is pending (each
+//!   its own entry, so the answer names what the boot waits for), and while liveness fails;
 //!   otherwise the checks decide: any counted `fail` fails it, any counted `warn` (not `info`)
 //!   makes it `warn`; an excluded entry is shown and not counted;
 //! - **liveness** ([`liveness`]): fails while any condition fails;
@@ -248,9 +249,9 @@ impl<M: Moment> Evidence<M> {
 pub struct Gates<M> {
     /// When shutdown started, if it has.
     pub shutting_down_since: Option<M>,
-    /// Whether there are startup steps at all (the `startup` gate is listed only then).
+    /// Whether there are internal startup steps at all (the `startup` gate is listed only then).
     pub has_steps: bool,
-    /// Whether any startup step — internal or waiting on a dependency — is pending.
+    /// Whether any internal startup step is pending.
     pub steps_pending: bool,
     /// Whether any liveness condition fails (a wedged instance gets no traffic while it waits
     /// to be restarted).
@@ -327,9 +328,12 @@ impl Entry {
     }
 }
 
-/// Every entry of the readiness answer at `now`: the gates that apply, then each check.
+/// Every entry of the readiness answer at `now`: the gates that apply, the startup steps that
+/// wait on a dependency (each `(step, complete)`, numbered as the caller numbers them), then
+/// each check.
 pub fn readiness<'a, M: Moment + 'a>(
     gates: Gates<M>,
+    dependency_steps: impl IntoIterator<Item = (usize, bool)> + 'a,
     checks: impl IntoIterator<Item = &'a Evidence<M>> + 'a,
     now: M,
 ) -> impl Iterator<Item = Entry> + 'a {
@@ -345,9 +349,13 @@ pub fn readiness<'a, M: Moment + 'a>(
     let startup = gates
         .has_steps
         .then(|| gate(Gate::Startup, gates.steps_pending));
-    let liveness = gates
-        .liveness_failing
-        .then(|| gate(Gate::Liveness, true));
+    let liveness = gates.liveness_failing.then(|| gate(Gate::Liveness, true));
+    let steps = dependency_steps.into_iter().map(|(index, complete)| Entry {
+        subject: Subject::Step(index),
+        status: if complete { Status::Pass } else { Status::Fail },
+        tier: None,
+        check: None,
+    });
     let checks = checks
         .into_iter()
         .enumerate()
@@ -360,7 +368,12 @@ pub fn readiness<'a, M: Moment + 'a>(
                 check: Some(verdict),
             }
         });
-    shutdown.into_iter().chain(startup).chain(liveness).chain(checks)
+    shutdown
+        .into_iter()
+        .chain(startup)
+        .chain(liveness)
+        .chain(steps)
+        .chain(checks)
 }
 
 /// Every entry of the liveness answer: one per condition, failing or not.
@@ -501,21 +514,28 @@ mod tests {
             steps_pending: false,
             liveness_failing: false,
         };
-        let entries: Vec<Entry> = readiness(gates, &checks, at(10)).collect();
+        let entries: Vec<Entry> = readiness(gates, [], &checks, at(10)).collect();
         assert_eq!(entries[0].subject, Subject::Gate(Gate::Startup));
         assert_eq!(entries.len(), 3);
         assert_eq!(status(entries.iter().map(|e| (*e, false))), Status::Pass);
 
         gates.steps_pending = true;
-        let entries = readiness(gates, &checks, at(10)).map(|entry| (entry, false));
+        let entries = readiness(gates, [], &checks, at(10)).map(|entry| (entry, false));
         assert_eq!(status(entries), Status::Fail);
         // Excluded, the pending startup gate no longer counts.
-        let entries = readiness(gates, &checks, at(10))
+        let entries = readiness(gates, [], &checks, at(10))
             .map(|entry| (entry, entry.subject == Subject::Gate(Gate::Startup)));
         assert_eq!(status(entries), Status::Pass);
+        gates.steps_pending = false;
+
+        // A step that waits on a dependency is an entry of its own, failing while pending.
+        let entries: Vec<Entry> = readiness(gates, [(4, false)], &checks, at(10)).collect();
+        assert_eq!(entries[1].subject, Subject::Step(4));
+        assert_eq!(entries[1].status, Status::Fail);
+        assert_eq!(status(entries.iter().map(|e| (*e, false))), Status::Fail);
 
         gates.shutting_down_since = Some(at(5));
-        let first = readiness(gates, &checks, at(10)).next().unwrap();
+        let first = readiness(gates, [], &checks, at(10)).next().unwrap();
         assert_eq!(first.subject, Subject::Gate(Gate::Shutdown));
     }
 
@@ -535,6 +555,7 @@ mod tests {
                 steps_pending: false,
                 liveness_failing: false,
             },
+            [],
             [&info],
             at(1),
         )

@@ -1,11 +1,11 @@
-//! The `grpc.health.v1.Health` service over a [`Health`].
+//! The `grpc.health.v1.Health` service over a [`HealthView`].
 
 use crate::ServingStatus;
 use crate::pb::health_server::{self, HealthServer};
 use crate::pb::{HealthCheckRequest, HealthCheckResponse, HealthListRequest, HealthListResponse};
 use crate::status::{known_services, serving_status};
 use futures_util::Stream;
-use probity::{Health, Snapshot};
+use probity::{HealthView, Snapshot};
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
@@ -22,19 +22,19 @@ pub const DEFAULT_REEVALUATE_EVERY: Duration = Duration::from_secs(1);
 /// protocol asks.
 pub const MAX_LISTED_SERVICES: usize = 100;
 
-/// `grpc.health.v1.Health`, answered from a [`Health`]'s snapshot. See the [crate docs](crate)
+/// `grpc.health.v1.Health`, answered from a [`HealthView`]'s snapshot. See the [crate docs](crate)
 /// for the service names and their meaning.
 #[derive(Debug, Clone)]
 pub struct HealthService {
-    health: Health,
+    health: HealthView,
     reevaluate_every: Duration,
 }
 
 impl HealthService {
     /// The service for `health`.
-    pub fn new(health: Health) -> Self {
+    pub fn new(health: impl Into<HealthView>) -> Self {
         Self {
-            health,
+            health: health.into(),
             reevaluate_every: DEFAULT_REEVALUATE_EVERY,
         }
     }
@@ -155,7 +155,7 @@ struct Watcher {
 }
 
 impl Watcher {
-    fn new(health: &Health, service: String, every: Duration) -> Self {
+    fn new(health: &HealthView, service: String, every: Duration) -> Self {
         let mut ticker = tokio::time::interval_at(Instant::now() + every, every);
         ticker.set_missed_tick_behavior(MissedTickBehavior::Delay);
         let drained = {

@@ -78,7 +78,7 @@ fn benches(c: &mut Criterion) {
             check: None,
             query,
             format,
-            details: Details::Shown,
+            details: Details::Admin,
         };
         c.bench_function(name, |b| {
             b.iter(|| render(black_box(&snapshot), black_box(&request), clock))

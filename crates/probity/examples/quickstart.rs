@@ -26,7 +26,7 @@ fn probe(health: &Health, probe: ProbeKind) -> String {
             check: None,
             query: &query,
             format: Format::Text,
-            details: Details::Shown,
+            details: Details::Admin,
         },
         Clock::now(),
     );
@@ -95,7 +95,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     println!("SIGTERM: readiness fails at once, liveness keeps passing");
     println!("{}", probe(&health, ProbeKind::Readiness));
     println!("{}", probe(&health, ProbeKind::Liveness));
-    health.drained().await;
+    health.view().drained().await;
     println!("\ndrain delay over: the server would stop accepting now");
     Ok(())
 }

@@ -49,13 +49,21 @@ pub trait Check: Send + Sync + 'static {
 
     /// How many failed polls in a row this kind of check needs before it counts as unhealthy,
     /// used when the [`crate::CheckSpec`] does not set its own [`fall`](crate::CheckSpec::fall)
-    /// (otherwise [`crate::policy::DEFAULT_FALL`]).
+    /// (otherwise 1).
     ///
     /// A check whose latency depends on load — anything that crosses a network or waits in a
     /// pool's queue — should say 2: one slow sample on a busy machine is not evidence of an
     /// outage, two in a row are (see `docs/concepts.md`, "Hysteresis that fits a busy system").
     fn default_fall(&self) -> Option<u32> {
         None
+    }
+
+    /// Whether the check calls another service's health endpoint — a transitive health check,
+    /// which lets one service's trouble fail every service that checks it (the restart storm's
+    /// lesson: "never check a transitive dependency in a health check"). The contract says so,
+    /// and `probity lint` reports it.
+    fn calls_health_endpoint(&self) -> bool {
+        false
     }
 }
 
@@ -156,13 +164,115 @@ impl Detail {
     }
 }
 
+/// What kind of failure a check met, in one word: what a public listener shows instead of the
+/// message (which may name hosts, databases or driver internals).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum FailureKind {
+    /// The dependency did not answer in time (or the poll was cut at its timeout).
+    Timeout,
+    /// The connection was refused.
+    Refused,
+    /// The dependency could not be reached: unresolvable, unreachable, reset, closed.
+    Unreachable,
+    /// A resource ran out: no pooled connection within the budget, a leak, a full disk.
+    Exhausted,
+    /// The dependency rejected us: credentials, permissions, certificates.
+    Rejected,
+    /// The dependency answered that it cannot serve (an error status, a closed pool).
+    Unavailable,
+    /// Anything else.
+    Error,
+}
+
+impl FailureKind {
+    /// The word shown for it: `timeout`, `refused`, `unreachable`, `exhausted`, `rejected`,
+    /// `unavailable`, `error`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            FailureKind::Timeout => "timeout",
+            FailureKind::Refused => "refused",
+            FailureKind::Unreachable => "unreachable",
+            FailureKind::Exhausted => "exhausted",
+            FailureKind::Rejected => "rejected",
+            FailureKind::Unavailable => "unavailable",
+            FailureKind::Error => "error",
+        }
+    }
+
+    /// The kind a message describes, for checks that do not say: the words drivers and this
+    /// crate's checks use (`timed out`, `connection refused`, `no connection within`…).
+    pub fn of_message(message: &str) -> FailureKind {
+        let text = message.to_ascii_lowercase();
+        let has = |words: &[&str]| words.iter().any(|word| text.contains(word));
+        if has(&[
+            "no connection within",
+            "pooled connection",
+            "no connection available",
+            "leak bound",
+            "no connection handed out",
+            "exhausted",
+            "free space",
+            "inodes",
+            "too many connections",
+        ]) {
+            FailureKind::Exhausted
+        } else if has(&["timed out", "timeout", "deadline"]) {
+            FailureKind::Timeout
+        } else if has(&["refused"]) {
+            FailureKind::Refused
+        } else if has(&[
+            "password",
+            "authentication",
+            "access denied",
+            "permission denied",
+            "not authorized",
+            "unauthorized",
+            "forbidden",
+            "certificate",
+            "wrongpass",
+            "noauth",
+        ]) {
+            FailureKind::Rejected
+        } else if has(&[
+            "resolve",
+            "unreachable",
+            "reset",
+            "closed",
+            "broken pipe",
+            "not connected",
+            "aborted",
+            "no route",
+        ]) {
+            FailureKind::Unreachable
+        } else if has(&[
+            "unavailable",
+            "status",
+            "not ready",
+            "shutting down",
+            "blocked",
+        ]) {
+            FailureKind::Unavailable
+        } else {
+            FailureKind::Error
+        }
+    }
+}
+
+impl fmt::Display for FailureKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// Why a poll failed.
 ///
-/// The message is redacted of credentials before it is stored (see [`crate::redact`]), so a
-/// client error that echoes a connection string cannot leak a password through a probe.
+/// The message is redacted of credentials before it is stored, so a client error that echoes a
+/// connection string cannot leak a password through a probe. On a public listener only the
+/// failure's [kind](FailureKind) is shown; the message is for the admin listener and the logs.
 #[derive(Debug, Clone, PartialEq)]
 pub struct CheckError {
     message: String,
+    kind: Option<FailureKind>,
     measurements: Vec<Measurement>,
 }
 
@@ -171,6 +281,7 @@ impl CheckError {
     pub fn new(message: impl Into<String>) -> Self {
         Self {
             message: message.into(),
+            kind: None,
             measurements: Vec::new(),
         }
     }
@@ -190,6 +301,12 @@ impl CheckError {
         Self::new(message)
     }
 
+    /// Says what kind of failure this is (otherwise it is read from the message).
+    pub fn kind(mut self, kind: FailureKind) -> Self {
+        self.kind = Some(kind);
+        self
+    }
+
     /// Adds a measurement (a failing capacity check names the figures that made it fail).
     pub fn measurement(mut self, name: impl Into<String>, value: f64, unit: Option<&str>) -> Self {
         self.measurements.push(Measurement {
@@ -205,13 +322,20 @@ impl CheckError {
         &self.message
     }
 
+    /// The kind of failure: as the check said, else as the message reads.
+    pub fn failure_kind(&self) -> FailureKind {
+        self.kind
+            .unwrap_or_else(|| FailureKind::of_message(&self.message))
+    }
+
     /// The measurements attached to the failure.
     pub fn measurements(&self) -> &[Measurement] {
         &self.measurements
     }
 
-    pub(crate) fn into_parts(self) -> (String, Vec<Measurement>) {
-        (self.message, self.measurements)
+    pub(crate) fn into_parts(self) -> (String, FailureKind, Vec<Measurement>) {
+        let kind = self.failure_kind();
+        (self.message, kind, self.measurements)
     }
 }
 
@@ -223,54 +347,7 @@ impl fmt::Display for CheckError {
 
 impl std::error::Error for CheckError {}
 
-/// Formats a duration the way error messages and text bodies show it: `2s`, `500ms`, `1.5s`.
-pub fn format_duration(duration: Duration) -> String {
-    let millis = duration.as_millis();
-    if millis == 0 && !duration.is_zero() {
-        return format!("{}µs", duration.as_micros());
-    }
-    if millis < 1000 {
-        return format!("{millis}ms");
-    }
-    if millis.is_multiple_of(1000) {
-        let secs = millis / 1000;
-        if secs >= 120 && secs.is_multiple_of(60) {
-            return format!("{}m", secs / 60);
-        }
-        return format!("{secs}s");
-    }
-    let secs = duration.as_secs_f64();
-    let text = format!("{secs:.3}");
-    let text = text.trim_end_matches('0').trim_end_matches('.');
-    format!("{text}s")
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn formats_durations_for_people() {
-        assert_eq!(format_duration(Duration::from_secs(2)), "2s");
-        assert_eq!(format_duration(Duration::from_millis(500)), "500ms");
-        assert_eq!(format_duration(Duration::from_millis(1500)), "1.5s");
-        assert_eq!(format_duration(Duration::from_millis(1250)), "1.25s");
-        assert_eq!(format_duration(Duration::from_secs(300)), "5m");
-        assert_eq!(format_duration(Duration::from_micros(20)), "20µs");
-        assert_eq!(format_duration(Duration::ZERO), "0ms");
-    }
-
-    #[test]
-    fn error_display_is_redacted() {
-        let error = CheckError::new("dial postgres://u:hunter2@h/db: refused");
-        assert_eq!(error.to_string(), "dial postgres://u:***@h/db: refused");
-        assert!(error.message().contains("hunter2"));
-    }
-
-    #[test]
-    fn error_keeps_source_chain() {
-        let io = std::io::Error::new(std::io::ErrorKind::ConnectionRefused, "refused");
-        let error = CheckError::from_error(&io);
-        assert_eq!(error.message(), "refused");
-    }
+/// A duration for people, to the millisecond: `2s`, `500ms`, `1.5s`, `5m`.
+pub(crate) fn human(duration: Duration) -> String {
+    probity_contract::duration::format(Duration::from_millis(duration.as_millis() as u64))
 }

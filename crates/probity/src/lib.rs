@@ -22,72 +22,65 @@
 //!
 //! ## Example
 //!
-//! ```
-//! use probity::render::{render, Clock, Details, Format, Query, Request};
-//! use probity::{CheckError, CheckSpec, Detail, Health, ProbeKind, Tier};
+//! Declare what a request needs, mount the probes, serve with the drain sequence:
+//!
+//! ```no_run
+//! use axum::{Router, routing::post};
+//! use probity::{CheckError, CheckSpec, Detail, Health, Tier};
+//! use probity_axum::{Probes, serve};
 //! use std::time::Duration;
 //!
-//! # #[tokio::main(flavor = "current_thread")]
+//! # #[tokio::main]
 //! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
 //! let health = Health::builder()
 //!     .service("checkout")
-//!     // Hard: without the database no request can be served.
+//!     // Hard: no request can be served without the database.
 //!     .check(
-//!         CheckSpec::new("db", Tier::Hard, || async {
-//!             let available = 4; // e.g. a pool's idle connections
-//!             if available == 0 {
-//!                 return Err(CheckError::new("no free connection"));
-//!             }
-//!             Ok(Detail::new().measurement("available", available as f64, None))
-//!         })
-//!         .interval(Duration::from_secs(1))
-//!         .timeout(Duration::from_millis(500)),
+//!         CheckSpec::new("db", Tier::Hard, || async { Ok(Detail::new()) })
+//!             .interval(Duration::from_secs(1))
+//!             .timeout(Duration::from_millis(500)),
 //!     )
 //!     // Soft: without the cache requests are slower, not failed.
 //!     .check(CheckSpec::new("cache", Tier::Soft, || async {
 //!         Err(CheckError::new("connection refused"))
 //!     }))
-//!     .startup_step("migrations")
-//!     .runtime_watchdog(Duration::from_secs(5))
-//!     .drain_delay(Duration::from_secs(12))
+//!     // Waits on the database: gates readiness, never startup.
+//!     .dependency_step("migrations", "postgres")
+//!     .runtime_watchdog(Duration::from_secs(5)) // liveness: internal state only
+//!     .readiness_probe(Duration::from_secs(5), 2) // the drain delay is derived from it
 //!     .build()?;
 //! health.start()?;
+//! health.shutdown_on_signals();
 //!
-//! // Boot: readiness fails until the migrations are done.
+//! let app = Router::new()
+//!     .route("/orders", post(|| async { "created" }))
+//!     .merge(Probes::new(&health).router());
+//! let listener = tokio::net::TcpListener::bind("127.0.0.1:8080").await?;
+//! let serving = tokio::spawn({
+//!     let health = health.clone();
+//!     async move { serve(listener, app, &health).await }
+//! });
+//! // ... run the migrations, then:
 //! health.complete_step("migrations")?;
-//! tokio::time::sleep(Duration::from_millis(50)).await; // let the first polls land
-//!
-//! let query = Query::default();
-//! let request = Request {
-//!     probe: ProbeKind::Readiness,
-//!     check: None,
-//!     query: &query,
-//!     format: Format::Text,
-//!     details: Details::Shown,
-//! };
-//! let answer = render(&health.snapshot(), &request, Clock::now());
-//! assert_eq!(answer.status, 200); // degraded, still serving
-//! assert_eq!(
-//!     answer.body,
-//!     "[!]cache degraded (soft): connection refused\nreadyz check passed with warnings\n"
-//! );
-//!
-//! // SIGTERM: readiness fails at once, liveness does not.
-//! health.shutdown();
-//! let now = tokio::time::Instant::now();
-//! assert_eq!(health.snapshot().status(ProbeKind::Readiness, now).http_code(), 503);
-//! assert_eq!(health.snapshot().status(ProbeKind::Liveness, now).http_code(), 200);
+//! serving.await??;
 //! # Ok(())
 //! # }
 //! ```
 //!
-//! ## Modules
+//! ## What is in the crate
 //!
-//! One concept each: [`check`] (what a check is), [`policy`] (tiers and a check's settings),
-//! [`poller`] (running checks), [`hysteresis`], [`snapshot`] (what probes read), [`startup`],
-//! [`liveness`], [`shutdown`], [`passive`], [`contract`] (the machine-readable description the
-//! linter and simulator read), [`render`] (status code, headers and body for every format),
-//! [`redact`] (credentials never leave the process), and `metrics` (feature `metrics`).
+//! - [`Health`] and [`HealthBuilder`]: declare checks ([`CheckSpec`], [`Check`]), boot steps,
+//!   liveness conditions, probe paths ([`ProbePaths`]) and the shutdown sequence; the handle
+//!   the service keeps to report real outcomes ([`Reporter`]), complete steps and shut down;
+//! - [`HealthView`]: the read side the probe surfaces hold, and the [`Snapshot`] they read;
+//! - [`render`]: status code, content type and body for every format, under one details
+//!   policy ([`Details`]);
+//! - [`redact`]: credentials never leave the process; [`metrics`] (feature `metrics`);
+//! - [`contract`]: the machine-readable description the linter and the simulator read.
+//!
+//! The rules that turn check states into `pass`, `warn` or `fail` live in
+//! [`probity_contract::verdict`], shared with the simulator so the model runs the product's
+//! own decision.
 //!
 //! ## Cargo features
 //!
@@ -100,29 +93,41 @@
 
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
-pub mod check;
-pub mod contract;
-pub mod hysteresis;
-pub mod liveness;
-#[cfg(feature = "metrics")]
-pub mod metrics;
-pub mod passive;
-pub mod policy;
-pub mod poller;
-pub mod redact;
-pub mod registry;
-pub mod render;
-pub mod shutdown;
-pub mod snapshot;
-pub mod startup;
+mod check;
+mod details;
+mod health;
+mod liveness;
+mod passive;
+mod paths;
+mod poller;
+mod shutdown;
+mod snapshot;
+mod spec;
+mod startup;
+mod store;
+mod view;
 
-pub use check::{Check, CheckError, CheckFuture, CheckResult, Detail, Measurement, Timing};
-pub use contract::{Contract, ProbeKind};
-pub use passive::{Reporter, UnknownCheck};
-pub use policy::{CheckSpec, Tier};
-pub use registry::{BuildError, Health, HealthBuilder, StartError};
-pub use snapshot::{CheckState, Snapshot, Status, Verdict};
-pub use startup::UnknownStep;
+pub mod contract;
+pub mod metrics;
+pub mod redact;
+pub mod render;
+
+pub use check::{
+    Check, CheckError, CheckFuture, CheckResult, Detail, FailureKind, Measurement, Timing,
+    deadline as poll_deadline,
+};
+pub use details::Details;
+pub use health::{BuildError, Health, HealthBuilder, StartError, UnknownName};
+pub use passive::Reporter;
+pub use paths::{PathError, ProbePaths};
+pub use poller::poll_once;
+pub use probity_contract::verdict::{Cause, CheckVerdict};
+pub use probity_contract::{Contract, ProbeKind, Status, Tier};
+pub use snapshot::{
+    CheckState, ConditionFailure, ConditionState, Entry, LastResult, Snapshot, StepState, Verdict,
+};
+pub use spec::CheckSpec;
+pub use view::HealthView;
 
 /// The repository README's Rust examples, compiled as doc tests so they cannot drift.
 #[cfg(doctest)]

@@ -2,16 +2,16 @@
 //!
 //! A poller polls once as soon as it starts, then every `interval` (measured start to start,
 //! moved by up to ± `jitter`). Each poll runs under the check's timeout: a dependency that
-//! answers in 30 s (seed 003's slow case) costs one failed poll every interval, not a growing
-//! pile of stuck probes. Because the poller awaits each poll before scheduling the next, at most
-//! one poll of a check is ever in flight; a timed-out poll is dropped, not left running.
+//! answers in 30 s (the slow-dependency incident) costs one failed poll every interval, not a
+//! growing pile of stuck probes. Because the poller awaits each poll before scheduling the next,
+//! at most one poll of a check is ever in flight; a timed-out poll is dropped, not left running.
 //!
 //! A panic inside a check is caught and recorded as a failure (`panicked: …`); the poller keeps
 //! going.
 
-use crate::check::{Check, CheckError, CheckResult, format_duration};
-use crate::registry::Inner;
+use crate::check::{Check, CheckError, CheckResult, FailureKind, human, with_deadline};
 use crate::snapshot::LastResult;
+use crate::store::{Observation, Store};
 use futures_util::FutureExt;
 use std::any::Any;
 use std::panic::AssertUnwindSafe;
@@ -20,25 +20,28 @@ use std::sync::atomic::Ordering;
 use std::time::Duration;
 use tokio::time::Instant;
 
-pub(crate) fn spawn(inner: &Arc<Inner>, index: usize) -> tokio::task::JoinHandle<()> {
-    let weak = Arc::downgrade(inner);
-    let entry = &inner.entries[index];
-    let check = entry.check.clone();
-    let wake = entry.wake.clone();
-    let boot_repoll = entry.boot_repoll.clone();
-    let (interval, timeout, jitter) = (entry.interval, entry.timeout, entry.jitter);
+pub(crate) fn spawn(store: &Arc<Store>, index: usize) -> tokio::task::JoinHandle<()> {
+    let weak = Arc::downgrade(store);
+    let cell = &store.cells[index];
+    let check = cell.check.clone();
+    let wake = cell.wake.clone();
+    let boot_repoll = cell.boot_repoll.clone();
+    let (interval, timeout, jitter) = (cell.interval, cell.timeout, cell.jitter);
     tokio::spawn(async move {
         let mut rng = fastrand::Rng::new();
         loop {
             let started = Instant::now();
             let result = poll_once(&*check, timeout).await;
             let finished = Instant::now();
-            let Some(inner) = weak.upgrade() else {
+            let Some(store) = weak.upgrade() else {
                 return;
             };
-            let (ok, last) = last_result(result, finished, finished - started);
-            inner.record(index, ok, false, last);
-            drop(inner);
+            store.observe(Observation::Polled {
+                check: index,
+                result: last_result(result, finished, finished - started),
+            });
+            // Only a weak reference while waiting: dropping the last `Health` stops the poller.
+            drop(store);
             let next = started + jittered(interval, jitter, &mut rng);
             loop {
                 tokio::select! {
@@ -47,7 +50,7 @@ pub(crate) fn spawn(inner: &Arc<Inner>, index: usize) -> tokio::task::JoinHandle
                         // The re-poll asked for when startup completed is moot if the poll
                         // that was in flight then has made the check healthy since.
                         let moot = boot_repoll.swap(false, Ordering::AcqRel)
-                            && weak.upgrade().is_some_and(|inner| inner.is_healthy(index));
+                            && weak.upgrade().is_some_and(|store| store.is_healthy(index));
                         if !moot {
                             break;
                         }
@@ -69,12 +72,13 @@ fn jittered(interval: Duration, jitter: Duration, rng: &mut fastrand::Rng) -> Du
 }
 
 /// Runs one poll under `timeout`, turning a timeout or a panic into a failure — exactly what a
-/// poller records. Useful to test a check on its own.
+/// poller records, with the deadline a check can read from [`crate::poll_deadline`]. Useful to
+/// test a check on its own.
 ///
 /// ```
 /// # #[tokio::main(flavor = "current_thread", start_paused = true)]
 /// # async fn main() {
-/// use probity::poller::poll_once;
+/// use probity::poll_once;
 /// use std::time::Duration;
 ///
 /// let hangs = || async {
@@ -91,12 +95,12 @@ pub async fn poll_once(check: &dyn Check, timeout: Duration) -> CheckResult {
         Err(panic) => return Err(panicked(&*panic)),
     };
     let deadline = Instant::now() + timeout;
-    let guarded = crate::check::with_deadline(deadline, AssertUnwindSafe(future).catch_unwind());
+    let guarded = with_deadline(deadline, AssertUnwindSafe(future).catch_unwind());
     match tokio::time::timeout_at(deadline, guarded).await {
-        Err(_elapsed) => Err(CheckError::new(format!(
-            "timed out after {}",
-            format_duration(timeout)
-        ))),
+        Err(_elapsed) => Err(
+            CheckError::new(format!("timed out after {}", human(timeout)))
+                .kind(FailureKind::Timeout),
+        ),
         Ok(Err(panic)) => Err(panicked(&*panic)),
         Ok(Ok(result)) => result,
     }
@@ -108,43 +112,33 @@ fn panicked(panic: &(dyn Any + Send)) -> CheckError {
         .map(|s| (*s).to_owned())
         .or_else(|| panic.downcast_ref::<String>().cloned())
         .unwrap_or_else(|| "unknown panic payload".to_owned());
-    CheckError::new(format!("panicked: {message}"))
+    CheckError::new(format!("panicked: {message}")).kind(FailureKind::Error)
 }
 
-pub(crate) fn last_result(
-    result: CheckResult,
-    at: Instant,
-    duration: Duration,
-) -> (bool, LastResult) {
+/// A poll's outcome as the store keeps it: redacted, with its timing.
+fn last_result(result: CheckResult, at: Instant, duration: Duration) -> LastResult {
+    let redact = |text: String| crate::redact::redact(&text).into_owned();
     match result {
-        Ok(detail) => (
-            true,
+        Ok(detail) => LastResult {
+            ok: true,
+            at,
+            duration,
+            message: detail.message.map(redact),
+            kind: None,
+            measurements: detail.measurements,
+            warning: detail.warning.map(redact),
+        },
+        Err(error) => {
+            let (message, kind, measurements) = error.into_parts();
             LastResult {
-                ok: true,
+                ok: false,
                 at,
                 duration,
-                message: detail
-                    .message
-                    .map(|message| crate::redact::redact(&message).into_owned()),
-                measurements: detail.measurements,
-                warning: detail
-                    .warning
-                    .map(|warning| crate::redact::redact(&warning).into_owned()),
-            },
-        ),
-        Err(error) => {
-            let (message, measurements) = error.into_parts();
-            (
-                false,
-                LastResult {
-                    ok: false,
-                    at,
-                    duration,
-                    message: Some(crate::redact::redact(&message).into_owned()),
-                    measurements,
-                    warning: None,
-                },
-            )
+                message: Some(redact(message)),
+                kind: Some(kind),
+                measurements,
+                warning: None,
+            }
         }
     }
 }

@@ -6,9 +6,11 @@
 //!
 //! - URL userinfo: `postgres://app:s3cret@db:5432/x` → `postgres://app:***@db:5432/x`
 //!   (a user without a password keeps the user: `redis://:s3cret@host` → `redis://:***@host`);
-//! - `key=value` and `key: value` pairs whose key names a secret (`password`, `passwd`, `pwd`,
-//!   `secret`, `token`, `api_key`, `apikey`, `access_key`, `private_key`, `client_secret`,
-//!   `auth`), in connection strings, query strings and JSON-ish text;
+//! - `key=value` and `key: value` pairs whose key names a secret — any key holding `password`,
+//!   `passwd`, `secret`, `token` or `credential` (`PGPASSWORD=`, `MYSQL_ROOT_PASSWORD=`,
+//!   `x-auth-token:`), ending in `_pwd`, `_pass`, `_key` or `_auth`, or one of `pwd`, `pass`,
+//!   `apikey`, `auth`, `authorization`, `cookie`, `session` — in connection strings, query
+//!   strings, environment dumps and JSON-ish text;
 //! - `Bearer …` and `Basic …` credentials.
 
 use std::borrow::Cow;
@@ -30,6 +32,9 @@ const SECRET_KEYS: &[&str] = &[
     "private_key",
     "client_secret",
     "auth",
+    "authorization",
+    "cookie",
+    "session",
     "sslpassword",
 ];
 
@@ -114,9 +119,13 @@ fn is_secret_key(key: &str) -> bool {
         })
         .collect();
     SECRET_KEYS.iter().any(|secret| normalised == *secret)
-        || normalised.ends_with("_password")
-        || normalised.ends_with("_secret")
-        || normalised.ends_with("_token")
+        // `PGPASSWORD`, `MYSQL_ROOT_PASSWORD`, `db_password`, `clientSecret`, `x-auth-token`…
+        || ["password", "passwd", "secret", "token", "credential"]
+            .iter()
+            .any(|word| normalised.contains(word))
+        || ["_pwd", "_pass", "_key", "_auth"]
+            .iter()
+            .any(|suffix| normalised.ends_with(suffix))
 }
 
 fn is_key_char(c: char) -> bool {
@@ -145,6 +154,16 @@ fn redact_pairs(text: &str) -> String {
                 let mut value_start = i + 1;
                 while value_start < bytes.len() && bytes[value_start] == b' ' {
                     value_start += 1;
+                }
+                // `Authorization: Bearer …`: the scheme pass masks the credential and keeps
+                // the scheme's name.
+                let rest = &text[value_start..];
+                if ["bearer ", "basic "].iter().any(|scheme| {
+                    rest.get(..scheme.len())
+                        .is_some_and(|head| head.eq_ignore_ascii_case(scheme))
+                }) {
+                    i += 1;
+                    continue;
                 }
                 let (value_start, quote) = match bytes.get(value_start) {
                     Some(b'"') => (value_start + 1, Some(b'"')),
@@ -276,6 +295,15 @@ mod tests {
         assert_eq!(redact("PWD='hunter 2';"), "PWD='***';");
         assert_eq!(redact("api-key: abc123"), "api-key: ***");
         assert_eq!(redact("db_password=x1"), "db_password=***");
+        assert_eq!(redact("PGPASSWORD=hunter2 psql"), "PGPASSWORD=*** psql");
+        assert_eq!(redact("MYSQL_PWD=hunter2"), "MYSQL_PWD=***");
+        assert_eq!(redact("token=abc&x=1"), "token=***&x=1");
+        assert_eq!(redact("secret: s3cret"), "secret: ***");
+        assert_eq!(redact("authorization=abc123"), "authorization=***");
+        assert_eq!(
+            redact(r#"{"clientSecret":"abc"}"#),
+            r#"{"clientSecret":"***"}"#
+        );
     }
 
     #[test]

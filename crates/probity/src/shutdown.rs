@@ -2,141 +2,70 @@
 //!
 //! On SIGTERM a pod is removed from its Service's endpoints, but every kube-proxy, ingress and
 //! external load balancer learns that at its own pace; a server that stops accepting at once
-//! drops requests still routed to it. The sequence here:
+//! drops requests still routed to it. The sequence:
 //!
-//! 1. [`Health::shutdown`] (or SIGTERM, with [`Health::shutdown_on_signals`]): readiness fails
-//!    at once with `shutting down`; **liveness keeps passing**, so nothing restarts a draining
-//!    process;
-//! 2. the server keeps serving for the **drain delay**; [`Health::drained`] resolves after it,
-//!    which is the moment to stop accepting (`axum::serve(...).with_graceful_shutdown(...)`);
-//! 3. in-flight requests get up to [`Health::in_flight_deadline`] to finish.
+//! 1. [`crate::Health::shutdown`] (or SIGTERM, with [`crate::Health::shutdown_on_signals`]):
+//!    readiness fails at once with `shutting down`; **liveness keeps passing**, so nothing
+//!    restarts a draining process;
+//! 2. the server keeps serving for the **drain delay**; [`crate::HealthView::drained`] resolves
+//!    after it, which is the moment to stop accepting;
+//! 3. in-flight requests get the in-flight deadline to finish.
 //!
-//! Keep `terminationGracePeriodSeconds` above `drain delay + in-flight deadline` (plus any
-//! `preStop` sleep), or the kubelet's SIGKILL lands mid-drain.
+//! The drain delay must outlast the slowest prober's reaction:
+//!
+//! ```text
+//! drain delay = readiness periodSeconds × failureThreshold + load balancer reaction
+//! ```
+//!
+//! The first term is the longest a prober polling readiness needs to mark the instance unready
+//! (a prober that just probed waits a full period, then needs `failureThreshold` failures —
+//! Kubernetes' probe worker, `pkg/kubelet/prober/worker.go`). The second covers propagation
+//! after that decision: the EndpointSlice update reaching every kube-proxy (its `minSyncPeriod`
+//! is 1 s) or an external load balancer's own `inter × fall`. Declare the readiness probe once
+//! ([`crate::HealthBuilder::readiness_probe`]) and the delay is derived — and shown in the
+//! contract with what it was derived from — rather than typed by hand in three places.
+//!
+//! Keep `terminationGracePeriodSeconds` above `preStop sleep + drain delay + in-flight
+//! deadline`, or the kubelet's SIGKILL lands mid-drain.
 
-use crate::registry::Health;
+use probity_contract::contract::DrainDerivation;
 use std::time::Duration;
-use tokio::time::Instant;
 
-/// The drain delay a service needs so every health-checking load balancer has seen readiness
-/// fail before the listener closes:
-///
-/// ```text
-/// drain_delay = readiness periodSeconds × failureThreshold + load balancer reaction
-/// ```
-///
-/// The first term is the longest a prober polling `/readyz` needs to mark the instance
-/// unready (a prober that just probed waits a full period, then needs `failureThreshold`
-/// failures — Kubernetes' probe worker, `pkg/kubelet/prober/worker.go`). The second covers
-/// propagation after that decision: the EndpointSlice update reaching every kube-proxy (its
-/// `minSyncPeriod` is 1 s) or an external load balancer's own interval × fall (HAProxy:
-/// `inter × fall`). See the Kubernetes pod-termination documentation and
-/// `research/kubernetes-probes-and-load-balancers.md` §2.
-///
-/// ```
-/// use probity::shutdown::drain_delay_for;
-/// use std::time::Duration;
-/// // readinessProbe periodSeconds 5, failureThreshold 2 (seed 000), 2 s of propagation:
-/// assert_eq!(
-///     drain_delay_for(Duration::from_secs(5), 2, Duration::from_secs(2)),
-///     Duration::from_secs(12)
-/// );
-/// ```
-pub fn drain_delay_for(
-    readiness_period: Duration,
+/// Time the server waits after the shutdown trigger before it stops accepting, when neither a
+/// delay nor a readiness probe is declared.
+pub(crate) const DEFAULT_DRAIN_DELAY: Duration = Duration::from_secs(5);
+/// Time in-flight requests may run after the listener closes, unless set.
+pub(crate) const DEFAULT_IN_FLIGHT_DEADLINE: Duration = Duration::from_secs(10);
+/// The load balancer's reaction when a readiness probe is declared without one: kube-proxy's
+/// 1 s `minSyncPeriod` plus a second for the EndpointSlice to reach it.
+pub(crate) const DEFAULT_LOAD_BALANCER_REACTION: Duration = Duration::from_secs(2);
+
+/// The drain delay a readiness probe and a load balancer's reaction call for.
+pub(crate) fn derive(
+    period: Duration,
     failure_threshold: u32,
     load_balancer_reaction: Duration,
-) -> Duration {
-    readiness_period.saturating_mul(failure_threshold.max(1)) + load_balancer_reaction
+) -> (Duration, DrainDerivation) {
+    let derivation = DrainDerivation {
+        readiness_period_ms: period.as_millis() as u64,
+        readiness_failure_threshold: failure_threshold.max(1),
+        load_balancer_reaction_ms: load_balancer_reaction.as_millis() as u64,
+    };
+    (
+        Duration::from_millis(derivation.drain_delay_ms()),
+        derivation,
+    )
 }
 
-impl Health {
-    /// Starts shutting down: readiness fails from now on with `shutting down`; liveness is
-    /// untouched. Calling it again changes nothing.
-    pub fn shutdown(&self) {
-        let now = Instant::now();
-        let first = self.inner.update(|master| {
-            if master.shutting_down.is_none() {
-                master.shutting_down = Some(now);
-                true
-            } else {
-                false
-            }
-        });
-        if first {
-            self.inner.shutdown.send_replace(Some(now));
-            tracing::info!(
-                target: "probity::shutdown",
-                drain_delay = ?self.inner.drain_delay,
-                "shutting down: readiness fails, draining"
-            );
-        }
-    }
+#[cfg(test)]
+mod tests {
+    use super::*;
 
-    /// Whether shutdown has started.
-    pub fn is_shutting_down(&self) -> bool {
-        self.inner.shutdown.borrow().is_some()
-    }
-
-    /// Resolves when shutdown starts.
-    pub async fn shutdown_triggered(&self) -> Instant {
-        let mut receiver = self.inner.shutdown.subscribe();
-        loop {
-            if let Some(at) = *receiver.borrow_and_update() {
-                return at;
-            }
-            if receiver.changed().await.is_err() {
-                // The sender lives in `self`; it cannot be dropped while we hold `self`.
-                std::future::pending::<()>().await;
-            }
-        }
-    }
-
-    /// Resolves once shutdown has started **and** the drain delay has passed since: the moment
-    /// for the server to stop accepting connections.
-    pub async fn drained(&self) {
-        let at = self.shutdown_triggered().await;
-        tokio::time::sleep_until(at + self.inner.drain_delay).await;
-    }
-
-    /// The configured drain delay.
-    pub fn drain_delay(&self) -> Duration {
-        self.inner.drain_delay
-    }
-
-    /// How long in-flight requests may run after the listener closes.
-    pub fn in_flight_deadline(&self) -> Duration {
-        self.inner.in_flight_deadline
-    }
-
-    /// Spawns a task that calls [`Health::shutdown`] on SIGTERM or SIGINT (Ctrl-C).
-    pub fn shutdown_on_signals(&self) -> tokio::task::JoinHandle<()> {
-        let health = self.clone();
-        tokio::spawn(async move {
-            let interrupt = async {
-                if tokio::signal::ctrl_c().await.is_err() {
-                    std::future::pending::<()>().await;
-                }
-            };
-            #[cfg(unix)]
-            let terminate = async {
-                match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-                    Ok(mut signal) => {
-                        signal.recv().await;
-                    }
-                    Err(error) => {
-                        tracing::error!(target: "probity::shutdown", %error, "cannot listen for SIGTERM");
-                        std::future::pending::<()>().await;
-                    }
-                }
-            };
-            #[cfg(not(unix))]
-            let terminate = std::future::pending::<()>();
-            tokio::select! {
-                () = interrupt => tracing::info!(target: "probity::shutdown", "SIGINT received"),
-                () = terminate => tracing::info!(target: "probity::shutdown", "SIGTERM received"),
-            }
-            health.shutdown();
-        })
+    #[test]
+    fn period_times_threshold_plus_the_reaction() {
+        // readinessProbe periodSeconds 5, failureThreshold 2, 2 s of propagation.
+        let (delay, derivation) = derive(Duration::from_secs(5), 2, Duration::from_secs(2));
+        assert_eq!(delay, Duration::from_secs(12));
+        assert_eq!(derivation.readiness_failure_threshold, 2);
     }
 }

@@ -1,110 +1,47 @@
-//! Startup: named boot steps that gate `/startupz` and `/readyz`.
+//! Startup: named boot steps. Internal ones gate `/startupz` and `/readyz`; the ones that wait
+//! on an external system gate `/readyz` only.
 //!
-//! A slow boot is not a hang. Seed 000's crash loop came from a 35 s cold start read as a hang
-//! by a probe with a 20 s grace; seed 003's 90 s model load crash-looped until a startup probe
-//! was added. Declare the boot's steps when building the registry (migrations, cache warm-up,
-//! connecting to the database); `/startupz` fails naming the pending ones until all are
-//! complete, and `/readyz` fails with them. Point the Kubernetes `startupProbe` at `/startupz`
-//! (or at `/livez`) with a budget (`failureThreshold × periodSeconds`) above the worst boot.
+//! A slow boot is not a hang. The database-in-liveness crash loop came from a 35 s cold start
+//! read as a hang by a probe with a 20 s grace; in the model-load incident a 90 s model load
+//! crash-looped until a startup probe was added. Declare the boot's steps when building the
+//! registry; `/startupz` fails naming the pending internal ones until all are complete, and
+//! `/readyz` fails with every pending step.
 //!
-//! While a step waits on something — a database still coming up — report why with
-//! [`Health::step_progress`]; the note appears in `/startupz` and `/readyz`.
+//! A step that **waits on a dependency** — connecting to the database, migrating it — is
+//! declared with the dependency's name. It gates readiness, never startup: the kubelet's
+//! startup probe passes once the internal boot is done, so a database outage during a rollout
+//! (longer than the startup probe's budget) never gets the new pods killed and crash-looping —
+//! the restart storm, where twelve replicas "all failed their startup, and got killed again".
+//! The pod simply stays out of rotation, saying why, until the database answers.
 
-use crate::registry::Health;
+use crate::store::{Observation, Store};
 use std::sync::atomic::Ordering;
 
-/// The step named in a call was never declared.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("unknown startup step `{name}` (declared: {known})")]
-pub struct UnknownStep {
-    /// The name asked for.
-    pub name: String,
-    /// The declared steps, comma-separated.
-    pub known: String,
+/// Marks step `index` complete; when it was the last one, polls every check that is not
+/// healthy again at once (their first polls ran as the pollers started, often before the boot
+/// had connected to the dependency, and readiness should not wait out a whole interval after a
+/// boot that has already succeeded).
+pub(crate) fn complete(store: &Store, index: usize, pollers_started: bool) {
+    let applied = store.observe(Observation::StepCompleted { step: index });
+    tracing::info!(
+        target: "probity::startup",
+        step = %store.steps[index].name,
+        "startup step complete"
+    );
+    // Before the pollers start, their first polls are still to come: nothing to hurry.
+    if pollers_started {
+        for check in applied.unhealthy_at_start {
+            let cell = &store.cells[check];
+            cell.boot_repoll.store(true, Ordering::Release);
+            cell.wake.notify_one();
+        }
+    }
 }
 
-impl Health {
-    fn step_index(&self, name: &str) -> Result<usize, UnknownStep> {
-        let master = self.inner.master.lock();
-        master
-            .steps
-            .iter()
-            .position(|step| &*step.name == name)
-            .ok_or_else(|| UnknownStep {
-                name: name.to_owned(),
-                known: master
-                    .steps
-                    .iter()
-                    .map(|step| step.name())
-                    .collect::<Vec<_>>()
-                    .join(", "),
-            })
-    }
-
-    /// Marks a boot step complete. When the last one completes, `/startupz` passes and
-    /// readiness is decided by the checks alone.
-    ///
-    /// At that moment every check that is not healthy is polled again at once. A check's
-    /// first poll runs when the pollers start, often before the boot has connected to the
-    /// dependency or migrated it; without the re-poll, readiness would wait out a whole
-    /// interval (20 s for a check polled every 20 s) after a boot that has already succeeded.
-    pub fn complete_step(&self, name: &str) -> Result<(), UnknownStep> {
-        let index = self.step_index(name)?;
-        let unhealthy = self.inner.update(|master| {
-            let was_started = master.steps.iter().all(|step| step.complete);
-            let step = &mut master.steps[index];
-            step.complete = true;
-            step.note = None;
-            let now_started = master.steps.iter().all(|step| step.complete);
-            if was_started || !now_started {
-                return Vec::new();
-            }
-            master
-                .checks
-                .iter()
-                .enumerate()
-                .filter(|(_, state)| !state.healthy)
-                .map(|(index, _)| index)
-                .collect()
-        });
-        tracing::info!(target: "probity::startup", step = name, "startup step complete");
-        // Before `start`, the pollers' first polls are still to come: nothing to hurry.
-        if self.inner.started.load(Ordering::Acquire) {
-            for index in unhealthy {
-                let entry = &self.inner.entries[index];
-                entry.boot_repoll.store(true, Ordering::Release);
-                entry.wake.notify_one();
-            }
-        }
-        Ok(())
-    }
-
-    /// Records why a step is still pending (e.g. `database unreachable: connection refused;
-    /// retry 3 in 1.6s`). The note is redacted of credentials and shown in `/startupz`.
-    pub fn step_progress(&self, name: &str, note: impl Into<String>) -> Result<(), UnknownStep> {
-        let index = self.step_index(name)?;
-        let note = crate::redact::redact(&note.into()).into_owned();
-        self.inner.update(|master| {
-            let step = &mut master.steps[index];
-            if !step.complete {
-                step.note = Some(note);
-            }
-        });
-        Ok(())
-    }
-
-    /// Whether every declared step has completed.
-    pub fn is_started(&self) -> bool {
-        self.snapshot().is_started()
-    }
-
-    /// The steps still pending, in declaration order.
-    pub fn pending_steps(&self) -> Vec<String> {
-        self.snapshot()
-            .steps()
-            .iter()
-            .filter(|step| !step.is_complete())
-            .map(|step| step.name().to_owned())
-            .collect()
-    }
+/// Records why step `index` is still pending (redacted before it is stored).
+pub(crate) fn waiting(store: &Store, index: usize, note: &str) {
+    store.observe(Observation::StepWaiting {
+        step: index,
+        note: crate::redact::redact(note).into_owned(),
+    });
 }

@@ -50,7 +50,10 @@ fn timeout_must_not_be_zero() {
 fn rise_and_fall_must_be_at_least_one() {
     let error = build_error(spec("db").rise(0));
     assert_eq!((error.check(), error.field()), ("db", "rise"));
-    assert_eq!(error.to_string(), "check `db`: rise must be at least 1");
+    assert_eq!(
+        error.to_string(),
+        "check `db`: rise must be greater than zero"
+    );
     let error = build_error(spec("db").fall(0));
     assert_eq!((error.check(), error.field()), ("db", "fall"));
     let error = build_error(spec("db").passive_failures(0));
@@ -112,8 +115,14 @@ fn names_must_be_valid() {
             "names may hold only lowercase letters, digits, '_', '-' and '.'",
         ),
         ("-db", "names must start with a letter or digit"),
-        ("shutdown", "the name is reserved for a built-in gate"),
-        ("startup", "the name is reserved for a built-in gate"),
+        (
+            "shutdown",
+            "the name is reserved for a built-in gate or condition",
+        ),
+        (
+            "startup",
+            "the name is reserved for a built-in gate or condition",
+        ),
     ] {
         let error = build_error(spec(name));
         assert_eq!(error.field(), "name");

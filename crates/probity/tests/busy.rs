@@ -18,7 +18,7 @@ fn readyz(health: &Health, check: Option<&str>) -> probity::render::Response {
         check,
         query: &query,
         format: Format::Text,
-        details: Details::Shown,
+        details: Details::Admin,
     };
     render(&health.snapshot(), &request, Clock::now())
 }
@@ -143,7 +143,7 @@ async fn the_spec_overrides_the_checks_suggested_fall() {
         .unwrap();
     let contract = health.contract();
     assert_eq!(contract.checks[0].fall, 1);
-    assert_eq!(contract.checks[1].fall, probity::policy::DEFAULT_FALL);
+    assert_eq!(contract.checks[1].fall, 1);
 }
 
 #[tokio::test(start_paused = true)]
@@ -154,7 +154,7 @@ async fn a_check_reads_the_deadline_of_its_poll() {
         move || {
             let seen = seen.clone();
             async move {
-                *seen.lock() = Some((Instant::now(), probity::check::deadline()));
+                *seen.lock() = Some((Instant::now(), probity::poll_deadline()));
                 Err(CheckError::new("recorded"))
             }
         }
@@ -168,7 +168,7 @@ async fn a_check_reads_the_deadline_of_its_poll() {
         .build()
         .unwrap();
     assert_eq!(
-        probity::check::deadline(),
+        probity::poll_deadline(),
         None,
         "outside a poll there is none"
     );

@@ -15,9 +15,11 @@ fn liveness(health: &Health) -> Status {
 fn liveness_reason(health: &Health) -> Option<String> {
     let snapshot = health.snapshot();
     let entries = snapshot.entries(ProbeKind::Liveness, tokio::time::Instant::now(), &[]);
-    entries
-        .iter()
-        .find_map(|entry| entry.reason.as_ref().map(|r| r.to_string()))
+    entries.iter().find_map(|entry| {
+        entry
+            .reason(probity::Details::Admin, tokio::time::Instant::now())
+            .map(|r| r.to_string())
+    })
 }
 
 fn wait_until(deadline: Duration, mut condition: impl FnMut() -> bool) -> bool {
@@ -55,7 +57,7 @@ fn a_runtime_with_every_worker_blocked_is_seen_by_the_watchdog() {
         health.start().unwrap();
         health
     });
-    let updates = health.subscribe();
+    let updates = health.view().subscribe();
     assert!(wait_until(Duration::from_secs(5), || liveness(&health) == Status::Pass));
     let generation = health.snapshot().generation();
 
@@ -172,7 +174,8 @@ fn a_parking_lot_deadlock_fails_liveness() {
     let readiness = snapshot.entries(ProbeKind::Readiness, tokio::time::Instant::now(), &[]);
     let gate = readiness.iter().find(|e| e.name == "liveness").unwrap();
     assert_eq!(
-        gate.reason.as_deref(),
+        gate.reason(probity::Details::Admin, tokio::time::Instant::now())
+            .as_deref(),
         Some("deadlock: 1 cycle(s) between 2 threads"),
         "the readiness gate repeats the reason once"
     );

@@ -5,7 +5,7 @@ mod support;
 
 use metrics_util::debugging::{DebugValue, DebuggingRecorder, Snapshotter};
 use probity::render::{Clock, Details, Format, Query, Request, render};
-use probity::{CheckSpec, Health, ProbeKind, Tier};
+use probity::{CheckSpec, Health, ProbeKind, Status, Tier};
 use support::{Switch, advance, secs};
 
 type Metrics = Vec<(
@@ -91,19 +91,30 @@ async fn checks_and_probes_are_measured() {
         other => panic!("no state gauge: {other:?}"),
     }
 
+    // Rendering records nothing: answering a probe is the surface's to count.
     let query = Query::default();
+    render(
+        &health.snapshot(),
+        &Request {
+            probe: ProbeKind::Readiness,
+            check: None,
+            query: &query,
+            format: Format::Text,
+            details: Details::Public,
+        },
+        Clock::now(),
+    );
+    let metrics = take(&snapshotter);
+    assert_eq!(
+        value(
+            &metrics,
+            "probity_probe_requests_total",
+            &[("probe", "readiness"), ("result", "fail")]
+        ),
+        None
+    );
     for _ in 0..2 {
-        render(
-            &health.snapshot(),
-            &Request {
-                probe: ProbeKind::Readiness,
-                check: None,
-                query: &query,
-                format: Format::Text,
-                details: Details::Hidden,
-            },
-            Clock::now(),
-        );
+        probity::metrics::record_probe(ProbeKind::Readiness, Status::Fail);
     }
     let metrics = take(&snapshotter);
     assert_eq!(

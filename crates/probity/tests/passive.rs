@@ -144,7 +144,7 @@ async fn reporting_an_unknown_check_names_the_known_ones() {
     let switch = Switch::new(true);
     let health = registry(&switch, None);
     let error = health.report("dbb", Err("x")).unwrap_err();
-    assert_eq!(error.to_string(), "unknown check `dbb` (registered: db)");
+    assert_eq!(error.to_string(), "unknown check `dbb` (declared: db)");
 }
 
 #[tokio::test(start_paused = true)]

@@ -190,8 +190,11 @@ async fn a_stale_result_counts_as_a_failure() {
     );
     let verdict = check.verdict(now);
     assert_eq!(verdict.status, Status::Fail);
+    let entry = snapshot
+        .entry(probity::ProbeKind::Readiness, "db", now)
+        .unwrap();
     assert_eq!(
-        verdict.reason.as_deref(),
+        entry.reason(probity::Details::Public, now).as_deref(),
         Some("stale: last result 4s ago (bound 3s)")
     );
 }

@@ -147,7 +147,7 @@ const HEALTH_JSON: Option<&str> = Some("application/health+json");
 #[tokio::test(start_paused = true)]
 async fn degraded_readiness_in_every_format() {
     let f = fixture().await;
-    let shown = Details::Shown;
+    let shown = Details::Admin;
     golden(
         "readyz_warn.txt",
         &answer(&f, ProbeKind::Readiness, None, "", None, shown),
@@ -164,7 +164,7 @@ async fn degraded_readiness_in_every_format() {
             None,
             "verbose",
             None,
-            Details::Hidden,
+            Details::Public,
         ),
     );
     golden(
@@ -182,7 +182,7 @@ async fn failing_readiness_in_every_format() {
     let f = fixture().await;
     f.db.set(false);
     advance(secs(1.0)).await;
-    let hidden = Details::Hidden;
+    let hidden = Details::Public;
     golden(
         "readyz_fail.txt",
         &answer(&f, ProbeKind::Readiness, None, "", None, hidden),
@@ -199,7 +199,7 @@ async fn failing_readiness_in_every_format() {
             None,
             "",
             HEALTH_JSON,
-            Details::Shown,
+            Details::Admin,
         ),
     );
     f.health.shutdown();
@@ -214,7 +214,7 @@ async fn liveness_and_startup() {
     let f = fixture().await;
     golden(
         "livez.txt",
-        &answer(&f, ProbeKind::Liveness, None, "", None, Details::Hidden),
+        &answer(&f, ProbeKind::Liveness, None, "", None, Details::Public),
     );
     golden(
         "livez_verbose.txt",
@@ -224,7 +224,7 @@ async fn liveness_and_startup() {
             None,
             "verbose",
             None,
-            Details::Hidden,
+            Details::Public,
         ),
     );
     golden(
@@ -235,7 +235,7 @@ async fn liveness_and_startup() {
             None,
             "",
             HEALTH_JSON,
-            Details::Hidden,
+            Details::Public,
         ),
     );
     golden(
@@ -246,7 +246,7 @@ async fn liveness_and_startup() {
             None,
             "verbose",
             None,
-            Details::Hidden,
+            Details::Public,
         ),
     );
     let booting = Health::builder()
@@ -270,7 +270,7 @@ async fn liveness_and_startup() {
                 check: None,
                 query: &query,
                 format,
-                details: Details::Hidden,
+                details: Details::Public,
             },
             clock(&f),
         );
@@ -281,7 +281,7 @@ async fn liveness_and_startup() {
 #[tokio::test(start_paused = true)]
 async fn single_checks_exclusions_and_errors() {
     let f = fixture().await;
-    let shown = Details::Shown;
+    let shown = Details::Admin;
     golden(
         "readyz_db.txt",
         &answer(&f, ProbeKind::Readiness, Some("db"), "", None, shown),
@@ -332,7 +332,7 @@ async fn no_output_ever_carries_the_password() {
         ProbeKind::Startup,
     ] {
         for accept in [None, JSON, HEALTH_JSON] {
-            for details in [Details::Shown, Details::Hidden] {
+            for details in [Details::Admin, Details::Public] {
                 for query in ["", "verbose"] {
                     let body = answer(&f, probe, None, query, accept, details);
                     assert!(!body.contains("hunter2"), "{body}");
@@ -351,7 +351,7 @@ async fn no_output_ever_carries_the_password() {
         Some("cache"),
         "",
         JSON,
-        Details::Shown,
+        Details::Admin,
     );
     assert!(body.contains("redis://:***@127.0.0.1:6390"), "{body}");
 }

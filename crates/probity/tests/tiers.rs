@@ -69,10 +69,20 @@ async fn a_hard_check_fails_open_for_its_window_then_closed() {
     let status = |h: &Health| h.snapshot().status(ProbeKind::Readiness, Instant::now());
     assert_eq!(status(&health), Status::Warn);
     let snapshot = health.snapshot();
-    let verdict = snapshot.check("jwks").unwrap().verdict(Instant::now());
+    let entry = snapshot
+        .entry(ProbeKind::Readiness, "jwks", Instant::now())
+        .unwrap();
     assert_eq!(
-        verdict.reason.as_deref(),
+        entry
+            .reason(probity::Details::Admin, Instant::now())
+            .as_deref(),
         Some("down (failing open, 9.5s left)")
+    );
+    assert_eq!(
+        entry
+            .reason(probity::Details::Public, Instant::now())
+            .as_deref(),
+        Some("error (failing open, 9.5s left)")
     );
     advance(secs(9.0)).await; // t=10.5
     assert_eq!(status(&health), Status::Warn);

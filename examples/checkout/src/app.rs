@@ -48,7 +48,8 @@ pub fn public_router(state: AppState, health: &Health, details: Details) -> Rout
         .route("/recommendations", get(recommendations))
         .with_state(state)
         .merge(HealthService::new(health.clone()).into_router())
-        .layer(QuietProbesLayer::new(
+        .layer(QuietProbesLayer::for_health(
+            health,
             tower::ServiceBuilder::new()
                 .layer(
                     TraceLayer::new_for_http()

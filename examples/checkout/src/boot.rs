@@ -1,7 +1,8 @@
-//! Boot: connect to the database (retrying with backoff and jitter), migrate, warm up — each a
-//! startup step, each reporting why it waits through `/startupz`.
+//! Boot: warm up, then connect to the database (retrying with backoff and jitter) and migrate
+//! it — each a startup step, each reporting why it waits (`/startupz` for the warm-up, `/readyz`
+//! for the steps that wait on the database).
 //!
-//! Seed 004: twelve replicas restarted at once and retried on the same interval, a
+//! In the restart storm twelve replicas restarted at once and retried on the same interval, a
 //! synchronised herd against a recovering database. Here every attempt waits an exponentially
 //! growing delay (100 ms doubling to 5 s) of which half is random, so replicas spread out.
 
@@ -10,7 +11,7 @@ use crate::db::{self, Database};
 use crate::wiring::{STEP_DATABASE, STEP_MIGRATIONS, STEP_WARMUP};
 use anyhow::{Context, bail};
 use probity::Health;
-use probity::check::format_duration;
+use probity_contract::duration::format as format_duration;
 use std::time::Duration;
 use tokio::time::Instant;
 
@@ -40,18 +41,13 @@ impl Backoff {
 const ATTEMPT_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// Runs the boot steps; returns when the service is started, or the reason it cannot start.
+///
+/// The internal warm-up comes first: it is all `/startupz` waits for. Connecting to the
+/// database and migrating it wait on the database, so they gate readiness only — a database
+/// outage during a rollout leaves the new pod running and out of rotation, saying why, until
+/// the database answers.
 pub async fn run(config: &Config, db: &Database, health: &Health) -> anyhow::Result<()> {
     let started = Instant::now();
-    connect(config, db, health).await?;
-    complete(health, STEP_DATABASE);
-
-    note(health, STEP_MIGRATIONS, "applying the schema".into());
-    db.migrate()
-        .await
-        .map_err(|error| anyhow::anyhow!(probity::redact::redact(&error.to_string()).into_owned()))
-        .context("migrations failed")?;
-    complete(health, STEP_MIGRATIONS);
-
     if !config.boot_delay.is_zero() {
         let until = Instant::now() + config.boot_delay;
         while Instant::now() < until {
@@ -68,6 +64,16 @@ pub async fn run(config: &Config, db: &Database, health: &Health) -> anyhow::Res
         }
     }
     complete(health, STEP_WARMUP);
+
+    connect(config, db, health).await?;
+    complete(health, STEP_DATABASE);
+
+    note(health, STEP_MIGRATIONS, "applying the schema".into());
+    db.migrate()
+        .await
+        .map_err(|error| anyhow::anyhow!(probity::redact::redact(&error.to_string()).into_owned()))
+        .context("migrations failed")?;
+    complete(health, STEP_MIGRATIONS);
     tracing::info!(
         took = %format_duration(round(started.elapsed())),
         "startup complete: ready to serve"

@@ -99,8 +99,35 @@ pub struct Args {
     pub boot_delay: Duration,
 
     /// After SIGTERM, keep serving (readiness failing) this long before closing the listener.
-    #[arg(long, env = "CHECKOUT_DRAIN_DELAY", default_value = "5s", value_name = "DURATION", value_parser = parse_duration)]
-    pub drain_delay: Duration,
+    /// Default: derived from the readiness probe, `--readiness-period` ×
+    /// `--readiness-failure-threshold` + `--lb-reaction`.
+    #[arg(long, env = "CHECKOUT_DRAIN_DELAY", value_name = "DURATION", value_parser = parse_duration)]
+    pub drain_delay: Option<Duration>,
+
+    /// The readiness probe's `periodSeconds`, as the deployment sets it (for the drain delay).
+    #[arg(long, default_value = "5s", value_name = "DURATION", value_parser = parse_duration)]
+    pub readiness_period: Duration,
+
+    /// The readiness probe's `failureThreshold`, as the deployment sets it (for the drain delay).
+    #[arg(long, default_value_t = 2, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub readiness_failure_threshold: u32,
+
+    /// How long the load balancer takes to act once readiness fails (EndpointSlice
+    /// propagation, an external balancer's own checks), for the drain delay.
+    #[arg(long, default_value = "2s", value_name = "DURATION", value_parser = parse_duration)]
+    pub lb_reaction: Duration,
+
+    /// Path of the liveness probe.
+    #[arg(long, default_value = "/livez", value_name = "PATH")]
+    pub liveness_path: String,
+
+    /// Path of the readiness probe.
+    #[arg(long, default_value = "/readyz", value_name = "PATH")]
+    pub readiness_path: String,
+
+    /// Path of the startup probe.
+    #[arg(long, default_value = "/startupz", value_name = "PATH")]
+    pub startup_path: String,
 
     /// After the listener closes, how long in-flight requests may run.
     #[arg(long, default_value = "10s", value_name = "DURATION", value_parser = parse_duration)]
@@ -179,8 +206,16 @@ pub struct Config {
     pub chaos: bool,
     /// Extra warm-up time.
     pub boot_delay: Duration,
-    /// Drain delay.
-    pub drain_delay: Duration,
+    /// Drain delay, when set by hand.
+    pub drain_delay: Option<Duration>,
+    /// The readiness probe's period.
+    pub readiness_period: Duration,
+    /// The readiness probe's failure threshold.
+    pub readiness_failure_threshold: u32,
+    /// The load balancer's reaction.
+    pub lb_reaction: Duration,
+    /// The probe paths.
+    pub paths: probity::ProbePaths,
     /// In-flight deadline.
     pub in_flight_deadline: Duration,
     /// Runtime stall threshold.
@@ -240,6 +275,32 @@ impl Config {
         if args.leak_bound < Duration::from_secs(1) {
             bail!("--leak-bound must be at least 1s: requests hold connections for that long");
         }
+        let paths = probity::ProbePaths::new(
+            args.liveness_path.clone(),
+            args.readiness_path.clone(),
+            args.startup_path.clone(),
+        )
+        .map_err(|error| {
+            let flag = match error.probe {
+                probity::ProbeKind::Liveness => "--liveness-path",
+                probity::ProbeKind::Readiness => "--readiness-path",
+                probity::ProbeKind::Startup => "--startup-path",
+            };
+            anyhow::anyhow!("{flag}: {error}")
+        })?;
+        let api = ["/orders", "/recommendations", "/grpc.health.v1.Health"];
+        for probe in probity::ProbeKind::ALL {
+            let path = paths.get(probe);
+            if api
+                .iter()
+                .any(|route| path == *route || path.starts_with(&format!("{route}/")))
+            {
+                bail!("the {probe} path {path} is one of the API's routes: pick another");
+            }
+        }
+        if args.readiness_period.is_zero() {
+            bail!("--readiness-period must be greater than zero");
+        }
         if args.listen == args.admin_listen && args.listen.port() != 0 {
             bail!(
                 "--listen and --admin-listen are both {}: the admin listener needs its own port",
@@ -260,6 +321,10 @@ impl Config {
             chaos: args.chaos,
             boot_delay: args.boot_delay,
             drain_delay: args.drain_delay,
+            readiness_period: args.readiness_period,
+            readiness_failure_threshold: args.readiness_failure_threshold,
+            lb_reaction: args.lb_reaction,
+            paths,
             in_flight_deadline: args.in_flight_deadline,
             stall_threshold: args.stall_threshold,
             connect_attempts: args.connect_attempts,

@@ -207,6 +207,14 @@ impl Database {
         ))
     }
 
+    /// The dependency's name in the contract: `sqlite` or `postgres`.
+    pub fn dependency(&self) -> &'static str {
+        match &self.pool {
+            Backend::Sqlite(_) => "sqlite",
+            Backend::Postgres(_) => "postgres",
+        }
+    }
+
     /// The pool's configured maximum.
     pub fn max_connections(&self) -> u32 {
         with_pool!(self, pool => pool.options().get_max_connections())

@@ -10,9 +10,9 @@ use crate::{boot, wiring};
 use anyhow::Context;
 use metrics_exporter_prometheus::PrometheusHandle;
 use probity::Health;
-use probity::check::format_duration;
 use probity::render::Details;
 use probity_axum::{ServeConfig, ShutdownReport};
+use probity_contract::duration::format as format_duration;
 use std::net::SocketAddr;
 use std::time::Duration;
 use tokio::net::TcpListener;
@@ -106,9 +106,9 @@ pub async fn run(config: Config, metrics: PrometheusHandle) -> anyhow::Result<()
         recommendations: service.recommendations.clone(),
     };
     let details = if config.public_details {
-        Details::Shown
+        Details::Admin
     } else {
-        Details::Hidden
+        Details::Public
     };
     let public = app::public_router(state, &health, details);
     let chaos = config.chaos.then(|| Chaos::new(service.db.clone()));
@@ -119,11 +119,13 @@ pub async fn run(config: Config, metrics: PrometheusHandle) -> anyhow::Result<()
         admin = %admin_address,
         database = %service.db.describe(),
         chaos = config.chaos,
-        drain_delay = %format_duration(config.drain_delay),
-        "checkout listening; probes: /livez /readyz /startupz, gRPC grpc.health.v1.Health"
+        drain_delay = %format_duration(health.view().drain_delay()),
+        probes = %config.paths,
+        "checkout listening; probes and gRPC grpc.health.v1.Health"
     );
 
-    let mut limits = ServeConfig::default().header_read_timeout(config.header_read_timeout);
+    let mut limits =
+        ServeConfig::for_health(&health.view()).header_read_timeout(config.header_read_timeout);
     if let Some(connections) = config.max_connections {
         limits = limits.max_connections(connections as usize);
     }
@@ -201,7 +203,7 @@ fn log_report(report: &ShutdownReport) {
 fn exit_on_second_signal(health: &Health) {
     let health = health.clone();
     tokio::spawn(async move {
-        health.shutdown_triggered().await;
+        health.view().shutdown_triggered().await;
         // Let the first signal's handler finish with it before listening again.
         tokio::time::sleep(Duration::from_millis(50)).await;
         let interrupt = tokio::signal::ctrl_c();

@@ -1,14 +1,19 @@
-//! The health wiring, as the seeds teach it.
+//! The health wiring.
 //!
-//! - **readiness** (`/readyz`, gRPC `readiness` and `""`): `db`, **hard** — the pool's capacity
-//!   (no connection available fails: seed 000's leak) and the database's reachability, polled
-//!   every 500 ms and failed at once by passive reports from the request handlers; `cache` and
-//!   `recommendations`, **soft** — without them the service degrades, it does not stop;
-//! - **startup** (`/startupz`): `database` (connect, with backoff and jitter), `migrations`,
-//!   `warmup` (`--boot-delay`); readiness fails until all three complete;
+//! - **readiness** (`/readyz`, gRPC `readiness` and `""`): `db`, **hard** — can a request get a
+//!   pooled connection within its budget (a leaked pool fails, a busy one warns), and does the
+//!   database answer; polled every 500 ms and failed at once by passive reports from the request
+//!   handlers; `cache` and `recommendations`, **soft** — without them the service degrades, it
+//!   does not stop; and the boot steps `database` and `migrations`, which wait on the database;
+//! - **startup** (`/startupz`): `warmup` (`--boot-delay`) only. Connecting to the database and
+//!   migrating it gate readiness, never startup: a rollout during a database outage longer
+//!   than the startup probe's budget leaves the new pods running and out of rotation, saying
+//!   why, instead of killing them into a crash loop (the restart storm);
 //! - **liveness** (`/livez`): the runtime-stall watchdog (and deadlock detection with the
 //!   `deadlock` feature) — never a dependency, so a database outage drains the fleet instead
-//!   of restarting it.
+//!   of restarting it;
+//! - **shutdown**: the drain delay is derived from the readiness probe the deployment declares
+//!   (`--readiness-period` × `--readiness-failure-threshold` + `--lb-reaction`), unless set.
 
 use crate::cache::Cache;
 use crate::config::Config;
@@ -52,13 +57,19 @@ pub fn health(
     if let Some(recommendations) = recommendations {
         builder = builder.check(recommendations.check_spec("recommendations"));
     }
+    let database = db.dependency();
     builder = builder
-        .startup_step(STEP_DATABASE)
-        .startup_step(STEP_MIGRATIONS)
+        .paths(config.paths.clone())
+        .dependency_step(STEP_DATABASE, database)
+        .dependency_step(STEP_MIGRATIONS, database)
         .startup_step(STEP_WARMUP)
         .runtime_watchdog(config.stall_threshold)
-        .drain_delay(config.drain_delay)
+        .readiness_probe(config.readiness_period, config.readiness_failure_threshold)
+        .load_balancer_reaction(config.lb_reaction)
         .in_flight_deadline(config.in_flight_deadline);
+    if let Some(delay) = config.drain_delay {
+        builder = builder.drain_delay(delay);
+    }
     #[cfg(feature = "deadlock")]
     {
         builder = builder.deadlock_detection(DEADLOCK_CHECK_EVERY);

@@ -22,7 +22,29 @@ fn prints_the_contract_as_json() {
     );
     let readiness = contract.endpoint(probity::ProbeKind::Readiness).unwrap();
     assert!(readiness.checks.iter().any(|name| name == "db"));
-    assert_eq!(contract.startup.steps, ["database", "migrations", "warmup"]);
+    assert_eq!(readiness.waits_on, ["sqlite"]);
+    let steps: Vec<(&str, Option<&str>)> = contract
+        .startup
+        .steps
+        .iter()
+        .map(|step| (step.name.as_str(), step.waits_on.as_deref()))
+        .collect();
+    assert_eq!(
+        steps,
+        [
+            ("database", Some("sqlite")),
+            ("migrations", Some("sqlite")),
+            ("warmup", None)
+        ]
+    );
+    // The startup probe waits on the internal boot only: a database outage during a rollout
+    // never gets new pods killed.
+    let startup = contract.endpoint(probity::ProbeKind::Startup).unwrap();
+    assert_eq!(startup.checks, ["warmup"]);
+    assert!(startup.waits_on.is_empty() && !startup.checks_dependencies);
+    // The drain delay is derived from the readiness probe: 5 s × 2 + 2 s.
+    assert_eq!(contract.shutdown.drain_delay_ms, 12_000);
+    assert!(contract.shutdown.drain_delay_derivation.is_some());
 
     let (_, with_soft, _) = run_to_exit(
         &[

@@ -17,10 +17,8 @@ async fn liveness_passes_and_readiness_passes_after_startup() {
     assert_eq!((readyz.status, readyz.body.as_str()), (200, "ok\n"));
     let startupz = get(&checkout.url("/startupz?verbose")).await;
     assert_eq!(startupz.status, 200);
-    assert_eq!(
-        startupz.body,
-        "[+]database ok\n[+]migrations ok\n[+]warmup ok\nstartupz check passed\n"
-    );
+    // Connecting to the database and migrating it gate readiness, not startup.
+    assert_eq!(startupz.body, "[+]warmup ok\nstartupz check passed\n");
     let verbose = get(&checkout.url("/livez?verbose")).await;
     assert!(
         verbose.body.contains("[+]runtime_stall ok"),
@@ -33,26 +31,22 @@ async fn liveness_passes_and_readiness_passes_after_startup() {
 async fn readiness_fails_during_the_boot_delay_and_passes_after() {
     let started = Instant::now();
     let checkout = Checkout::start(&["--boot-delay", "3s"]);
-    // The boot connects and migrates first (quickly, but not instantly on a busy machine),
-    // then warms up for 3 s: readiness fails throughout, naming what is pending.
-    poll_until(
-        Duration::from_secs(30),
-        "/readyz pending on the warm-up alone",
-        || async {
-            let readyz = get(&checkout.url("/readyz")).await;
-            assert_eq!(readyz.status, 503, "{}", readyz.body);
-            assert!(
-                readyz.body.contains("[-]startup failed: pending: "),
-                "{}",
-                readyz.body
-            );
-            readyz
-                .body
-                .contains("[-]startup failed: pending: warmup\n")
-                .then_some(())
-        },
-    )
-    .await;
+    // The boot warms up for 3 s first, then connects and migrates: readiness fails
+    // throughout, naming what is pending.
+    let readyz = get(&checkout.url("/readyz")).await;
+    assert_eq!(readyz.status, 503, "{}", readyz.body);
+    assert!(
+        readyz.body.contains("[-]startup failed: pending: warmup\n"),
+        "{}",
+        readyz.body
+    );
+    assert!(
+        readyz
+            .body
+            .contains("[-]database failed: pending: waits on sqlite\n"),
+        "{}",
+        readyz.body
+    );
     let startupz = get(&checkout.admin_url("/startupz")).await;
     assert_eq!(startupz.status, 503);
     assert!(
@@ -82,7 +76,9 @@ async fn every_format_and_query_shape() {
         Some("text/plain; charset=utf-8")
     );
     assert!(
-        verbose.body.contains("[+]startup ok\n[+]db ok\n"),
+        verbose
+            .body
+            .contains("[+]startup ok\n[+]database ok\n[+]migrations ok\n[+]db ok\n"),
         "{}",
         verbose.body
     );
@@ -98,7 +94,8 @@ async fn every_format_and_query_shape() {
     );
     let both = get(&format!("{readyz}?exclude=db&exclude=startup&verbose")).await;
     assert!(
-        both.body.contains("[ ]startup excluded\n[ ]db excluded\n"),
+        both.body
+            .contains("[ ]startup excluded\n[+]database ok\n[+]migrations ok\n[ ]db excluded\n"),
         "{}",
         both.body
     );
@@ -134,7 +131,7 @@ async fn every_format_and_query_shape() {
     assert_eq!((single.status, single.body.as_str()), (200, "ok\n"));
     let single_verbose = get(&checkout.url("/readyz/db?verbose")).await;
     assert_eq!(single_verbose.body, "[+]db ok\n");
-    let step = get(&checkout.url("/startupz/migrations")).await;
+    let step = get(&checkout.url("/startupz/warmup")).await;
     assert_eq!((step.status, step.body.as_str()), (200, "ok\n"));
     let condition = get(&checkout.url("/livez/runtime_stall")).await;
     assert_eq!((condition.status, condition.body.as_str()), (200, "ok\n"));
@@ -155,7 +152,7 @@ async fn unknown_checks_are_404_and_malformed_queries_are_400() {
     assert_eq!(missing.status, 404);
     assert_eq!(
         missing.body,
-        "no check `payments` in /readyz\nknown: shutdown, startup, liveness, db\n"
+        "no check `payments` in /readyz\nknown: shutdown, startup, liveness, database, migrations, db\n"
     );
     let missing_json = get_accept(&checkout.url("/livez/payments"), "application/json").await;
     assert_eq!(missing_json.status, 404);
@@ -202,7 +199,7 @@ async fn details_are_withheld_publicly_and_shown_on_the_admin_listener() {
     .await;
     assert_eq!(
         public.body,
-        "[-]db failed: reason withheld\nreadyz check failed\n"
+        "[-]db failed: exhausted\nreadyz check failed\n"
     );
     let admin = get(&checkout.admin_url("/readyz")).await;
     assert_eq!(admin.status, 503);

@@ -60,9 +60,9 @@ pub async fn silent_listener() -> SocketAddr {
 }
 
 /// One poll exactly as probity's poller runs it: cut at `timeout` (recorded as `timed out
-/// after …`), with the deadline a check can read from `probity::check::deadline`.
+/// after …`), with the deadline a check can read from `probity::poll_deadline`.
 pub async fn poll(check: &impl Check, timeout: Duration) -> CheckResult {
-    probity::poller::poll_once(check, timeout).await
+    probity::poll_once(check, timeout).await
 }
 
 /// The message of a poll that must have failed.

@@ -89,7 +89,9 @@ pub(super) fn import(
         let internal = match condition.kind {
             LivenessKind::RuntimeStall => InternalKind::RuntimeStall,
             LivenessKind::Deadlock => InternalKind::Deadlock,
-            LivenessKind::AppState => InternalKind::AppState,
+            // A worker's heartbeat fails only on a fault inside the process, as a declared
+            // state does.
+            LivenessKind::AppState | LivenessKind::Heartbeat => InternalKind::AppState,
         };
         checks.insert(
             condition.name.clone(),
@@ -104,9 +106,9 @@ pub(super) fn import(
         );
     }
     for step in &contract.startup.steps {
-        checks.entry(step.clone()).or_insert_with(|| {
+        checks.entry(step.name.clone()).or_insert_with(|| {
             (
-                format!("app.contract: startup.steps.{step}"),
+                format!("app.contract: startup.steps.{}", step.name),
                 CheckFile {
                     internal: Some(InternalKind::Boot),
                     ..CheckFile::default()

@@ -1,64 +1,23 @@
-//! How a check's result turns into a status: tiers and thresholds.
-
-use serde::{Deserialize, Serialize};
-use std::fmt;
-
-/// How much a check matters to readiness.
-///
-/// The tier decides what a failing check does to the overall readiness status:
-///
-/// | tier | check failing | overall status | HTTP |
-/// |---|---|---|---|
-/// | [`Tier::Hard`] | the instance cannot serve a request without it | `fail` | 503 |
-/// | [`Tier::Soft`] | the instance serves a degraded response without it | `warn` | 200 |
-/// | [`Tier::Info`] | reported for operators, never affects status | `pass` | 200 |
-///
-/// A hard check is fail-closed; a soft check is fail-open. A hard check may fail open for a
-/// bounded window first (see [`crate::CheckSpec::fail_open_for`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Tier {
-    /// Required to serve: failing makes readiness fail.
-    Hard,
-    /// Degradable: failing makes readiness `warn`, still 200.
-    Soft,
-    /// Best effort: reported, never changes the status.
-    Info,
-}
-
-impl Tier {
-    /// The lowercase name used in every output format.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Tier::Hard => "hard",
-            Tier::Soft => "soft",
-            Tier::Info => "info",
-        }
-    }
-}
-
-impl fmt::Display for Tier {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
+//! A check's specification: its tier, cadence, timeout, thresholds and staleness bound.
 
 use crate::check::{Check, Timing};
+use probity_contract::Tier;
 use std::sync::Arc;
 use std::time::Duration;
 
-/// Poll interval used when neither the spec nor the check sets one (seed 003's database poller).
-pub const DEFAULT_INTERVAL: Duration = Duration::from_secs(5);
-/// Poll timeout used when neither the spec nor the check sets one (seed 003's database poller).
-pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(2);
-/// Consecutive successes needed to turn healthy again (seed 003: "healthy_threshold=3").
-pub const DEFAULT_RISE: u32 = 3;
+/// Poll interval used when neither the spec nor the check sets one (the database poller of the
+/// deep-check incident's fix).
+pub(crate) const DEFAULT_INTERVAL: Duration = Duration::from_secs(5);
+/// Poll timeout used when neither the spec nor the check sets one.
+pub(crate) const DEFAULT_TIMEOUT: Duration = Duration::from_secs(2);
+/// Consecutive successes needed to turn healthy again ("healthy_threshold=3").
+pub(crate) const DEFAULT_RISE: u32 = 3;
 /// Consecutive failures needed to turn unhealthy, for a check that does not suggest its own
-/// ([`Check::default_fall`]): fall fast, as the hysteresis rule teaches ("unhealthy_threshold=1").
-/// The built-in network checks suggest 2.
-pub const DEFAULT_FALL: u32 = 1;
+/// ([`Check::default_fall`]): fall fast ("unhealthy_threshold=1"). The built-in network checks
+/// suggest 2.
+pub(crate) const DEFAULT_FALL: u32 = 1;
 /// Consecutive real failures reported by application code that fail a check at once.
-pub const DEFAULT_PASSIVE_FAILURES: u32 = 5;
+pub(crate) const DEFAULT_PASSIVE_FAILURES: u32 = 5;
 
 /// A readiness check with its policy: tier, cadence, timeout, thresholds.
 ///
@@ -179,7 +138,8 @@ impl CheckSpec {
     }
 
     /// For a hard check: once it turns unhealthy, report `warn` (fail open) for this long, then
-    /// `fail` (fail closed). Seed 003's JWKS case: keep serving on cached keys for a bounded time.
+    /// `fail` (fail closed). The identity provider's case: keep validating tokens with cached
+    /// keys for a bounded time.
     pub fn fail_open_for(mut self, window: Duration) -> Self {
         self.fail_open_for = Some(window);
         self
@@ -193,7 +153,7 @@ impl CheckSpec {
         self
     }
 
-    /// Consecutive failures reported through [`crate::Health::report`] that fail the check at
+    /// Consecutive failures reported through a [`crate::Reporter`] that fail the check at
     /// once and trigger an immediate re-poll (default 5).
     pub fn passive_failures(mut self, threshold: u32) -> Self {
         self.passive_failures = threshold;

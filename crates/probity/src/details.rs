@@ -1,0 +1,168 @@
+//! One details policy for every reason a probe gives: checks, startup steps, liveness
+//! conditions and the readiness gates.
+//!
+//! Every reason is redacted of credentials before it is stored (see [`crate::redact`]). What a
+//! caller then sees depends on where it asks:
+//!
+//! - [`Details::Public`] (the default, for a listener clients reach): a failing entry shows its
+//!   name and a short class of failure — `timeout`, `refused`, `unreachable`, `exhausted`,
+//!   `rejected`, `unavailable`, `error`, `busy`, `stalled`, `deadlocked`, `declared broken` —
+//!   and the timing facts the service itself owns (`stale: last result 4s ago (bound 3s)`,
+//!   `recovering: 1 of 3 successes`, `shutting down (2s ago)`). Never a host, a database name or
+//!   a driver's text;
+//! - [`Details::Admin`] (for a listener only operators reach, or a service that opts in): the
+//!   full reason, as the check, step or watcher wrote it.
+
+use crate::check::{FailureKind, human};
+use crate::snapshot::{ConditionFailure, Entry};
+use probity_contract::verdict::{Cause, Gate, Subject};
+use std::borrow::Cow;
+use tokio::time::Instant;
+
+/// How much of each reason is shown.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Details {
+    /// Names and classes of failure only: what a public listener shows.
+    #[default]
+    Public,
+    /// Full reasons: for a listener only operators reach.
+    Admin,
+}
+
+impl Entry<'_> {
+    /// Why the entry is not passing, as `details` allows; `None` when it passes (a passing
+    /// check with a warning says why it warns).
+    pub fn reason(&self, details: Details, now: Instant) -> Option<Cow<'_, str>> {
+        match self.subject {
+            Subject::Gate(gate) => self.gate_reason(gate, details, now),
+            Subject::Check(_) => self.check_reason(details),
+            Subject::Step(_) => {
+                let step = self.step()?;
+                if step.is_complete() {
+                    return None;
+                }
+                Some(match (details, step.note()) {
+                    (Details::Admin, Some(note)) => Cow::Owned(format!("pending: {note}")),
+                    _ => match step.waits_on() {
+                        Some(dependency) => Cow::Owned(format!("pending: waits on {dependency}")),
+                        None => Cow::Borrowed("pending"),
+                    },
+                })
+            }
+            Subject::Condition(_) => {
+                let failure = self.condition()?.failure()?;
+                Some(condition_reason(failure, details, now))
+            }
+        }
+    }
+
+    fn gate_reason(&self, gate: Gate, details: Details, now: Instant) -> Option<Cow<'_, str>> {
+        let snapshot = self.snapshot;
+        match gate {
+            Gate::Shutdown => {
+                let since = snapshot.shutting_down_since()?;
+                Some(Cow::Owned(format!(
+                    "shutting down ({} ago)",
+                    human(now.saturating_duration_since(since))
+                )))
+            }
+            Gate::Startup => {
+                let pending: Vec<&str> = snapshot
+                    .steps()
+                    .iter()
+                    .filter(|step| !step.is_complete() && step.waits_on().is_none())
+                    .map(|step| step.name())
+                    .collect();
+                (!pending.is_empty())
+                    .then(|| Cow::Owned(format!("pending: {}", pending.join(", "))))
+            }
+            Gate::Liveness => {
+                let failing: Vec<String> = snapshot
+                    .conditions()
+                    .iter()
+                    .filter_map(|condition| {
+                        let failure = condition.failure()?;
+                        let reason = condition_reason(failure, details, now);
+                        // Stall and deadlock reasons name themselves; a declared state's reason
+                        // is the application's own.
+                        Some(match failure {
+                            ConditionFailure::Declared(_) => {
+                                format!("{}: {reason}", condition.name())
+                            }
+                            _ => reason.into_owned(),
+                        })
+                    })
+                    .collect();
+                (!failing.is_empty()).then(|| Cow::Owned(failing.join("; ")))
+            }
+        }
+    }
+
+    fn check_reason(&self, details: Details) -> Option<Cow<'_, str>> {
+        let check = self.check()?;
+        let verdict = self.verdict?;
+        let last = check.last();
+        let reason: Cow<'_, str> = match verdict.cause {
+            Cause::Passing => return None,
+            Cause::Warning => {
+                let warning = last
+                    .and_then(|last| last.warning.as_deref())
+                    .unwrap_or("busy");
+                match details {
+                    Details::Admin => Cow::Borrowed(warning),
+                    Details::Public if warning.starts_with("busy") => Cow::Borrowed("busy"),
+                    Details::Public => Cow::Borrowed("warning"),
+                }
+            }
+            Cause::NoResult => Cow::Borrowed("no result yet"),
+            Cause::Stale { age, bound } => Cow::Owned(format!(
+                "stale: last result {} ago (bound {})",
+                human(age),
+                human(bound)
+            )),
+            Cause::Recovering { successes, rise } => {
+                Cow::Owned(format!("recovering: {successes} of {rise} successes"))
+            }
+            Cause::Failed => match details {
+                Details::Admin => Cow::Borrowed(
+                    last.and_then(|last| last.message.as_deref())
+                        .unwrap_or("failed"),
+                ),
+                Details::Public => Cow::Borrowed(
+                    last.and_then(|last| last.kind)
+                        .unwrap_or(FailureKind::Error)
+                        .as_str(),
+                ),
+            },
+        };
+        Some(match verdict.failing_open {
+            Some(left) => Cow::Owned(format!("{reason} (failing open, {} left)", human(left))),
+            None => reason,
+        })
+    }
+}
+
+fn condition_reason(
+    failure: &ConditionFailure,
+    details: Details,
+    now: Instant,
+) -> Cow<'static, str> {
+    match (failure, details) {
+        (
+            ConditionFailure::Stalled {
+                last_beat,
+                threshold,
+            },
+            _,
+        ) => Cow::Owned(format!(
+            "runtime stalled: no heartbeat for {} (threshold {})",
+            human(now.saturating_duration_since(*last_beat)),
+            human(*threshold)
+        )),
+        (ConditionFailure::Deadlock { cycles, threads }, _) => Cow::Owned(format!(
+            "deadlock: {cycles} cycle(s) between {threads} threads"
+        )),
+        (ConditionFailure::Declared(reason), Details::Admin) => Cow::Owned(reason.clone()),
+        (ConditionFailure::Declared(_), Details::Public) => Cow::Borrowed("declared broken"),
+    }
+}

@@ -1,0 +1,780 @@
+//! A service's health: the handle the service keeps (it reports, completes boot steps, shuts
+//! down) and the builder that declares everything once, validated.
+
+use crate::liveness::{self, Watchdog, Watched};
+use crate::passive::Reporter;
+use crate::paths::ProbePaths;
+use crate::snapshot::Snapshot;
+use crate::spec::CheckSpec;
+use crate::store::{Cell, ConditionSpec, Observation, ShutdownPlan, StepSpec, Store};
+use crate::view::HealthView;
+use parking_lot::Mutex;
+use probity_contract::Tier;
+use probity_contract::contract::LivenessKind;
+use probity_contract::verdict::Gate;
+use std::fmt;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::time::Duration;
+use tokio::sync::Notify;
+use tokio::time::Instant;
+
+/// Longest a name may be (the DNS label limit, so names fit gRPC service names and labels).
+const MAX_NAME_LEN: usize = 63;
+
+/// Why a registry could not be built. Every variant names the check (or step) and the field.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum BuildError {
+    /// A name is empty, too long, has characters outside `[a-z0-9_.-]`, or is reserved.
+    #[error("invalid name `{name}`: {reason}")]
+    InvalidName {
+        /// The offending name.
+        name: String,
+        /// What is wrong with it.
+        reason: &'static str,
+    },
+    /// Two checks, steps or conditions share a name.
+    #[error(
+        "duplicate name `{name}`: names must be unique across checks, startup steps and liveness conditions"
+    )]
+    DuplicateName {
+        /// The repeated name.
+        name: String,
+    },
+    /// A duration or count is zero where it must be positive.
+    #[error("check `{check}`: {field} must be greater than zero")]
+    Zero {
+        /// The check.
+        check: String,
+        /// The field (`interval`, `timeout`, `rise`, `fall`, `passive_failures`).
+        field: &'static str,
+    },
+    /// The declared readiness probe cannot be a Kubernetes probe.
+    #[error("readiness probe: {field} must be greater than zero")]
+    ReadinessProbe {
+        /// The field (`period` or `failure_threshold`).
+        field: &'static str,
+    },
+    /// The timeout is not shorter than the interval, so polls would pile up.
+    #[error(
+        "check `{check}`: timeout ({timeout:?}) must be shorter than interval ({interval:?}), or polls pile up behind a slow dependency"
+    )]
+    TimeoutNotBelowInterval {
+        /// The check.
+        check: String,
+        /// The configured timeout.
+        timeout: Duration,
+        /// The configured interval.
+        interval: Duration,
+    },
+    /// The staleness bound is below the interval, so every result would go stale between polls.
+    #[error(
+        "check `{check}`: staleness ({staleness:?}) must be at least the interval ({interval:?})"
+    )]
+    StalenessBelowInterval {
+        /// The check.
+        check: String,
+        /// The configured bound.
+        staleness: Duration,
+        /// The interval.
+        interval: Duration,
+    },
+    /// Jitter must be below the interval.
+    #[error(
+        "check `{check}`: jitter ({jitter:?}) must be shorter than the interval ({interval:?})"
+    )]
+    JitterNotBelowInterval {
+        /// The check.
+        check: String,
+        /// The configured jitter.
+        jitter: Duration,
+        /// The interval.
+        interval: Duration,
+    },
+    /// `fail_open_for` set on a check that is not hard (soft checks always fail open).
+    #[error(
+        "check `{check}`: fail_open_for applies to hard checks only (a {tier} check never fails readiness)"
+    )]
+    FailOpenOnNonHard {
+        /// The check.
+        check: String,
+        /// Its tier.
+        tier: Tier,
+    },
+}
+
+impl BuildError {
+    /// The check, step or condition the error is about (empty for the readiness probe).
+    pub fn check(&self) -> &str {
+        match self {
+            BuildError::InvalidName { name, .. } | BuildError::DuplicateName { name } => name,
+            BuildError::Zero { check, .. }
+            | BuildError::TimeoutNotBelowInterval { check, .. }
+            | BuildError::StalenessBelowInterval { check, .. }
+            | BuildError::JitterNotBelowInterval { check, .. }
+            | BuildError::FailOpenOnNonHard { check, .. } => check,
+            BuildError::ReadinessProbe { .. } => "",
+        }
+    }
+
+    /// The field the error is about.
+    pub fn field(&self) -> &'static str {
+        match self {
+            BuildError::InvalidName { .. } | BuildError::DuplicateName { .. } => "name",
+            BuildError::Zero { field, .. } | BuildError::ReadinessProbe { field } => field,
+            BuildError::TimeoutNotBelowInterval { .. } => "timeout",
+            BuildError::StalenessBelowInterval { .. } => "staleness",
+            BuildError::JitterNotBelowInterval { .. } => "jitter",
+            BuildError::FailOpenOnNonHard { .. } => "fail_open_for",
+        }
+    }
+}
+
+/// Why the pollers could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    /// `start` was called outside a tokio runtime.
+    #[error("no tokio runtime: call start() from within a tokio runtime")]
+    NoRuntime,
+    /// The watchdog thread could not be spawned.
+    #[error("could not spawn the watchdog thread: {0}")]
+    Thread(#[from] std::io::Error),
+}
+
+/// A check or step named in a call was never declared.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown {kind} `{name}` (declared: {known})")]
+pub struct UnknownName {
+    /// `check` or `startup step`.
+    pub kind: &'static str,
+    /// The name asked for.
+    pub name: String,
+    /// The declared names, comma-separated.
+    pub known: String,
+}
+
+fn validate_name(name: &str) -> Result<(), BuildError> {
+    let invalid = |reason| BuildError::InvalidName {
+        name: name.to_owned(),
+        reason,
+    };
+    if name.is_empty() {
+        return Err(invalid("names must not be empty"));
+    }
+    if name.len() > MAX_NAME_LEN {
+        return Err(invalid("names must be at most 63 characters"));
+    }
+    if !name
+        .chars()
+        .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || matches!(c, '_' | '-' | '.'))
+    {
+        return Err(invalid(
+            "names may hold only lowercase letters, digits, '_', '-' and '.'",
+        ));
+    }
+    if !name.starts_with(|c: char| c.is_ascii_alphanumeric()) {
+        return Err(invalid("names must start with a letter or digit"));
+    }
+    let reserved = [
+        Gate::Shutdown.name(),
+        Gate::Startup.name(),
+        Gate::Liveness.name(),
+        "readiness",
+        "runtime_stall",
+        "deadlock",
+        "app_state",
+    ];
+    if reserved.contains(&name) {
+        return Err(invalid(
+            "the name is reserved for a built-in gate or condition",
+        ));
+    }
+    Ok(())
+}
+
+/// Builds a [`Health`].
+///
+/// ```
+/// use probity::{CheckSpec, Detail, Health, Tier};
+/// use std::time::Duration;
+///
+/// let health = Health::builder()
+///     .service("checkout")
+///     .check(
+///         CheckSpec::new("db", Tier::Hard, || async { Ok(Detail::new()) })
+///             .interval(Duration::from_secs(1))
+///             .timeout(Duration::from_millis(500)),
+///     )
+///     .dependency_step("database", "postgres") // gates readiness, not startup
+///     .startup_step("warmup")
+///     .runtime_watchdog(Duration::from_secs(5))
+///     .readiness_probe(Duration::from_secs(5), 2) // drain delay: 5 s × 2 + 2 s
+///     .build()?;
+/// assert_eq!(health.view().drain_delay(), Duration::from_secs(12));
+/// # Ok::<(), probity::BuildError>(())
+/// ```
+#[derive(Debug, Default)]
+pub struct HealthBuilder {
+    service: Option<String>,
+    paths: ProbePaths,
+    checks: Vec<CheckSpec>,
+    steps: Vec<(String, Option<String>)>,
+    watchdog: Option<Duration>,
+    deadlock_interval: Option<Duration>,
+    drain_delay: Option<Duration>,
+    readiness_probe: Option<(Duration, u32)>,
+    load_balancer_reaction: Option<Duration>,
+    in_flight_deadline: Option<Duration>,
+    expected_boot: Option<Duration>,
+}
+
+impl HealthBuilder {
+    /// Names the service (shown in the contract and the JSON outputs).
+    pub fn service(mut self, name: impl Into<String>) -> Self {
+        self.service = Some(name.into());
+        self
+    }
+
+    /// Where the probes are served (default `/livez`, `/readyz`, `/startupz`).
+    pub fn paths(mut self, paths: ProbePaths) -> Self {
+        self.paths = paths;
+        self
+    }
+
+    /// Adds a readiness check. There is no way to add a check to liveness: a restart does not
+    /// fix someone else's outage.
+    pub fn check(mut self, spec: CheckSpec) -> Self {
+        self.checks.push(spec);
+        self
+    }
+
+    /// Declares an internal boot step (cache warm-up, config load, a model to load):
+    /// `/startupz` and `/readyz` fail, naming it, until it is completed with
+    /// [`Health::complete_step`].
+    pub fn startup_step(mut self, name: impl Into<String>) -> Self {
+        self.steps.push((name.into(), None));
+        self
+    }
+
+    /// Declares a boot step that waits on an external system — connecting to the database,
+    /// migrating it. It gates `/readyz` only: `/startupz` passes once the internal boot is
+    /// done, so an outage during a rollout never gets new pods killed and crash-looping.
+    pub fn dependency_step(
+        mut self,
+        name: impl Into<String>,
+        dependency: impl Into<String>,
+    ) -> Self {
+        self.steps.push((name.into(), Some(dependency.into())));
+        self
+    }
+
+    /// Declares how long a boot may take at worst, for the contract (the linter compares it
+    /// with the startup probe's budget).
+    pub fn expected_boot(mut self, duration: Duration) -> Self {
+        self.expected_boot = Some(duration);
+        self
+    }
+
+    /// Watches the async runtime for stalls: liveness fails when the heartbeat task has not run
+    /// for `threshold` (the restart storm's fix used 5 s).
+    pub fn runtime_watchdog(mut self, threshold: Duration) -> Self {
+        self.watchdog = Some(threshold);
+        self
+    }
+
+    /// Runs `parking_lot`'s deadlock detection every `every` from the watchdog thread; a cycle
+    /// fails liveness for good. Needs the `deadlock` cargo feature, which also makes every
+    /// `parking_lot` lock in the process record what it holds (about 2.5 ns per lock).
+    #[cfg(feature = "deadlock")]
+    pub fn deadlock_detection(mut self, every: Duration) -> Self {
+        self.deadlock_interval = Some(every);
+        self
+    }
+
+    /// Declares the readiness probe that watches this service (its `periodSeconds` and
+    /// `failureThreshold`): the drain delay is derived from it, unless set with
+    /// [`HealthBuilder::drain_delay`].
+    pub fn readiness_probe(mut self, period: Duration, failure_threshold: u32) -> Self {
+        self.readiness_probe = Some((period, failure_threshold));
+        self
+    }
+
+    /// How long the load balancer takes to act once readiness has failed (EndpointSlice
+    /// propagation, an external balancer's own checks); default 2 s. Part of the derived drain
+    /// delay.
+    pub fn load_balancer_reaction(mut self, reaction: Duration) -> Self {
+        self.load_balancer_reaction = Some(reaction);
+        self
+    }
+
+    /// Sets the drain delay by hand, overriding the derivation from the readiness probe.
+    pub fn drain_delay(mut self, delay: Duration) -> Self {
+        self.drain_delay = Some(delay);
+        self
+    }
+
+    /// How long in-flight requests may run after the listener closes (default 10 s).
+    pub fn in_flight_deadline(mut self, deadline: Duration) -> Self {
+        self.in_flight_deadline = Some(deadline);
+        self
+    }
+
+    /// Validates everything and builds the registry. Nothing runs until [`Health::start`].
+    pub fn build(self) -> Result<Health, BuildError> {
+        let mut names: Vec<&str> = Vec::new();
+        for name in self
+            .checks
+            .iter()
+            .map(|spec| spec.name.as_str())
+            .chain(self.steps.iter().map(|(name, _)| name.as_str()))
+        {
+            validate_name(name)?;
+            if names.contains(&name) {
+                return Err(BuildError::DuplicateName {
+                    name: name.to_owned(),
+                });
+            }
+            names.push(name);
+        }
+        for spec in &self.checks {
+            validate_spec(spec)?;
+        }
+        if let Some((period, threshold)) = self.readiness_probe {
+            if period.is_zero() {
+                return Err(BuildError::ReadinessProbe { field: "period" });
+            }
+            if threshold == 0 {
+                return Err(BuildError::ReadinessProbe {
+                    field: "failure_threshold",
+                });
+            }
+        }
+
+        let mut conditions = Vec::new();
+        let mut watched = Watched {
+            stall: None,
+            deadlock: None,
+        };
+        if let Some(threshold) = self.watchdog {
+            watched.stall = Some(conditions.len());
+            conditions.push(ConditionSpec {
+                name: "runtime_stall".into(),
+                kind: LivenessKind::RuntimeStall,
+                threshold: Some(threshold),
+            });
+        }
+        if let Some(every) = self.deadlock_interval {
+            watched.deadlock = Some((conditions.len(), every));
+            conditions.push(ConditionSpec {
+                name: "deadlock".into(),
+                kind: LivenessKind::Deadlock,
+                threshold: None,
+            });
+        }
+        let app_state = conditions.len();
+        conditions.push(ConditionSpec {
+            name: "app_state".into(),
+            kind: LivenessKind::AppState,
+            threshold: None,
+        });
+
+        let cells = self.checks.into_iter().map(cell_of).collect();
+        let steps = self
+            .steps
+            .into_iter()
+            .map(|(name, waits_on)| StepSpec {
+                name: name.into(),
+                waits_on: waits_on.map(Into::into),
+            })
+            .collect();
+        let (drain_delay, derivation) = match (self.drain_delay, self.readiness_probe) {
+            (Some(delay), _) => (delay, None),
+            (None, Some((period, threshold))) => {
+                let (delay, derivation) = crate::shutdown::derive(
+                    period,
+                    threshold,
+                    self.load_balancer_reaction
+                        .unwrap_or(crate::shutdown::DEFAULT_LOAD_BALANCER_REACTION),
+                );
+                (delay, Some(derivation))
+            }
+            (None, None) => (crate::shutdown::DEFAULT_DRAIN_DELAY, None),
+        };
+        let shutdown = ShutdownPlan {
+            drain_delay,
+            derivation,
+            in_flight_deadline: self
+                .in_flight_deadline
+                .unwrap_or(crate::shutdown::DEFAULT_IN_FLIGHT_DEADLINE),
+        };
+        let store = Store::new(
+            self.service.map(Into::into),
+            self.paths,
+            cells,
+            steps,
+            conditions,
+            shutdown,
+            self.expected_boot,
+        );
+        Ok(Health {
+            store: Arc::new(store),
+            runtime: Arc::new(Runtime {
+                watchdog_threshold: self.watchdog,
+                watched,
+                app_state,
+                tasks: Mutex::new(Vec::new()),
+                started: AtomicBool::new(false),
+                stop_watch: Arc::new(AtomicBool::new(false)),
+            }),
+        })
+    }
+}
+
+fn cell_of(spec: CheckSpec) -> Cell {
+    let timing = spec.resolved_timing();
+    Cell {
+        name: spec.name.as_str().into(),
+        tier: spec.tier,
+        dependency: spec.resolved_dependency().map(Into::into),
+        interval: timing.interval,
+        timeout: timing.timeout,
+        jitter: spec.jitter.unwrap_or(timing.interval / 10),
+        staleness: spec.staleness.unwrap_or(timing.interval * 3),
+        rise: spec.rise,
+        fall: spec.resolved_fall(),
+        boot_requires_rise: spec.boot_requires_rise,
+        passive_failures: spec.passive_failures,
+        fail_open_for: spec.fail_open_for,
+        check: spec.check,
+        wake: Arc::new(Notify::new()),
+        boot_repoll: Arc::new(AtomicBool::new(false)),
+        passive_run: AtomicU32::new(0),
+    }
+}
+
+fn validate_spec(spec: &CheckSpec) -> Result<(), BuildError> {
+    let check = || spec.name.clone();
+    let timing = spec.resolved_timing();
+    let zero = |field| BuildError::Zero {
+        check: check(),
+        field,
+    };
+    if timing.interval.is_zero() {
+        return Err(zero("interval"));
+    }
+    if timing.timeout.is_zero() {
+        return Err(zero("timeout"));
+    }
+    if timing.timeout >= timing.interval {
+        return Err(BuildError::TimeoutNotBelowInterval {
+            check: check(),
+            timeout: timing.timeout,
+            interval: timing.interval,
+        });
+    }
+    if spec.rise == 0 {
+        return Err(zero("rise"));
+    }
+    if spec.resolved_fall() == 0 {
+        return Err(zero("fall"));
+    }
+    if spec.passive_failures == 0 {
+        return Err(zero("passive_failures"));
+    }
+    if let Some(staleness) = spec.staleness
+        && staleness < timing.interval
+    {
+        return Err(BuildError::StalenessBelowInterval {
+            check: check(),
+            staleness,
+            interval: timing.interval,
+        });
+    }
+    if let Some(jitter) = spec.jitter
+        && jitter >= timing.interval
+    {
+        return Err(BuildError::JitterNotBelowInterval {
+            check: check(),
+            jitter,
+            interval: timing.interval,
+        });
+    }
+    if spec.fail_open_for.is_some() && spec.tier != Tier::Hard {
+        return Err(BuildError::FailOpenOnNonHard {
+            check: check(),
+            tier: spec.tier,
+        });
+    }
+    Ok(())
+}
+
+/// What runs once started: the watched conditions, the tasks and the watcher thread.
+struct Runtime {
+    watchdog_threshold: Option<Duration>,
+    watched: Watched,
+    app_state: usize,
+    tasks: Mutex<Vec<Task>>,
+    started: AtomicBool,
+    stop_watch: Arc<AtomicBool>,
+}
+
+enum Task {
+    Async(tokio::task::JoinHandle<()>),
+    Thread(std::thread::JoinHandle<()>),
+}
+
+/// A service's health: its checks, startup steps, liveness conditions and shutdown state — the
+/// handle the service keeps. It is the writer: it reports real outcomes, completes boot
+/// steps, declares the process broken, and shuts down. Surfaces read through a
+/// [`HealthView`] ([`Health::view`]).
+///
+/// Cheap to clone (two `Arc`s); every clone sees the same state. Build one with
+/// [`Health::builder`] and call [`Health::start`] inside a tokio runtime.
+#[derive(Clone)]
+pub struct Health {
+    store: Arc<Store>,
+    runtime: Arc<Runtime>,
+}
+
+impl fmt::Debug for Health {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Health")
+            .field("service", &self.store.service)
+            .field(
+                "checks",
+                &self
+                    .store
+                    .cells
+                    .iter()
+                    .map(|cell| &cell.name)
+                    .collect::<Vec<_>>(),
+            )
+            .field("drain_delay", &self.store.shutdown.drain_delay)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Health {
+    /// Starts declaring a service's health.
+    pub fn builder() -> HealthBuilder {
+        HealthBuilder::default()
+    }
+
+    /// Starts one poller per check (each polls at once, then on its own jittered cadence), the
+    /// runtime heartbeat and the watchdog thread. Calling it again does nothing.
+    pub fn start(&self) -> Result<(), StartError> {
+        if tokio::runtime::Handle::try_current().is_err() {
+            return Err(StartError::NoRuntime);
+        }
+        if self.runtime.started.swap(true, Ordering::AcqRel) {
+            return Ok(());
+        }
+        let mut tasks = Vec::new();
+        for index in 0..self.store.cells.len() {
+            tasks.push(Task::Async(crate::poller::spawn(&self.store, index)));
+        }
+        let watchdog = self
+            .runtime
+            .watchdog_threshold
+            .map(|threshold| Arc::new(Watchdog::new(threshold)));
+        let (heartbeat, thread) = liveness::start(
+            &self.store,
+            watchdog,
+            self.runtime.watched,
+            self.runtime.stop_watch.clone(),
+        )?;
+        tasks.extend(heartbeat.map(Task::Async));
+        tasks.extend(thread.map(Task::Thread));
+        self.runtime.tasks.lock().extend(tasks);
+        Ok(())
+    }
+
+    /// Stops the pollers, the heartbeat and the watchdog thread. The last snapshot stays
+    /// readable (and goes stale).
+    pub fn stop(&self) {
+        self.runtime.stop_watch.store(true, Ordering::Release);
+        for task in self.runtime.tasks.lock().drain(..) {
+            match task {
+                Task::Async(handle) => handle.abort(),
+                Task::Thread(handle) => handle.thread().unpark(),
+            }
+        }
+        self.runtime.started.store(false, Ordering::Release);
+    }
+
+    /// The reader's handle, for the probe surfaces.
+    pub fn view(&self) -> HealthView {
+        HealthView {
+            store: self.store.clone(),
+        }
+    }
+
+    /// The current snapshot (what [`HealthView::snapshot`] reads).
+    pub fn snapshot(&self) -> Arc<Snapshot> {
+        self.store.snapshot()
+    }
+
+    /// The declared service name.
+    pub fn service(&self) -> Option<&str> {
+        self.store.service.as_deref()
+    }
+
+    /// Where the probes are served.
+    pub fn paths(&self) -> &ProbePaths {
+        &self.store.paths
+    }
+
+    /// The contract: what each endpoint checks and waits on, with what timing.
+    pub fn contract(&self) -> probity_contract::Contract {
+        crate::contract::describe(&self.store)
+    }
+
+    fn check_index(&self, name: &str) -> Result<usize, UnknownName> {
+        let cells = &self.store.cells;
+        cells
+            .iter()
+            .position(|cell| &*cell.name == name)
+            .ok_or_else(|| UnknownName {
+                kind: "check",
+                name: name.to_owned(),
+                known: cells
+                    .iter()
+                    .map(|cell| &*cell.name)
+                    .collect::<Vec<_>>()
+                    .join(", "),
+            })
+    }
+
+    fn step_index(&self, name: &str) -> Result<usize, UnknownName> {
+        let steps = &self.store.steps;
+        steps
+            .iter()
+            .position(|step| &*step.name == name)
+            .ok_or_else(|| UnknownName {
+                kind: "startup step",
+                name: name.to_owned(),
+                known: steps
+                    .iter()
+                    .map(|step| &*step.name)
+                    .collect::<Vec<_>>()
+                    .join(", "),
+            })
+    }
+
+    /// A reporter of real outcomes for the check named `check` (see [`Reporter`]).
+    pub fn reporter(&self, check: &str) -> Result<Reporter, UnknownName> {
+        Ok(Reporter::new(self.store.clone(), self.check_index(check)?))
+    }
+
+    /// Reports one real outcome for `check`. Prefer [`Health::reporter`] on hot paths: it looks
+    /// the check up once.
+    pub fn report<E: fmt::Display>(
+        &self,
+        check: &str,
+        outcome: Result<(), E>,
+    ) -> Result<(), UnknownName> {
+        self.reporter(check)?.report(outcome);
+        Ok(())
+    }
+
+    /// The names of the readiness checks, in registration order.
+    pub fn check_names(&self) -> impl Iterator<Item = &str> {
+        self.store.cells.iter().map(|cell| &*cell.name)
+    }
+
+    /// Polls `check` now instead of at its next tick (after a boot step connected to the
+    /// dependency, say), without disturbing its cadence afterwards. A poll in flight finishes
+    /// first: polls never overlap.
+    pub fn poll_now(&self, check: &str) -> Result<(), UnknownName> {
+        let index = self.check_index(check)?;
+        self.store.cells[index].wake.notify_one();
+        Ok(())
+    }
+
+    /// Marks a boot step complete. When the last step completes, readiness is decided by the
+    /// checks alone, and every check that is not healthy is polled again at once.
+    pub fn complete_step(&self, name: &str) -> Result<(), UnknownName> {
+        let index = self.step_index(name)?;
+        crate::startup::complete(
+            &self.store,
+            index,
+            self.runtime.started.load(Ordering::Acquire),
+        );
+        Ok(())
+    }
+
+    /// Records why a step is still pending (e.g. `database unreachable: connection refused;
+    /// retry 3 in 1.6s`). The note is redacted and shown in full on an admin listener only.
+    pub fn step_progress(&self, name: &str, note: impl AsRef<str>) -> Result<(), UnknownName> {
+        let index = self.step_index(name)?;
+        crate::startup::waiting(&self.store, index, note.as_ref());
+        Ok(())
+    }
+
+    /// Declares the process broken beyond what it can recover from: liveness (and with it
+    /// readiness) fails from now on, naming `reason`, so the orchestrator restarts the
+    /// container. Use it for states only a restart clears — a poisoned cache, a lost leader
+    /// lease that cannot be re-acquired — never for an unreachable dependency. The first reason
+    /// is kept; later calls are logged and ignored.
+    pub fn mark_broken(&self, reason: impl AsRef<str>) {
+        liveness::mark_broken(&self.store, self.runtime.app_state, reason.as_ref());
+    }
+
+    /// Starts shutting down: readiness fails from now on with `shutting down`; liveness is
+    /// untouched. Calling it again changes nothing.
+    pub fn shutdown(&self) {
+        let applied = self
+            .store
+            .observe(Observation::ShutdownStarted { at: Instant::now() });
+        if applied.first_shutdown {
+            tracing::info!(
+                target: "probity::shutdown",
+                drain_delay = ?self.store.shutdown.drain_delay,
+                "shutting down: readiness fails, draining"
+            );
+        }
+    }
+
+    /// Spawns a task that calls [`Health::shutdown`] on SIGTERM or SIGINT (Ctrl-C).
+    pub fn shutdown_on_signals(&self) -> tokio::task::JoinHandle<()> {
+        let health = self.clone();
+        tokio::spawn(async move {
+            let interrupt = async {
+                if tokio::signal::ctrl_c().await.is_err() {
+                    std::future::pending::<()>().await;
+                }
+            };
+            #[cfg(unix)]
+            let terminate = async {
+                match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+                    Ok(mut signal) => {
+                        signal.recv().await;
+                    }
+                    Err(error) => {
+                        tracing::error!(target: "probity::shutdown", %error, "cannot listen for SIGTERM");
+                        std::future::pending::<()>().await;
+                    }
+                }
+            };
+            #[cfg(not(unix))]
+            let terminate = std::future::pending::<()>();
+            tokio::select! {
+                () = interrupt => tracing::info!(target: "probity::shutdown", "SIGINT received"),
+                () = terminate => tracing::info!(target: "probity::shutdown", "SIGTERM received"),
+            }
+            health.shutdown();
+        })
+    }
+}
+
+impl From<&Health> for HealthView {
+    fn from(health: &Health) -> Self {
+        health.view()
+    }
+}
+
+impl From<Health> for HealthView {
+    fn from(health: Health) -> Self {
+        health.view()
+    }
+}
