@@ -28,10 +28,11 @@ pub struct Options {
     pub max_dependency_rps: f64,
 }
 
-/// Default for [`Options::max_probe_rps`]: seed 003's 2000-pod fleet (2000 requests/s) is over.
+/// Default for [`Options::max_probe_rps`]: the probe-cost example's 2,000-pod fleet, probed for
+/// liveness and readiness every 2 s (2,000 requests/s before any user arrives), is over.
 pub const DEFAULT_MAX_PROBE_RPS: f64 = 1000.0;
-/// Default for [`Options::max_dependency_rps`]: seed 003's 50 pods probing a deep check every
-/// 2 s (25 queries/s to the database) is over.
+/// Default for [`Options::max_dependency_rps`]: the deep-check incident's 50 pods probing a deep
+/// check every 2 s (25 queries/s to the database) is over.
 pub const DEFAULT_MAX_DEPENDENCY_RPS: f64 = 20.0;
 
 impl Default for Options {

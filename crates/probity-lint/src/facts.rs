@@ -5,6 +5,7 @@ use crate::contract::ServiceContract as Contract;
 use crate::model::{Annotation, Handler, Object, Workload};
 use crate::rules::catalogue;
 use crate::yaml::Position;
+use probity_contract::duration;
 
 /// The annotation prefix the linter owns.
 pub const ANNOTATION_PREFIX: &str = "probity.dev/";
@@ -136,15 +137,16 @@ pub(crate) fn read_annotations<'c>(
                     facts.transitive_endpoints = endpoints;
                 }
             }
-            BOOT_SECONDS_ANNOTATION | DRAIN_DELAY_ANNOTATION => match parse_seconds(value) {
-                Some(seconds) if key == BOOT_SECONDS_ANNOTATION => {
-                    facts.boot_seconds = Some(seconds);
+            BOOT_SECONDS_ANNOTATION | DRAIN_DELAY_ANNOTATION => {
+                match duration::parse_or_seconds(value) {
+                    Ok(time) if key == BOOT_SECONDS_ANNOTATION => {
+                        facts.boot_seconds = Some(time.as_secs_f64());
+                    }
+                    Ok(time) => facts.drain_delay_seconds = Some(time.as_secs_f64()),
+                    // The error quotes the value and shows the forms that work.
+                    Err(error) => problem(format!("`{key}`: {error}")),
                 }
-                Some(seconds) => facts.drain_delay_seconds = Some(seconds),
-                None => problem(format!(
-                    "`{key}` is `{value}`; write a number of seconds such as \"40\""
-                )),
-            },
+            }
             _ => problem(format!(
                 "`{key}` is not an annotation probity knows; known: `{CONTRACT_ANNOTATION}`, \
                  `{DEPENDENCY_ENDPOINTS_ANNOTATION}`, `{TRANSITIVE_ENDPOINTS_ANNOTATION}`, \
@@ -175,14 +177,6 @@ pub(crate) fn contract_applies(
                 })
         }
     }
-}
-
-fn parse_seconds(text: &str) -> Option<f64> {
-    let number = text.strip_suffix('s').unwrap_or(text).trim();
-    number
-        .parse::<f64>()
-        .ok()
-        .filter(|seconds| seconds.is_finite() && *seconds >= 0.0)
 }
 
 impl Facts<'_> {
