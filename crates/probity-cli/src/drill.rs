@@ -1,9 +1,10 @@
 //! `probity drill`: real faults against a real local fleet behind a real HAProxy.
 
 use anyhow::{Context, bail};
+use probity_contract::kube::probe::ProbeTiming;
 use probity_drill::haproxy::CheckTiming;
-use probity_drill::kubelet::{ProbeSpec, Probes};
-use probity_drill::{DrillConfig, DrillKind};
+use probity_drill::kubelet::Probes;
+use probity_drill::{DrillConfig, DrillKind, Targets};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
@@ -11,10 +12,18 @@ use std::time::{Duration, Instant};
 /// Arguments of `probity drill`.
 #[derive(Debug, clap::Args)]
 #[command(
-    after_help = "Drills: pool (exhaust one instance's connection pool), outage (cut the \
-shared database off; needs --database-url), stall (block one instance's runtime), slow-boot \
-(boot longer than the liveness window). Durations take ms or s suffixes (250ms, 2s); a bare \
-number is seconds."
+    after_help = "Drills (in this order): busy (no fault: the fleet at full load, \
+directly and through HAProxy, and what health checking costs), pool (exhaust one instance's \
+connection pool), sigterm (stop one instance and start its replacement), flap (the shared \
+database up and down every second; needs --database-url), outage (cut the shared database \
+off; needs --database-url), stall (block one instance's runtime), slow-boot (boot longer than \
+the liveness window). Every drill but busy runs under the background load.
+
+Exit codes: 0 every target met, 1 a target missed (each is named on stderr), 2 the drill could \
+not run, 130 interrupted.
+
+Durations are written as Go and Kubernetes write them (250ms, 2s, 1m30s, 2h); a bare number \
+is seconds."
 )]
 pub(crate) struct Args {
     /// Instances in the fleet.
@@ -27,7 +36,7 @@ pub(crate) struct Args {
     #[arg(
         long,
         value_delimiter = ',',
-        default_value = "pool,outage,stall,slow-boot"
+        default_value = "busy,pool,sigterm,flap,outage,stall,slow-boot"
     )]
     drills: Vec<String>,
     /// The checkout binary (default: next to this binary, then target/release, target/debug).
@@ -39,21 +48,25 @@ pub(crate) struct Args {
     /// The haproxy binary.
     #[arg(long, value_name = "PATH", default_value = "haproxy")]
     haproxy: PathBuf,
-    /// HAProxy check interval while a server is up.
-    #[arg(long, default_value = "1s", value_parser = parse_duration)]
-    inter: Duration,
-    /// HAProxy check interval while a server changes state.
-    #[arg(long, default_value = "250ms", value_parser = parse_duration)]
-    fastinter: Duration,
-    /// HAProxy check interval while a server is down.
-    #[arg(long, default_value = "250ms", value_parser = parse_duration)]
-    downinter: Duration,
-    /// HAProxy: consecutive passing checks to mark a server up.
-    #[arg(long, default_value_t = 2)]
-    rise: u32,
-    /// HAProxy: consecutive failing checks to mark a server down.
-    #[arg(long, default_value_t = 1)]
-    fall: u32,
+    /// HAProxy check interval while a server is up [default: deploy/haproxy/haproxy.cfg's].
+    #[arg(long, value_parser = parse_duration)]
+    inter: Option<Duration>,
+    /// HAProxy check interval while a server changes state [default: the shipped config's].
+    #[arg(long, value_parser = parse_duration)]
+    fastinter: Option<Duration>,
+    /// HAProxy check interval while a server is down [default: the shipped config's].
+    #[arg(long, value_parser = parse_duration)]
+    downinter: Option<Duration>,
+    /// HAProxy: consecutive passing checks to mark a server up [default: the shipped config's].
+    #[arg(long)]
+    rise: Option<u32>,
+    /// HAProxy: consecutive failing checks to mark a server down [default: the shipped
+    /// config's].
+    #[arg(long)]
+    fall: Option<u32>,
+    /// HAProxy: longest a check may take [default: the shipped config's `timeout check`].
+    #[arg(long, value_parser = parse_duration)]
+    check_timeout: Option<Duration>,
     /// Liveness probe periodSeconds.
     #[arg(long, default_value = "2s", value_parser = parse_duration)]
     liveness_period: Duration,
@@ -69,15 +82,35 @@ pub(crate) struct Args {
     /// Startup probe failureThreshold.
     #[arg(long, default_value_t = 30)]
     startup_failure_threshold: u32,
-    /// Requests per second through HAProxy.
-    #[arg(long, default_value_t = 100)]
-    rate: u32,
-    /// Concurrent load workers.
-    #[arg(long, default_value_t = 8)]
+    /// Connections of load through HAProxy, each sending its next order as soon as the last
+    /// is answered (the busy drill's connections too).
+    #[arg(long, default_value_t = 32, value_parser = clap::value_parser!(u32).range(1..=1024))]
     concurrency: u32,
+    /// Cap the background load at this many requests per second in total (default: closed
+    /// loop, as fast as the fleet answers). The busy drill is always closed-loop.
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
+    rate: Option<u32>,
     /// Each instance's pool size (the leak takes all of it).
     #[arg(long, default_value_t = 5)]
     pool_size: u32,
+    /// How long each leg of the busy drill lasts.
+    #[arg(long, default_value = "60s", value_parser = parse_duration)]
+    busy: Duration,
+    /// Each segment of the busy drill's with/without health checks comparison (0: skip it).
+    #[arg(long, default_value = "5s", value_parser = parse_duration)]
+    cost_segment: Duration,
+    /// Pairs of with/without segments in that comparison (the cost is the median pair's).
+    #[arg(long, default_value_t = 6)]
+    cost_pairs: u32,
+    /// How long the database flaps.
+    #[arg(long, default_value = "30s", value_parser = parse_duration)]
+    flap: Duration,
+    /// Each flap: the database reachable this long…
+    #[arg(long, default_value = "1s", value_parser = parse_duration)]
+    flap_up: Duration,
+    /// …then cut off this long.
+    #[arg(long, default_value = "1s", value_parser = parse_duration)]
+    flap_down: Duration,
     /// How long the database stays cut off.
     #[arg(long, default_value = "40s", value_parser = parse_duration)]
     outage: Duration,
@@ -87,34 +120,65 @@ pub(crate) struct Args {
     /// How long the slow boot takes.
     #[arg(long, default_value = "12s", value_parser = parse_duration)]
     boot_delay: Duration,
+    /// Target (pool): the leaking instance out of rotation within this long.
+    #[arg(long, default_value = "1s", value_parser = parse_duration)]
+    max_time_to_drain: Duration,
+    /// Target (busy, pool, sigterm): at most this many requests fail, as the client sees them.
+    #[arg(long, default_value_t = 0)]
+    max_failed_requests: u64,
+    /// Target (busy): at most this many readiness transitions (and HAProxy downs) per leg.
+    #[arg(long, default_value_t = 0)]
+    max_readiness_transitions: u64,
+    /// Target (busy): at most this many requests refused by the balancer.
+    #[arg(long, default_value_t = 0)]
+    max_refused: u64,
+    /// Target (busy): health checking costs at most this share of throughput (3% or 0.03).
+    #[arg(long, default_value = "3%", value_parser = parse_share)]
+    max_check_cost: f64,
+    /// Target (outage): traffic served again within this long of the database's return.
+    #[arg(long, default_value = "3s", value_parser = parse_duration)]
+    max_time_to_traffic: Duration,
     /// Keep the work folder (configuration, logs) after the run.
     #[arg(long)]
     keep_work_dir: bool,
     /// Print the report as JSON.
     #[arg(long)]
     json: bool,
+    /// Also write the targets as JUnit XML to FILE (one test case per target).
+    #[arg(long, value_name = "FILE")]
+    junit: Option<PathBuf>,
 }
 
-/// Parses `250ms`, `2s`, `1.5s` or a bare number of seconds.
-fn parse_duration(text: &str) -> Result<Duration, String> {
+/// `3%` or `0.03`: a share of 0 to 1.
+fn parse_share(text: &str) -> Result<f64, String> {
     let text = text.trim();
-    let (number, scale) = if let Some(ms) = text.strip_suffix("ms") {
-        (ms, 0.001)
-    } else if let Some(s) = text.strip_suffix('s') {
-        (s, 1.0)
-    } else if let Some(m) = text.strip_suffix('m') {
-        (m, 60.0)
-    } else {
-        (text, 1.0)
+    let value = match text.strip_suffix('%') {
+        Some(percent) => percent.trim().parse::<f64>().map(|value| value / 100.0),
+        None => text.parse::<f64>(),
     };
-    match number.trim().parse::<f64>() {
-        Ok(value) if value.is_finite() && value >= 0.0 && value * scale < 86_400.0 => {
-            Ok(Duration::from_secs_f64(value * scale))
-        }
+    match value {
+        Ok(value) if (0.0..=1.0).contains(&value) => Ok(value),
         _ => Err(format!(
-            "`{text}` is not a duration (expected e.g. 250ms, 2s, 1.5s)"
+            "`{text}` is not a share (expected e.g. 3% or 0.03, from 0 to 100%)"
         )),
     }
+}
+
+/// The longest any drill phase may be told to last: a bound on every loop the drill runs.
+const LONGEST: Duration = Duration::from_secs(24 * 3600);
+
+/// Parses a duration as Go and Kubernetes write it (`250ms`, `2s`, `1m30s`, `2h`), or a bare
+/// number of seconds, up to a day.
+fn parse_duration(text: &str) -> Result<Duration, String> {
+    let duration =
+        probity_contract::duration::parse_or_seconds(text).map_err(|error| error.to_string())?;
+    if duration > LONGEST {
+        return Err(format!(
+            "`{}` is longer than a drill may run (at most 24h)",
+            text.trim()
+        ));
+    }
+    Ok(duration)
 }
 
 fn find_checkout() -> Option<PathBuf> {
@@ -134,7 +198,14 @@ fn find_checkout() -> Option<PathBuf> {
 pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
     let mut drills = Vec::new();
     for name in &args.drills {
-        match DrillKind::parse(name.trim()) {
+        let name = name.trim();
+        if let Some((_, needs)) = DrillKind::PLANNED
+            .iter()
+            .find(|(planned, _)| *planned == name)
+        {
+            bail!("the `{name}` drill is not available yet: {needs}");
+        }
+        match DrillKind::parse(name) {
             Some(kind) => drills.push(kind),
             None => bail!(
                 "unknown drill `{name}` (expected one of: {})",
@@ -158,32 +229,52 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
     config.database_url = args.database_url;
     config.pool_size = args.pool_size;
     config.drills = drills;
+    let shipped = CheckTiming::shipped().context("reading deploy/haproxy/haproxy.cfg")?;
     config.lb_timing = CheckTiming {
-        inter: args.inter,
-        fastinter: args.fastinter,
-        downinter: args.downinter,
-        rise: args.rise.max(1),
-        fall: args.fall.max(1),
-        ..CheckTiming::default()
+        inter: args.inter.unwrap_or(shipped.inter),
+        fastinter: args.fastinter.unwrap_or(shipped.fastinter),
+        downinter: args.downinter.unwrap_or(shipped.downinter),
+        rise: args.rise.unwrap_or(shipped.rise).max(1),
+        fall: args.fall.unwrap_or(shipped.fall).max(1),
+        timeout: args.check_timeout.unwrap_or(shipped.timeout),
     };
     config.probes = Probes {
-        startup: ProbeSpec {
+        startup: ProbeTiming {
             period: args.startup_period,
             timeout: Duration::from_secs(1).min(args.startup_period),
             failure_threshold: args.startup_failure_threshold.max(1),
+            ..ProbeTiming::default()
         },
-        liveness: ProbeSpec {
+        liveness: ProbeTiming {
             period: args.liveness_period,
             timeout: args.liveness_timeout,
             failure_threshold: args.liveness_failure_threshold.max(1),
+            ..ProbeTiming::default()
         },
     };
-    config.rate = args.rate.max(1);
-    config.concurrency = args.concurrency.max(1);
+    config.concurrency = args.concurrency;
+    config.rate = args.rate;
+    config.busy = args.busy;
+    config.cost_segment = args.cost_segment;
+    config.cost_pairs = args.cost_pairs;
+    if args.flap_up.is_zero() || args.flap_down.is_zero() {
+        bail!("--flap-up and --flap-down must be longer than 0s");
+    }
+    config.flap = args.flap;
+    config.flap_up = args.flap_up;
+    config.flap_down = args.flap_down;
     config.outage = args.outage;
     config.stall = args.stall;
     config.boot_delay = args.boot_delay;
     config.keep_work_dir = args.keep_work_dir;
+    config.targets = Targets {
+        max_time_to_drain: args.max_time_to_drain,
+        max_failed_requests: args.max_failed_requests,
+        max_readiness_transitions: args.max_readiness_transitions,
+        max_refused: args.max_refused,
+        max_check_cost: args.max_check_cost,
+        max_time_to_traffic: args.max_time_to_traffic,
+    };
 
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -225,26 +316,47 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
     });
     // Dropping the drill future above killed every process it started.
     runtime.shutdown_timeout(Duration::from_secs(2));
+    let elapsed = started.elapsed().as_secs_f64();
     match outcome {
         Err(signal) => {
             eprintln!("{signal} received: fleet torn down");
             Ok(ExitCode::from(130))
         }
-        Ok(Err(error)) => Err(error.into()),
+        Ok(Err(error)) => {
+            if let Some(path) = &args.junit {
+                let xml = probity_drill::junit::render_error(&error.to_string(), elapsed);
+                std::fs::write(path, xml)
+                    .with_context(|| format!("cannot write {}", path.display()))?;
+            }
+            Err(error.into())
+        }
         Ok(Ok(report)) => {
             if args.json {
                 println!("{}", serde_json::to_string_pretty(&report)?);
             } else {
                 print!("{}", report.table());
             }
-            Ok(ExitCode::SUCCESS)
+            if let Some(path) = &args.junit {
+                let xml = probity_drill::junit::render(&report.verdicts, elapsed);
+                std::fs::write(path, xml)
+                    .with_context(|| format!("cannot write {}", path.display()))?;
+            }
+            let missed = probity_drill::targets::missed(&report.verdicts);
+            if missed.is_empty() {
+                return Ok(ExitCode::SUCCESS);
+            }
+            eprintln!("targets missed:");
+            for line in &missed {
+                eprintln!("  {line}");
+            }
+            Ok(ExitCode::from(1))
         }
     }
 }
 
 #[cfg(test)]
 mod tests {
-    use super::parse_duration;
+    use super::{parse_duration, parse_share};
     use std::time::Duration;
 
     #[test]
@@ -254,8 +366,24 @@ mod tests {
         assert_eq!(parse_duration("1.5s"), Ok(Duration::from_millis(1500)));
         assert_eq!(parse_duration("40"), Ok(Duration::from_secs(40)));
         assert_eq!(parse_duration("1m"), Ok(Duration::from_secs(60)));
+        assert_eq!(parse_duration("1m30s"), Ok(Duration::from_secs(90)));
+        assert_eq!(parse_duration("2h"), Ok(Duration::from_secs(7200)));
         assert!(parse_duration("fast").is_err());
-        assert!(parse_duration("-1s").is_err());
+        assert!(parse_duration("-1s").unwrap_err().contains("negative"));
         assert!(parse_duration("").is_err());
+        assert_eq!(
+            parse_duration("25h").unwrap_err(),
+            "`25h` is longer than a drill may run (at most 24h)"
+        );
+    }
+
+    #[test]
+    fn parses_shares() {
+        assert_eq!(parse_share("3%"), Ok(0.03));
+        assert_eq!(parse_share("0.5"), Ok(0.5));
+        assert_eq!(parse_share("100%"), Ok(1.0));
+        assert!(parse_share("101%").is_err());
+        assert!(parse_share("-1").is_err());
+        assert!(parse_share("lots").is_err());
     }
 }

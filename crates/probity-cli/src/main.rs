@@ -27,7 +27,7 @@ enum Command {
     /// Replay incidents against probe configurations in a simulated fleet.
     Simulate(simulate::Args),
     /// Inject real faults into a local fleet of checkout instances behind HAProxy.
-    Drill(drill::Args),
+    Drill(Box<drill::Args>),
     /// Serve honest probes for a service in any language, as a sidecar.
     Agent(agent::Args),
     /// Judge a running service's health endpoints from outside.
@@ -39,7 +39,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Lint(args) => lint::run(args),
         Command::Simulate(args) => simulate::run(args),
-        Command::Drill(args) => drill::run(args),
+        Command::Drill(args) => drill::run(*args),
         Command::Agent(args) => agent::run(args),
         Command::Inspect(args) => inspect::run(args),
     };

@@ -1,11 +1,17 @@
-//! probity-contract: the vocabulary every probity tool shares, and Kubernetes' own rules.
+//! probity-contract: the vocabulary every probity tool shares, the rules that decide a probe's
+//! answer, and Kubernetes' own rules.
 //!
 //! The runtime, the simulator, the linter and the drill all speak of the same things: the
-//! [three kinds of probe](probe::ProbeKind), and the way Kubernetes runs them. This crate
-//! holds both, with no runtime in it (serde only), so a tool that reads manifests or
-//! simulates a fleet does not link an async runtime to learn what `periodSeconds` defaults
-//! to.
+//! [three kinds of probe](probe::ProbeKind), the [tiers](tier::Tier) of a check, the
+//! [contract](contract::Contract) a service publishes, and the way Kubernetes runs probes. This
+//! crate holds them, with no runtime in it (serde only), so a tool that reads manifests or
+//! simulates a fleet does not link an async runtime to learn what `periodSeconds` defaults to —
+//! and the simulator runs the very [hysteresis] and [verdict] code the runtime runs.
 //!
+//! - [`contract`]: what each endpoint checks and waits on, with its timing (JSON, versioned);
+//! - [`verdict`]: every rule that turns check states, startup, shutdown and liveness into
+//!   `pass`, `warn` or `fail`;
+//! - [`hysteresis`]: fall fast, rise slow;
 //! - [`kube`]: Kubernetes as its source has it: the probe spec with its defaults and the API
 //!   server's validation ([`kube::probe`]), the kubelet's prober ([`kube::prober`]),
 //!   CrashLoopBackOff ([`kube::backoff`]) and termination ([`kube::termination`]). Each rule
@@ -27,6 +33,15 @@
 //! assert_eq!(probe.timing.failure_window(), Duration::from_secs(50));
 //! ```
 
+pub mod contract;
 pub mod duration;
+pub mod hysteresis;
 pub mod kube;
 pub mod probe;
+pub mod tier;
+pub mod verdict;
+
+pub use contract::Contract;
+pub use probe::ProbeKind;
+pub use tier::Tier;
+pub use verdict::Status;

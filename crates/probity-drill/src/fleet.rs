@@ -92,8 +92,10 @@ pub struct Instance {
 }
 
 impl Instance {
-    /// Describes an instance; nothing runs until [`Instance::start`].
+    /// Describes an instance named `{prefix}-{index + 1}`; nothing runs until
+    /// [`Instance::start`].
     pub fn new(
+        prefix: &str,
         index: usize,
         binary: &Path,
         args: Vec<String>,
@@ -103,7 +105,7 @@ impl Instance {
     ) -> Self {
         Instance {
             index,
-            name: format!("checkout-{}", index + 1),
+            name: format!("{prefix}-{}", index + 1),
             listen,
             admin,
             binary: binary.to_owned(),
@@ -158,6 +160,28 @@ impl Instance {
         Ok(())
     }
 
+    /// Asks the process to stop (SIGTERM), as the kubelet does when a pod is deleted, and starts
+    /// a new generation so the prober starts over with the replacement.
+    pub async fn terminate(&self) -> std::io::Result<()> {
+        let pid = self
+            .pid()
+            .await
+            .and_then(|pid| rustix::process::Pid::from_raw(pid as i32))
+            .ok_or_else(|| std::io::Error::other(format!("{} is not running", self.name)))?;
+        rustix::process::kill_process(pid, rustix::process::Signal::TERM)?;
+        self.generation.fetch_add(1, Ordering::AcqRel);
+        Ok(())
+    }
+
+    /// Waits up to `within` for the process to exit; `true` when it did.
+    pub async fn wait_exit(&self, within: Duration) -> bool {
+        let mut child = self.child.lock().await;
+        match child.as_mut() {
+            Some(running) => tokio::time::timeout(within, running.wait()).await.is_ok(),
+            None => true,
+        }
+    }
+
     /// Kills the process (SIGKILL) and waits for it.
     pub async fn kill(&self) {
         if let Some(mut child) = self.child.lock().await.take() {
@@ -176,6 +200,22 @@ impl Instance {
     /// The process id of the running process.
     pub async fn pid(&self) -> Option<u32> {
         self.child.lock().await.as_ref().and_then(Child::id)
+    }
+
+    /// What the instance checks, as it states it (`checkout … --print-contract`, with this
+    /// instance's arguments).
+    pub async fn contract(&self) -> Result<serde_json::Value, String> {
+        let output = tokio::process::Command::new(&self.binary)
+            .args(&self.args)
+            .arg("--print-contract")
+            .stdin(std::process::Stdio::null())
+            .output()
+            .await
+            .map_err(|error| error.to_string())?;
+        if !output.status.success() {
+            return Err(String::from_utf8_lossy(&output.stderr).trim().to_owned());
+        }
+        serde_json::from_slice(&output.stdout).map_err(|error| error.to_string())
     }
 
     /// The log file of this instance.

@@ -1,151 +1,189 @@
 //! A prober that follows the kubelet's rules for startup and liveness probes, per instance.
 //!
-//! As `pkg/kubelet/prober/worker.go` does (see research/kubernetes-probes-and-load-balancers.md
-//! §1.2 and §1.5):
-//! - each probe runs on its own ticker of `periodSeconds`; a probe that takes longer than its
-//!   `timeoutSeconds` is a failure;
-//! - liveness is not probed until the startup probe has succeeded once; after that the startup
-//!   probe never runs again for that container;
-//! - `failureThreshold` consecutive failures of startup or liveness kill the container, which is
-//!   restarted in the same sync; the first restart is immediate, later ones wait the
-//!   CrashLoopBackOff delay (10 s, doubling, capped at 300 s, reset after 10 minutes of running);
-//! - an HTTP probe succeeds on a status in 200..400.
+//! The rules are probity-contract's ([`probity_contract::kube`]), which cites the kubelet's
+//! source for each: one worker per probe type on its own ticker of `periodSeconds`, a probe
+//! that takes longer than `timeoutSeconds` is a failure, liveness waits for the startup probe
+//! to pass once, `failureThreshold` consecutive failures of startup or liveness kill the
+//! container and hold the worker until a new one runs, an HTTP probe passes on 200..400, and a
+//! killed container is started again at once or after its CrashLoopBackOff delay. Here the
+//! container is a `checkout` process, and a new process is a new container.
 
 use crate::fleet::{EventKind, Events, Instance, get_status, probe_client};
+use probity_contract::kube::backoff::{CrashLoopBackOff, RestartDecision};
+use probity_contract::kube::probe::ProbeTiming;
+use probity_contract::kube::prober::{
+    ContainerView, Gate, ProbeResult, ProbeWorker, http_status_passes,
+};
+use probity_contract::probe::ProbeKind;
+use serde::ser::SerializeStruct;
+use serde::{Serialize, Serializer};
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 use tokio::time::{Instant, MissedTickBehavior};
 
-/// One probe's settings, as in a container spec.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
-pub struct ProbeSpec {
-    /// `periodSeconds`.
-    #[serde(serialize_with = "crate::report::millis")]
-    pub period: Duration,
-    /// `timeoutSeconds`.
-    #[serde(serialize_with = "crate::report::millis")]
-    pub timeout: Duration,
-    /// `failureThreshold`.
-    pub failure_threshold: u32,
-}
-
 /// The startup and liveness probes of every instance.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Probes {
     /// `startupProbe` on `/startupz`.
-    pub startup: ProbeSpec,
+    pub startup: ProbeTiming,
     /// `livenessProbe` on `/livez`.
-    pub liveness: ProbeSpec,
+    pub liveness: ProbeTiming,
 }
 
 impl Default for Probes {
+    /// Short periods, so a drill takes seconds: startup every 1 s up to 30 times (a 30 s
+    /// budget for the boot), liveness every 2 s, restarting after 3 failures; 1 s timeouts.
     fn default() -> Self {
+        let timing = |period: u64, failure_threshold: u32| ProbeTiming {
+            period: Duration::from_secs(period),
+            timeout: Duration::from_secs(1),
+            failure_threshold,
+            ..ProbeTiming::default()
+        };
         Probes {
-            startup: ProbeSpec {
-                period: Duration::from_secs(1),
-                timeout: Duration::from_secs(1),
-                failure_threshold: 30,
-            },
-            liveness: ProbeSpec {
-                period: Duration::from_secs(2),
-                timeout: Duration::from_secs(1),
-                failure_threshold: 3,
-            },
+            startup: timing(1, 30),
+            liveness: timing(2, 3),
         }
     }
 }
 
-/// The kubelet's CrashLoopBackOff delay before restart number `restart` (1-based): 0 for the
-/// first, then 10 s doubling up to 300 s (`pkg/kubelet/kubelet.go`).
-pub fn backoff(restart: u32) -> Duration {
-    if restart <= 1 {
-        return Duration::ZERO;
+/// One probe in the report: its numbers as a container spec writes them.
+struct Written<'a>(&'a ProbeTiming);
+
+impl Serialize for Written<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut probe = serializer.serialize_struct("Probe", 3)?;
+        probe.serialize_field("period", &(self.0.period.as_millis() as u64))?;
+        probe.serialize_field("timeout", &(self.0.timeout.as_millis() as u64))?;
+        probe.serialize_field("failure_threshold", &self.0.failure_threshold)?;
+        probe.end()
     }
-    let doublings = (restart - 2).min(5);
-    Duration::from_secs((10u64 << doublings).min(300))
 }
 
-enum Phase {
-    Startup,
-    Liveness,
+impl Serialize for Probes {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut probes = serializer.serialize_struct("Probes", 2)?;
+        probes.serialize_field("startup", &Written(&self.startup))?;
+        probes.serialize_field("liveness", &Written(&self.liveness))?;
+        probes.end()
+    }
+}
+
+fn probe_name(kind: ProbeKind) -> &'static str {
+    match kind {
+        ProbeKind::Startup => "startup",
+        ProbeKind::Liveness => "liveness",
+        ProbeKind::Readiness => "readiness",
+    }
+}
+
+fn path(kind: ProbeKind) -> &'static str {
+    match kind {
+        ProbeKind::Startup => "/startupz",
+        ProbeKind::Liveness => "/livez",
+        ProbeKind::Readiness => "/readyz",
+    }
+}
+
+fn ticker(period: Duration) -> tokio::time::Interval {
+    let mut ticker = tokio::time::interval(period);
+    ticker.set_missed_tick_behavior(MissedTickBehavior::Delay);
+    ticker
 }
 
 /// Runs the prober for one instance until the task is aborted.
 pub async fn run(instance: Arc<Instance>, probes: Probes, events: Events) {
-    let mut restarts_in_a_row = 0u32;
-    let mut last_restart: Option<Instant> = None;
+    let origin = Instant::now();
+    let since_origin = || origin.elapsed();
+    let mut startup = ProbeWorker::new(ProbeKind::Startup);
+    let mut liveness = ProbeWorker::new(ProbeKind::Liveness);
+    let mut startup_ticker = ticker(probes.startup.period);
+    let mut liveness_ticker = ticker(probes.liveness.period);
+    let startup_client = probe_client(probes.startup.timeout);
+    let liveness_client = probe_client(probes.liveness.timeout);
+    let mut backoff = CrashLoopBackOff::default();
+    // When the previous container exited (the kubelet decides a restart on the status before
+    // the kill, whose newest exited container is the one before).
+    let mut newest_exited: Option<Duration> = None;
+    // The container the workers are watching: its id (the process generation), when it
+    // started, and whether its startup probe has passed.
+    let mut container = (instance.generation(), since_origin(), false);
     loop {
+        let kind = tokio::select! {
+            _ = startup_ticker.tick() => ProbeKind::Startup,
+            _ = liveness_ticker.tick() => ProbeKind::Liveness,
+        };
         let generation = instance.generation();
-        let mut phase = Phase::Startup;
-        let mut failures = 0u32;
-        let mut spec = probes.startup;
-        let mut client = probe_client(spec.timeout);
-        let mut ticker = tokio::time::interval(spec.period);
-        ticker.set_missed_tick_behavior(MissedTickBehavior::Delay);
-        let killed_by = loop {
-            ticker.tick().await;
-            if instance.generation() != generation {
-                break None; // restarted by someone else: start over
-            }
-            let path = match phase {
-                Phase::Startup => "/startupz",
-                Phase::Liveness => "/livez",
-            };
-            let probe = match phase {
-                Phase::Startup => "startup",
-                Phase::Liveness => "liveness",
-            };
-            match get_status(&client, instance.listen, path).await {
-                Ok(status) if (200..400).contains(&status) => {
-                    failures = 0;
-                    if let Phase::Startup = phase {
-                        events.record(instance.index, EventKind::Started);
-                        phase = Phase::Liveness;
-                        spec = probes.liveness;
-                        client = probe_client(spec.timeout);
-                        ticker = tokio::time::interval(spec.period);
-                        ticker.set_missed_tick_behavior(MissedTickBehavior::Delay);
-                    }
-                }
-                outcome => {
-                    failures += 1;
-                    let reason = match outcome {
-                        Ok(status) => format!("HTTP {status}"),
-                        Err(reason) => reason,
-                    };
-                    events.record(instance.index, EventKind::ProbeFailed { probe, reason });
-                    if failures >= spec.failure_threshold {
-                        break Some(probe);
-                    }
-                }
-            }
+        if generation != container.0 {
+            // Restarted by someone else (the drill): a new container, not yet started.
+            container = (generation, since_origin(), false);
+        }
+        let view = ContainerView {
+            id: generation as u32,
+            running: instance.is_running().await,
+            started_at: container.1,
+            started: container.2,
         };
-        let Some(probe) = killed_by else {
-            continue;
+        let (worker, timing, client) = match kind {
+            ProbeKind::Startup => (&mut startup, &probes.startup, &startup_client),
+            _ => (&mut liveness, &probes.liveness, &liveness_client),
         };
-        if instance.generation() != generation {
+        if worker.gate(timing, since_origin(), Some(view)).gate != Gate::Probe {
             continue;
         }
-        events.record(instance.index, EventKind::Killed { probe });
-        instance.kill().await;
-        // The backoff resets after 10 minutes of running.
-        if last_restart.is_some_and(|at| at.elapsed() > Duration::from_secs(600)) {
-            restarts_in_a_row = 0;
-        }
-        restarts_in_a_row += 1;
-        last_restart = Some(Instant::now());
-        tokio::time::sleep(backoff(restarts_in_a_row)).await;
-        instance.restarts.fetch_add(1, Ordering::AcqRel);
-        if let Err(error) = instance.start(&events).await {
+        let outcome = get_status(client, instance.listen, path(kind)).await;
+        let success = matches!(outcome, Ok(status) if http_status_passes(status));
+        if !success {
+            let reason = match outcome {
+                Ok(status) => format!("HTTP {status}"),
+                Err(reason) => reason,
+            };
             events.record(
                 instance.index,
                 EventKind::ProbeFailed {
-                    probe: "restart",
-                    reason: error.to_string(),
+                    probe: probe_name(kind),
+                    reason,
                 },
             );
-            tokio::time::sleep(Duration::from_secs(1)).await;
+        }
+        let Some(set) = worker.record(timing, success) else {
+            continue;
+        };
+        if instance.generation() != generation {
+            continue; // the container changed while the probe ran
+        }
+        match (kind, set.result) {
+            (ProbeKind::Startup, ProbeResult::Success) => {
+                container.2 = true;
+                events.record(instance.index, EventKind::Started);
+            }
+            (_, ProbeResult::Failure) => {
+                events.record(
+                    instance.index,
+                    EventKind::Killed {
+                        probe: probe_name(kind),
+                    },
+                );
+                instance.kill().await;
+                let killed_at = since_origin();
+                let decision = backoff.decide(newest_exited, killed_at);
+                newest_exited = Some(killed_at);
+                if let RestartDecision::WaitUntil(at) = decision {
+                    tokio::time::sleep_until(origin + at).await;
+                }
+                instance.restarts.fetch_add(1, Ordering::AcqRel);
+                if let Err(error) = instance.start(&events).await {
+                    events.record(
+                        instance.index,
+                        EventKind::ProbeFailed {
+                            probe: "restart",
+                            reason: error.to_string(),
+                        },
+                    );
+                }
+            }
+            _ => {}
         }
     }
 }
@@ -155,8 +193,17 @@ mod tests {
     use super::*;
 
     #[test]
-    fn crash_loop_backoff_follows_the_kubelet() {
-        let delays: Vec<u64> = (1..=9).map(|n| backoff(n).as_secs()).collect();
-        assert_eq!(delays, vec![0, 10, 20, 40, 80, 160, 300, 300, 300]);
+    fn probes_are_reported_as_a_container_spec_writes_them() {
+        let json = serde_json::to_value(Probes::default()).unwrap();
+        assert_eq!(
+            json,
+            serde_json::json!({
+                "startup": {"period": 1000, "timeout": 1000, "failure_threshold": 30},
+                "liveness": {"period": 2000, "timeout": 1000, "failure_threshold": 3},
+            })
+        );
+        let defaults = Probes::default();
+        assert_eq!(defaults.liveness.success_threshold, 1);
+        assert_eq!(defaults.startup.failure_window(), Duration::from_secs(30));
     }
 }

@@ -1,39 +1,54 @@
-//! `probity drill`: the seeds' proof, for real.
+//! `probity drill`: the fixes, proved on real processes.
 //!
-//! Seed 000 ends with "How we proved it": exhaust one instance's pool and watch it leave
-//! rotation; cut the database for 40 s and count the restarts (zero); inject a deadlock and watch
-//! liveness restart the pod. This crate does the same on this machine, with real processes:
+//! Exhaust one instance's pool and watch it leave rotation with no request lost; cut the
+//! database for 40 s and count the restarts (zero); stall a runtime and watch liveness restart
+//! it; load the fleet to its limit and see readiness hold. This crate does it on this machine:
 //!
 //! - a fleet of `checkout` instances on loopback (each on its own SQLite, or sharing a
-//!   PostgreSQL behind a TCP proxy the drill can cut);
-//! - a real HAProxy in front, health-checking `GET /readyz` with the given inter/rise/fall;
+//!   PostgreSQL behind a TCP proxy the drill can cut) ([`rig`], [`fleet`]);
+//! - a real HAProxy in front, running the shipped `deploy/haproxy/haproxy.cfg` ([`haproxy`]);
 //! - per instance, a prober that follows the kubelet's rules for startup and liveness probes
 //!   and restarts the process on a liveness failure ([`kubelet`]);
-//! - a bounded load generator through HAProxy ([`load`]);
-//! - the drills: pool exhaustion, database outage, runtime stall, slow boot ([`run()`]).
+//! - a load generator, closed-loop or at a rate, bounded in time, usable from other crates'
+//!   tests ([`load`]);
+//! - the drills, each under that load ([`drills`]): `busy` (no fault), `pool`, `sigterm`,
+//!   `flap`, `outage`, `stall`, `slow-boot`;
+//! - targets that turn a run into a gate ([`targets`]), with JUnit output for CI ([`junit`]).
 //!
-//! The result is a [`report::Report`]: a table next to the seed's figures, or JSON.
+//! The result is a [`report::Report`]: a table next to the published figures, or JSON.
 
 pub mod child;
+pub mod drills;
 pub mod fleet;
 pub mod haproxy;
+pub mod junit;
 pub mod kubelet;
 pub mod load;
 pub mod proxy;
+pub mod readiness;
 pub mod report;
+pub mod rig;
 pub mod run;
+pub mod targets;
 
 use std::path::PathBuf;
 use std::time::Duration;
 
 pub use report::Report;
 pub use run::{Progress, run};
+pub use targets::{Targets, Verdict};
 
 /// One drill.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum DrillKind {
+    /// No fault: the fleet at full load, directly and through HAProxy.
+    Busy,
     /// Leak every connection of one instance's pool.
     PoolExhaustion,
+    /// SIGTERM one instance, then start its replacement.
+    Sigterm,
+    /// The shared database up and down every second (needs PostgreSQL).
+    Flap,
     /// Cut the shared database off (needs PostgreSQL).
     DatabaseOutage,
     /// Block every runtime worker of one instance.
@@ -44,17 +59,35 @@ pub enum DrillKind {
 
 impl DrillKind {
     /// Every drill, in the order they run.
-    pub const ALL: [DrillKind; 4] = [
+    pub const ALL: [DrillKind; 7] = [
+        DrillKind::Busy,
         DrillKind::PoolExhaustion,
+        DrillKind::Sigterm,
+        DrillKind::Flap,
         DrillKind::DatabaseOutage,
         DrillKind::Stall,
         DrillKind::SlowBoot,
     ];
 
+    /// Drills named but not available yet, with what they wait for.
+    pub const PLANNED: [(&'static str, &'static str); 2] = [
+        (
+            "degraded",
+            "it needs fallbacks in the core (a hard check that names a fallback, readiness `warn` while the fallback serves) and stale reads from checkout's cache",
+        ),
+        (
+            "rollout-during-outage",
+            "it needs startup steps that wait on a dependency to gate readiness only, so /startupz passes during a database outage",
+        ),
+    ];
+
     /// The drill's name on the command line.
     pub fn name(self) -> &'static str {
         match self {
+            DrillKind::Busy => "busy",
             DrillKind::PoolExhaustion => "pool",
+            DrillKind::Sigterm => "sigterm",
+            DrillKind::Flap => "flap",
             DrillKind::DatabaseOutage => "outage",
             DrillKind::Stall => "stall",
             DrillKind::SlowBoot => "slow-boot",
@@ -64,6 +97,11 @@ impl DrillKind {
     /// Parses a drill name.
     pub fn parse(name: &str) -> Option<DrillKind> {
         DrillKind::ALL.into_iter().find(|kind| kind.name() == name)
+    }
+
+    /// Whether the drill cuts the shared database (and so needs one).
+    pub fn needs_shared_database(self) -> bool {
+        matches!(self, DrillKind::Flap | DrillKind::DatabaseOutage)
     }
 }
 
@@ -88,10 +126,24 @@ pub struct DrillConfig {
     pub lb_timing: haproxy::CheckTiming,
     /// The kubelet-style probes.
     pub probes: kubelet::Probes,
-    /// Requests per second through HAProxy.
-    pub rate: u32,
-    /// Concurrent load workers.
+    /// Connections of background load (closed loop unless `rate` is set); the `busy` drill's
+    /// connections.
     pub concurrency: u32,
+    /// Requests per second of background load in total, or `None` for as fast as the fleet
+    /// answers. The `busy` drill is always closed-loop.
+    pub rate: Option<u32>,
+    /// Each leg of the `busy` drill (directly, through HAProxy).
+    pub busy: Duration,
+    /// Each segment of the health-check cost comparison (zero: not measured).
+    pub cost_segment: Duration,
+    /// Pairs of segments (with and without health checks) in the comparison.
+    pub cost_pairs: u32,
+    /// How long the `flap` drill flaps.
+    pub flap: Duration,
+    /// How long the database stays reachable in each flap.
+    pub flap_up: Duration,
+    /// How long it stays cut off in each flap.
+    pub flap_down: Duration,
     /// How long the database outage lasts.
     pub outage: Duration,
     /// How long the runtime stall lasts.
@@ -100,6 +152,8 @@ pub struct DrillConfig {
     pub boot_delay: Duration,
     /// Keep the work folder (configuration, logs) after a successful run.
     pub keep_work_dir: bool,
+    /// What the drills must show.
+    pub targets: Targets,
 }
 
 impl DrillConfig {
@@ -115,12 +169,19 @@ impl DrillConfig {
             drills: DrillKind::ALL.to_vec(),
             lb_timing: haproxy::CheckTiming::default(),
             probes: kubelet::Probes::default(),
-            rate: 100,
-            concurrency: 8,
+            concurrency: 32,
+            rate: None,
+            busy: Duration::from_secs(60),
+            cost_segment: Duration::from_secs(5),
+            cost_pairs: 6,
+            flap: Duration::from_secs(30),
+            flap_up: Duration::from_secs(1),
+            flap_down: Duration::from_secs(1),
             outage: Duration::from_secs(40),
             stall: Duration::from_secs(15),
             boot_delay: Duration::from_secs(12),
             keep_work_dir: false,
+            targets: Targets::default(),
         }
     }
 }

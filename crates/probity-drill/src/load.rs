@@ -1,20 +1,121 @@
-//! A bounded load generator through the load balancer, and the timeline of what it saw.
+//! A load generator bounded in time: closed-loop (N connections, each sending its next request
+//! as soon as the previous one is answered) or at a fixed rate, with what it saw.
+//!
+//! The drill keeps one running behind every fault; other crates' tests use [`run`] to put a
+//! service under realistic concurrency:
+//!
+//! ```no_run
+//! # async fn example() {
+//! use probity_drill::load::{self, LoadSpec};
+//! use std::time::Duration;
+//!
+//! let target = "127.0.0.1:8080".parse().unwrap();
+//! let report = load::run(
+//!     target,
+//!     LoadSpec { concurrency: 32, duration: Duration::from_secs(10), ..LoadSpec::default() },
+//! )
+//! .await;
+//! assert_eq!(report.failed, 0, "{report}");
+//! # }
+//! ```
+//!
+//! Every answer is classified. An error page written by HAProxy itself (its `503` "No server is
+//! available to handle this request", the `<NOSRV>` of its logs, or its `502`/`504`) is told
+//! apart from a `5xx` the service answered, so a report says whether the balancer refused a
+//! request or the service failed it.
 
+use serde::Serialize;
+use std::collections::BTreeMap;
+use std::fmt;
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::task::JoinHandle;
 use tokio::time::{Instant, MissedTickBehavior};
 
-/// One request the generator sends.
+/// One request the generator sends, again and again.
 #[derive(Debug, Clone)]
 pub struct LoadRequest {
-    /// `GET` or `POST`.
+    /// `GET`, `POST`, ….
     pub method: reqwest::Method,
-    /// The path, e.g. `/orders`.
+    /// The path and query, e.g. `/orders`.
     pub path: String,
-    /// A JSON body for `POST`.
+    /// A JSON body.
     pub body: Option<String>,
+}
+
+impl LoadRequest {
+    /// checkout's `POST /orders` with a one-item order: a write that needs a pooled connection.
+    pub fn order() -> Self {
+        LoadRequest {
+            method: reqwest::Method::POST,
+            path: "/orders".to_owned(),
+            body: Some(
+                r#"{"customer":"drill","items":[{"sku":"book-1","quantity":1,"price_cents":1299}]}"#
+                    .to_owned(),
+            ),
+        }
+    }
+}
+
+impl Default for LoadRequest {
+    fn default() -> Self {
+        LoadRequest::order()
+    }
+}
+
+/// What to send, how hard, and for how long.
+#[derive(Debug, Clone)]
+pub struct LoadSpec {
+    /// Connections, each with one request in flight at a time.
+    pub concurrency: u32,
+    /// How long to send; no request starts after it (the last ones finish after).
+    pub duration: Duration,
+    /// The request.
+    pub request: LoadRequest,
+    /// `None`: closed loop, as fast as the service answers. `Some(rate)`: requests per second in
+    /// total, spread evenly over the connections (a connection whose request is late sends the
+    /// next one as soon as it can, so a slow service gets fewer than `rate`).
+    pub rate: Option<u32>,
+    /// Longest a request may take (connect, answer and body) before it counts as timed out.
+    pub timeout: Duration,
+}
+
+impl Default for LoadSpec {
+    /// 32 connections, closed loop, for 10 s, of [`LoadRequest::order`], 5 s per request.
+    fn default() -> Self {
+        LoadSpec {
+            concurrency: 32,
+            duration: Duration::from_secs(10),
+            request: LoadRequest::order(),
+            rate: None,
+            timeout: Duration::from_secs(5),
+        }
+    }
+}
+
+/// How one request ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Outcome {
+    /// The service answered with this status.
+    Status(u16),
+    /// HAProxy answered `503` itself: no server in rotation (`<NOSRV>` in its logs).
+    RefusedByBalancer,
+    /// HAProxy answered another error itself (`502` bad gateway, `504` gateway timeout, …).
+    BalancerError(u16),
+    /// The TCP connection was refused (nothing listening).
+    ConnectionRefused,
+    /// No complete answer within the request timeout.
+    TimedOut,
+    /// The connection broke some other way (reset, closed before an answer).
+    ConnectionError,
+}
+
+impl Outcome {
+    /// A `2xx` from the service.
+    pub fn is_success(self) -> bool {
+        matches!(self, Outcome::Status(200..=299))
+    }
 }
 
 /// One completed request.
@@ -24,11 +125,18 @@ pub struct Sample {
     pub sent: Instant,
     /// How long it took.
     pub latency: Duration,
-    /// Whether it succeeded (a 2xx answer).
-    pub ok: bool,
+    /// How it ended.
+    pub outcome: Outcome,
 }
 
-/// Everything the load generator saw.
+impl Sample {
+    /// Whether it succeeded (a `2xx` from the service).
+    pub fn ok(&self) -> bool {
+        self.outcome.is_success()
+    }
+}
+
+/// Everything a load generator saw, shared between its connections and its reader.
 #[derive(Debug, Clone, Default)]
 pub struct Timeline(Arc<Mutex<Vec<Sample>>>);
 
@@ -37,7 +145,7 @@ pub struct Timeline(Arc<Mutex<Vec<Sample>>>);
 pub struct Counts {
     /// Requests sent in the window.
     pub total: u64,
-    /// Of those, failed.
+    /// Of those, failed (anything but a `2xx` from the service).
     pub failed: u64,
 }
 
@@ -52,6 +160,173 @@ impl Counts {
     }
 }
 
+/// What a load generator saw over a window.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct LoadReport {
+    /// The window's length.
+    #[serde(rename = "elapsed_s", serialize_with = "crate::report::secs")]
+    pub elapsed: Duration,
+    /// Requests sent in the window.
+    pub requests: u64,
+    /// Of those, answered `2xx` by the service.
+    pub succeeded: u64,
+    /// Of those, anything else.
+    pub failed: u64,
+    /// Answers by status code, the service's and the balancer's.
+    pub statuses: BTreeMap<u16, u64>,
+    /// `503`s HAProxy wrote itself because no server was in rotation (`<NOSRV>`).
+    pub refused_by_balancer: u64,
+    /// Other errors HAProxy wrote itself (`502`, `504`).
+    pub balancer_errors: u64,
+    /// Connections refused (nothing listening).
+    pub connection_refused: u64,
+    /// Requests without a complete answer within the timeout.
+    pub timed_out: u64,
+    /// Connections that broke another way.
+    pub connection_errors: u64,
+    /// Requests sent per second of the window.
+    pub requests_per_second: f64,
+    /// Successful requests per second of the window.
+    pub throughput: f64,
+    /// How long requests were failing: the 100 ms slots of the window in which at least one
+    /// request sent failed. Unlike a count of failed requests, it does not grow with how fast a
+    /// closed loop retries against a balancer that refuses at once.
+    pub failing_s: f64,
+    /// Median latency of every request in the window.
+    #[serde(
+        rename = "latency_p50_ms",
+        serialize_with = "crate::report::millis_f64"
+    )]
+    pub latency_p50: Duration,
+    /// 99th percentile latency.
+    #[serde(
+        rename = "latency_p99_ms",
+        serialize_with = "crate::report::millis_f64"
+    )]
+    pub latency_p99: Duration,
+    /// Slowest request.
+    #[serde(
+        rename = "latency_max_ms",
+        serialize_with = "crate::report::millis_f64"
+    )]
+    pub latency_max: Duration,
+}
+
+impl LoadReport {
+    /// The report over `samples`, a window `elapsed` long.
+    pub fn from_samples(samples: &[Sample], elapsed: Duration) -> Self {
+        let mut report = LoadReport {
+            elapsed,
+            requests: samples.len() as u64,
+            succeeded: 0,
+            failed: 0,
+            statuses: BTreeMap::new(),
+            refused_by_balancer: 0,
+            balancer_errors: 0,
+            connection_refused: 0,
+            timed_out: 0,
+            connection_errors: 0,
+            requests_per_second: 0.0,
+            throughput: 0.0,
+            failing_s: 0.0,
+            latency_p50: Duration::ZERO,
+            latency_p99: Duration::ZERO,
+            latency_max: Duration::ZERO,
+        };
+        for sample in samples {
+            if sample.ok() {
+                report.succeeded += 1;
+            } else {
+                report.failed += 1;
+            }
+            match sample.outcome {
+                Outcome::Status(status) => *report.statuses.entry(status).or_default() += 1,
+                Outcome::RefusedByBalancer => {
+                    report.refused_by_balancer += 1;
+                    *report.statuses.entry(503).or_default() += 1;
+                }
+                Outcome::BalancerError(status) => {
+                    report.balancer_errors += 1;
+                    *report.statuses.entry(status).or_default() += 1;
+                }
+                Outcome::ConnectionRefused => report.connection_refused += 1,
+                Outcome::TimedOut => report.timed_out += 1,
+                Outcome::ConnectionError => report.connection_errors += 1,
+            }
+        }
+        if let Some(first) = samples.iter().map(|sample| sample.sent).min() {
+            let slots: std::collections::BTreeSet<u128> = samples
+                .iter()
+                .filter(|sample| !sample.ok())
+                .map(|sample| sample.sent.saturating_duration_since(first).as_millis() / 100)
+                .collect();
+            report.failing_s = slots.len() as f64 / 10.0;
+        }
+        let seconds = elapsed.as_secs_f64();
+        if seconds > 0.0 {
+            report.requests_per_second = report.requests as f64 / seconds;
+            report.throughput = report.succeeded as f64 / seconds;
+        }
+        let mut latencies: Vec<Duration> = samples.iter().map(|sample| sample.latency).collect();
+        latencies.sort_unstable();
+        report.latency_p50 = percentile(&latencies, 0.50);
+        report.latency_p99 = percentile(&latencies, 0.99);
+        report.latency_max = latencies.last().copied().unwrap_or_default();
+        report
+    }
+
+    /// Requests the balancer refused or failed itself.
+    pub fn balancer_refusals(&self) -> u64 {
+        self.refused_by_balancer + self.balancer_errors
+    }
+}
+
+/// The `quantile` of sorted `values` (nearest rank).
+fn percentile(sorted: &[Duration], quantile: f64) -> Duration {
+    if sorted.is_empty() {
+        return Duration::ZERO;
+    }
+    let rank = (quantile * sorted.len() as f64).ceil() as usize;
+    sorted[rank.clamp(1, sorted.len()) - 1]
+}
+
+impl fmt::Display for LoadReport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{} requests in {:.1}s ({:.0} req/s), {} failed (failing for {:.1}s), p50 {:.1} ms, p99 {:.1} ms; statuses:",
+            self.requests,
+            self.elapsed.as_secs_f64(),
+            self.requests_per_second,
+            self.failed,
+            self.failing_s,
+            self.latency_p50.as_secs_f64() * 1000.0,
+            self.latency_p99.as_secs_f64() * 1000.0,
+        )?;
+        if self.statuses.is_empty() {
+            write!(f, " none")?;
+        }
+        for (status, count) in &self.statuses {
+            write!(f, " {count} × {status}")?;
+        }
+        for (what, count) in [
+            (
+                "refused by the balancer (<NOSRV>)",
+                self.refused_by_balancer,
+            ),
+            ("balancer errors", self.balancer_errors),
+            ("connections refused", self.connection_refused),
+            ("timed out", self.timed_out),
+            ("connection errors", self.connection_errors),
+        ] {
+            if count > 0 {
+                write!(f, "; {count} {what}")?;
+            }
+        }
+        Ok(())
+    }
+}
+
 impl Timeline {
     fn push(&self, sample: Sample) {
         self.0
@@ -60,28 +335,67 @@ impl Timeline {
             .push(sample);
     }
 
+    /// The samples of requests sent in `[from, to)`, in the order they were sent.
+    pub fn samples(&self, from: Instant, to: Instant) -> Vec<Sample> {
+        let mut samples: Vec<Sample> = self
+            .0
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .iter()
+            .filter(|sample| sample.sent >= from && sample.sent < to)
+            .copied()
+            .collect();
+        samples.sort_by_key(|sample| sample.sent);
+        samples
+    }
+
+    /// What was seen for requests sent in `[from, to)`.
+    pub fn report(&self, from: Instant, to: Instant) -> LoadReport {
+        LoadReport::from_samples(&self.samples(from, to), to.saturating_duration_since(from))
+    }
+
     /// Requests sent in `[from, to)`.
     pub fn counts(&self, from: Instant, to: Instant) -> Counts {
         let samples = self.0.lock().unwrap_or_else(|e| e.into_inner());
         let mut counts = Counts::default();
         for sample in samples.iter().filter(|s| s.sent >= from && s.sent < to) {
             counts.total += 1;
-            if !sample.ok {
+            if !sample.ok() {
                 counts.failed += 1;
             }
         }
         counts
     }
 
-    /// The highest error rate over any `window` starting in `[from, to)`, by `step`.
+    /// The highest error rate over any `window` starting in `[from, to)`, in steps of 100 ms.
     pub fn peak_error_rate(&self, from: Instant, to: Instant, window: Duration) -> f64 {
-        let mut peak: f64 = 0.0;
-        let mut start = from;
-        while start < to {
-            peak = peak.max(self.counts(start, start + window).error_rate());
-            start += Duration::from_millis(100);
+        const STEP: Duration = Duration::from_millis(100);
+        let span = to.saturating_duration_since(from) + window;
+        let buckets = (span.as_millis() / STEP.as_millis()) as usize + 1;
+        let mut counts = vec![Counts::default(); buckets];
+        for sample in self.samples(from, to + window) {
+            let bucket = (sample.sent.saturating_duration_since(from).as_millis()
+                / STEP.as_millis()) as usize;
+            if let Some(counts) = counts.get_mut(bucket) {
+                counts.total += 1;
+                counts.failed += u64::from(!sample.ok());
+            }
         }
-        peak
+        let per_window = (window.as_millis() / STEP.as_millis()).max(1) as usize;
+        let starts = (to.saturating_duration_since(from).as_millis() / STEP.as_millis()) as usize;
+        (0..starts.max(1))
+            .map(|start| {
+                let end = (start + per_window).min(counts.len());
+                let total =
+                    counts[start.min(end)..end]
+                        .iter()
+                        .fold(Counts::default(), |sum, counts| Counts {
+                            total: sum.total + counts.total,
+                            failed: sum.failed + counts.failed,
+                        });
+                total.error_rate()
+            })
+            .fold(0.0, f64::max)
     }
 
     /// The first successful request sent at or after `since`.
@@ -89,7 +403,7 @@ impl Timeline {
         let samples = self.0.lock().unwrap_or_else(|e| e.into_inner());
         samples
             .iter()
-            .filter(|s| s.ok && s.sent >= since)
+            .filter(|s| s.ok() && s.sent >= since)
             .map(|s| s.sent)
             .min()
     }
@@ -99,77 +413,202 @@ impl Timeline {
         let samples = self.0.lock().unwrap_or_else(|e| e.into_inner());
         samples
             .iter()
-            .filter(|s| !s.ok && s.sent >= since && s.sent < before)
+            .filter(|s| !s.ok() && s.sent >= since && s.sent < before)
             .map(|s| s.sent)
             .max()
     }
 }
 
-/// Starts `concurrency` workers sending `rate` requests per second in total to `target`.
-pub fn start(
-    target: SocketAddr,
-    request: LoadRequest,
-    rate: u32,
-    concurrency: u32,
+/// A running load generator: its connections stop at the end of their duration, when
+/// [`LoadHandle::stop`] is called, or when the handle is dropped.
+#[derive(Debug)]
+pub struct LoadHandle {
+    workers: Vec<JoinHandle<()>>,
     timeline: Timeline,
-) -> Vec<JoinHandle<()>> {
-    let concurrency = concurrency.max(1);
-    let per_worker = Duration::from_secs_f64(f64::from(concurrency) / f64::from(rate.max(1)));
-    let client = reqwest::Client::builder()
-        .timeout(Duration::from_secs(5))
-        .no_proxy()
-        .build()
-        .unwrap_or_default();
-    (0..concurrency)
-        .map(|worker| {
-            let client = client.clone();
-            let request = request.clone();
+    started: Instant,
+}
+
+impl LoadHandle {
+    /// What the generator has seen so far.
+    pub fn timeline(&self) -> &Timeline {
+        &self.timeline
+    }
+
+    /// When it started sending.
+    pub fn started(&self) -> Instant {
+        self.started
+    }
+
+    /// Stops every connection now (requests in flight are not counted).
+    pub fn stop(&self) {
+        for worker in &self.workers {
+            worker.abort();
+        }
+    }
+
+    /// Waits for every connection to finish its duration and its last request.
+    pub async fn finish(mut self) -> Timeline {
+        for worker in std::mem::take(&mut self.workers) {
+            let _ = worker.await;
+        }
+        self.timeline.clone()
+    }
+}
+
+impl Drop for LoadHandle {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+/// Puts `target` under `spec` and returns what was seen, once the duration is over and the last
+/// requests are answered.
+pub async fn run(target: SocketAddr, spec: LoadSpec) -> LoadReport {
+    let handle = start(target, &spec, Timeline::default());
+    let started = handle.started();
+    let timeline = handle.finish().await;
+    let samples = timeline.samples(started, Instant::now() + Duration::from_secs(1));
+    LoadReport::from_samples(&samples, spec.duration)
+}
+
+/// Starts `spec` against `target` in the background, recording into `timeline`.
+pub fn start(target: SocketAddr, spec: &LoadSpec, timeline: Timeline) -> LoadHandle {
+    let concurrency = spec.concurrency.max(1);
+    let started = Instant::now();
+    let deadline = started + spec.duration;
+    // With a rate, each connection sends on its own ticker, offset so requests are spread.
+    let per_connection = spec
+        .rate
+        .map(|rate| Duration::from_secs_f64(f64::from(concurrency) / f64::from(rate.max(1))));
+    let url = format!("http://{target}{}", spec.request.path);
+    let workers = (0..concurrency)
+        .map(|connection| {
+            // One client per connection: each keeps its own keep-alive connection, as N
+            // independent clients would.
+            let client = reqwest::Client::builder()
+                .timeout(spec.timeout)
+                .pool_max_idle_per_host(1)
+                .no_proxy()
+                .build()
+                .unwrap_or_default();
+            let request = spec.request.clone();
             let timeline = timeline.clone();
-            let url = format!("http://{target}{}", request.path);
+            let url = url.clone();
             tokio::spawn(async move {
-                // Spread the workers over one period so requests are evenly spaced.
-                tokio::time::sleep(per_worker.mul_f64(f64::from(worker) / f64::from(concurrency)))
-                    .await;
-                let mut ticker = tokio::time::interval(per_worker);
-                ticker.set_missed_tick_behavior(MissedTickBehavior::Delay);
+                let mut ticker = per_connection.map(|period| {
+                    let offset = period.mul_f64(f64::from(connection) / f64::from(concurrency));
+                    let mut ticker = tokio::time::interval_at(started + offset, period);
+                    ticker.set_missed_tick_behavior(MissedTickBehavior::Delay);
+                    ticker
+                });
                 loop {
-                    ticker.tick().await;
-                    let sent = Instant::now();
-                    let mut builder = client.request(request.method.clone(), &url);
-                    if let Some(body) = &request.body {
-                        builder = builder
-                            .header("content-type", "application/json")
-                            .body(body.clone());
+                    if let Some(ticker) = ticker.as_mut() {
+                        ticker.tick().await;
                     }
-                    let ok = match builder.send().await {
-                        Ok(response) => response.status().is_success(),
-                        Err(_) => false,
-                    };
+                    let sent = Instant::now();
+                    if sent >= deadline {
+                        break;
+                    }
+                    let outcome = send(&client, &url, &request).await;
                     timeline.push(Sample {
                         sent,
                         latency: sent.elapsed(),
-                        ok,
+                        outcome,
                     });
                 }
             })
         })
-        .collect()
+        .collect();
+    LoadHandle {
+        workers,
+        timeline,
+        started,
+    }
+}
+
+/// The start of every error page HAProxy writes itself (`errorfile` defaults).
+const BALANCER_PAGE: &[u8] = b"<html><body><h1>";
+/// What HAProxy's own `503` says.
+const NO_SERVER: &[u8] = b"No server is available";
+
+async fn send(client: &reqwest::Client, url: &str, request: &LoadRequest) -> Outcome {
+    let mut builder = client.request(request.method.clone(), url);
+    if let Some(body) = &request.body {
+        builder = builder
+            .header("content-type", "application/json")
+            .body(body.clone());
+    }
+    let response = match builder.send().await {
+        Ok(response) => response,
+        Err(error) => return transport_outcome(&error),
+    };
+    let status = response.status().as_u16();
+    let html = response
+        .headers()
+        .get("content-type")
+        .is_some_and(|value| value.as_bytes().starts_with(b"text/html"));
+    // The body is read to the end so the connection can carry the next request.
+    let body = match response.bytes().await {
+        Ok(body) => body,
+        Err(error) => return transport_outcome(&error),
+    };
+    if html && status >= 500 && body.starts_with(BALANCER_PAGE) {
+        if status == 503 && contains(&body, NO_SERVER) {
+            return Outcome::RefusedByBalancer;
+        }
+        return Outcome::BalancerError(status);
+    }
+    Outcome::Status(status)
+}
+
+fn contains(haystack: &[u8], needle: &[u8]) -> bool {
+    haystack
+        .windows(needle.len())
+        .any(|window| window == needle)
+}
+
+fn transport_outcome(error: &reqwest::Error) -> Outcome {
+    if error.is_timeout() {
+        return Outcome::TimedOut;
+    }
+    // reqwest wraps the io::Error; find it to tell "refused" from other failures.
+    let mut source: Option<&(dyn std::error::Error + 'static)> = Some(error);
+    while let Some(current) = source {
+        if let Some(io) = current.downcast_ref::<std::io::Error>() {
+            return match io.kind() {
+                std::io::ErrorKind::ConnectionRefused => Outcome::ConnectionRefused,
+                std::io::ErrorKind::TimedOut => Outcome::TimedOut,
+                _ => Outcome::ConnectionError,
+            };
+        }
+        source = current.source();
+    }
+    Outcome::ConnectionError
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    fn sample(start: Instant, millis: u64, outcome: Outcome) -> Sample {
+        Sample {
+            sent: start + Duration::from_millis(millis),
+            latency: Duration::from_millis(millis % 7 + 1),
+            outcome,
+        }
+    }
+
     #[test]
     fn counts_and_rates_over_windows() {
         let timeline = Timeline::default();
         let start = Instant::now();
         for i in 0..100u64 {
-            timeline.push(Sample {
-                sent: start + Duration::from_millis(i * 10),
-                latency: Duration::from_millis(1),
-                ok: !(30..40).contains(&i),
-            });
+            let outcome = if (30..40).contains(&i) {
+                Outcome::Status(503)
+            } else {
+                Outcome::Status(201)
+            };
+            timeline.push(sample(start, i * 10, outcome));
         }
         let counts = timeline.counts(start, start + Duration::from_secs(1));
         assert_eq!(
@@ -186,6 +625,12 @@ mod tests {
             Duration::from_millis(100),
         );
         assert_eq!(peak, 1.0);
+        let peak = timeline.peak_error_rate(
+            start,
+            start + Duration::from_millis(900),
+            Duration::from_millis(200),
+        );
+        assert_eq!(peak, 0.5);
         assert_eq!(
             timeline.first_success_after(start + Duration::from_millis(300)),
             Some(start + Duration::from_millis(400))
@@ -195,5 +640,59 @@ mod tests {
             Some(start + Duration::from_millis(390))
         );
         assert_eq!(Counts::default().error_rate(), 0.0);
+    }
+
+    #[test]
+    fn reports_count_every_kind_of_failure_and_the_latency_percentiles() {
+        let start = Instant::now();
+        let mut samples: Vec<Sample> = (0..96)
+            .map(|i| Sample {
+                sent: start + Duration::from_millis(i),
+                latency: Duration::from_millis(i + 1),
+                outcome: Outcome::Status(201),
+            })
+            .collect();
+        for outcome in [
+            Outcome::RefusedByBalancer,
+            Outcome::BalancerError(502),
+            Outcome::ConnectionRefused,
+            Outcome::TimedOut,
+        ] {
+            samples.push(Sample {
+                sent: start,
+                latency: Duration::from_millis(1000),
+                outcome,
+            });
+        }
+        let report = LoadReport::from_samples(&samples, Duration::from_secs(2));
+        assert_eq!(report.requests, 100);
+        assert_eq!(report.succeeded, 96);
+        assert_eq!(report.failed, 4);
+        assert_eq!(report.refused_by_balancer, 1);
+        assert_eq!(report.balancer_errors, 1);
+        assert_eq!(report.balancer_refusals(), 2);
+        assert_eq!(report.connection_refused, 1);
+        assert_eq!(report.timed_out, 1);
+        assert_eq!(report.statuses.get(&201), Some(&96));
+        assert_eq!(report.statuses.get(&503), Some(&1));
+        assert_eq!(report.statuses.get(&502), Some(&1));
+        assert_eq!(report.requests_per_second, 50.0);
+        assert_eq!(report.throughput, 48.0);
+        assert_eq!(report.latency_p50, Duration::from_millis(50));
+        assert_eq!(report.latency_p99, Duration::from_millis(1000));
+        assert_eq!(report.latency_max, Duration::from_millis(1000));
+        // The four failures were all sent in the first 100 ms.
+        assert_eq!(report.failing_s, 0.1);
+        let text = report.to_string();
+        assert!(text.contains("96 × 201"), "{text}");
+        assert!(
+            text.contains("1 refused by the balancer (<NOSRV>)"),
+            "{text}"
+        );
+
+        let empty = LoadReport::from_samples(&[], Duration::ZERO);
+        assert_eq!(empty.latency_p99, Duration::ZERO);
+        assert_eq!(empty.requests_per_second, 0.0);
+        assert_eq!(empty.failing_s, 0.0);
     }
 }

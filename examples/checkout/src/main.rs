@@ -4,6 +4,7 @@
 use checkout::config::{Args, Config};
 use checkout::run::{Service, run};
 use clap::Parser;
+use std::io::Write;
 use std::process::ExitCode;
 use std::time::Duration;
 use tracing_subscriber::EnvFilter;
@@ -41,8 +42,16 @@ fn main() -> ExitCode {
     let outcome = if print_contract {
         runtime.block_on(async {
             let service = Service::build(&config)?;
-            println!("{}", service.health.contract().to_json_pretty());
-            Ok(())
+            let contract = service.health.contract().to_json_pretty();
+            // A closed pipe (`checkout --print-contract | head`) is the reader's choice, not
+            // an error worth a panic.
+            let mut stdout = std::io::stdout().lock();
+            match writeln!(stdout, "{contract}") {
+                Err(error) if error.kind() != std::io::ErrorKind::BrokenPipe => {
+                    Err(anyhow::anyhow!("cannot write the contract: {error}"))
+                }
+                _ => Ok(()),
+            }
         })
     } else {
         match metrics_exporter_prometheus::PrometheusBuilder::new().install_recorder() {

@@ -1,0 +1,563 @@
+//! The verdict: every rule that turns check states, startup, shutdown and liveness conditions
+//! into `pass`, `warn` or `fail`, for a probe and for a single check. Nothing else restates it.
+//!
+//! The rules, in one place:
+//!
+//! - **a check** ([`Evidence::verdict`]): no result yet, a result older than its staleness
+//!   bound, a failed last poll, or a successful one while the hysteresis still counts the check
+//!   unhealthy (recovering) is a failure; a failure fails a `hard` check, makes a `soft` one
+//!   `warn` and an `info` one only reported; a hard check fails open (`warn`) for its window
+//!   after it turned unhealthy, then closed; a healthy check whose last poll passed with a
+//!   warning (a busy pool) is `warn` whatever its tier;
+//! - **readiness** ([`readiness`]): fails while shutting down, while any startup step is
+//!   pending (an internal one or one that waits on a dependency), and while liveness fails;
+//!   otherwise the checks decide: any counted `fail` fails it, any counted `warn` (not `info`)
+//!   makes it `warn`; an excluded entry is shown and not counted;
+//! - **liveness** ([`liveness`]): fails while any condition fails;
+//! - **startup** ([`startup`]): fails while any *internal* boot step is pending — a step that
+//!   waits on a dependency gates readiness only, so an outage during a rollout never gets new
+//!   pods killed (the restart storm);
+//! - **a check asked alone** ([`Evidence::serves_alone`]): a failing check does not serve,
+//!   whatever its tier, except a hard check inside its fail-open window; a passing check with a
+//!   warning serves.
+//!
+//! The functions are generic over the clock ([`Moment`]): the runtime evaluates at
+//! `Instant::now()`, the simulator at simulated time, with the same code. A probe's fast path
+//! ([`status`]) folds the very entries the full evaluation lists, so the two cannot disagree.
+
+use crate::tier::Tier;
+use serde::{Deserialize, Serialize};
+use std::fmt;
+use std::time::Duration;
+
+/// A point in time the verdict can measure ages from.
+pub trait Moment: Copy + Ord + fmt::Debug {
+    /// Time from `earlier` to `self`; zero when `earlier` is later.
+    fn since(self, earlier: Self) -> Duration;
+}
+
+impl Moment for std::time::Instant {
+    fn since(self, earlier: Self) -> Duration {
+        self.saturating_duration_since(earlier)
+    }
+}
+
+/// Time since some origin (a simulation's start).
+impl Moment for Duration {
+    fn since(self, earlier: Self) -> Duration {
+        self.saturating_sub(earlier)
+    }
+}
+
+/// The outcome of evaluating a check or a probe: `pass`, `warn` or `fail`.
+///
+/// `pass` and `warn` answer 200, `fail` answers 503 (the IETF health-check draft: pass and warn
+/// use 2xx, fail uses 4xx/5xx).
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, Default,
+)]
+#[serde(rename_all = "lowercase")]
+pub enum Status {
+    /// Everything needed is there.
+    #[default]
+    Pass,
+    /// Serving, degraded: a soft check fails, a hard check fails open, or a pool is busy.
+    Warn,
+    /// Not serving.
+    Fail,
+}
+
+impl Status {
+    /// `pass`, `warn` or `fail`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Status::Pass => "pass",
+            Status::Warn => "warn",
+            Status::Fail => "fail",
+        }
+    }
+
+    /// The HTTP status code: 200 for pass and warn, 503 for fail.
+    pub fn http_code(self) -> u16 {
+        match self {
+            Status::Pass | Status::Warn => 200,
+            Status::Fail => 503,
+        }
+    }
+}
+
+impl fmt::Display for Status {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// The latest completed poll of a check, as far as the verdict cares.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Sample<M> {
+    /// When the poll finished.
+    pub at: M,
+    /// Whether it succeeded.
+    pub ok: bool,
+    /// Whether it succeeded with a warning (a busy pool).
+    pub warning: bool,
+}
+
+/// What the verdict knows of one check at one instant.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Evidence<M> {
+    /// The check's tier.
+    pub tier: Tier,
+    /// The hysteresis state: healthy once `rise` successes came in a row.
+    pub healthy: bool,
+    /// The latest completed poll (or passive report).
+    pub last: Option<Sample<M>>,
+    /// When the check last turned unhealthy after having been healthy (for the fail-open
+    /// window; a check that never passed does not fail open).
+    pub unhealthy_since: Option<M>,
+    /// A result older than this counts as a failure.
+    pub staleness: Duration,
+    /// For a hard check: how long it fails open after turning unhealthy.
+    pub fail_open_for: Option<Duration>,
+    /// Successes in a row.
+    pub consecutive_successes: u32,
+    /// Successes in a row needed to turn healthy again.
+    pub rise: u32,
+}
+
+/// Why a check has the status it has.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Cause {
+    /// Healthy, and the last poll passed.
+    Passing,
+    /// Healthy, and the last poll passed with a warning.
+    Warning,
+    /// No poll has finished yet.
+    NoResult,
+    /// The last result is older than its staleness bound.
+    Stale {
+        /// The result's age.
+        age: Duration,
+        /// The bound.
+        bound: Duration,
+    },
+    /// The last poll passed, but not yet `rise` in a row.
+    Recovering {
+        /// Successes in a row so far.
+        successes: u32,
+        /// Successes in a row needed.
+        rise: u32,
+    },
+    /// The last poll (or a passive report) failed.
+    Failed,
+}
+
+impl Cause {
+    /// Whether the cause is a failure of the check (anything but passing or warning).
+    pub fn is_failure(self) -> bool {
+        !matches!(self, Cause::Passing | Cause::Warning)
+    }
+}
+
+/// A check's status at one instant, and why.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CheckVerdict {
+    /// The check's own status.
+    pub status: Status,
+    /// Why.
+    pub cause: Cause,
+    /// For a hard check failing open: how long it still fails open.
+    pub failing_open: Option<Duration>,
+}
+
+impl<M: Moment> Evidence<M> {
+    /// The check's status at `now`, and why.
+    pub fn verdict(&self, now: M) -> CheckVerdict {
+        let Some(last) = self.last else {
+            return self.failing(Cause::NoResult, now);
+        };
+        let age = now.since(last.at);
+        if age > self.staleness {
+            return self.failing(
+                Cause::Stale {
+                    age,
+                    bound: self.staleness,
+                },
+                now,
+            );
+        }
+        if self.healthy {
+            let warned = last.ok && last.warning;
+            return CheckVerdict {
+                status: if warned { Status::Warn } else { Status::Pass },
+                cause: if warned {
+                    Cause::Warning
+                } else {
+                    Cause::Passing
+                },
+                failing_open: None,
+            };
+        }
+        let cause = if last.ok {
+            Cause::Recovering {
+                successes: self.consecutive_successes,
+                rise: self.rise,
+            }
+        } else {
+            Cause::Failed
+        };
+        self.failing(cause, now)
+    }
+
+    /// The check's status at `now`.
+    pub fn status(&self, now: M) -> Status {
+        self.verdict(now).status
+    }
+
+    /// The check's own answer when asked alone (`/readyz/db`, gRPC service `db`): a failing
+    /// check does not serve, whatever its tier — so `/readyz/cache` tells the truth about the
+    /// cache although the cache alone never fails `/readyz` — except a hard check inside its
+    /// fail-open window; a passing check with a warning serves.
+    pub fn serves_alone(&self, now: M) -> bool {
+        let verdict = self.verdict(now);
+        !verdict.cause.is_failure() || verdict.failing_open.is_some()
+    }
+
+    fn failing(&self, cause: Cause, now: M) -> CheckVerdict {
+        let failing_open = match (self.tier, self.fail_open_for, self.unhealthy_since) {
+            (Tier::Hard, Some(window), Some(since)) => {
+                Some(window.saturating_sub(now.since(since))).filter(|left| !left.is_zero())
+            }
+            _ => None,
+        };
+        let status = match self.tier {
+            Tier::Soft | Tier::Info => Status::Warn,
+            Tier::Hard if failing_open.is_some() => Status::Warn,
+            Tier::Hard => Status::Fail,
+        };
+        CheckVerdict {
+            status,
+            cause,
+            failing_open,
+        }
+    }
+}
+
+/// The gates every readiness answer passes through before the checks are asked.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Gates<M> {
+    /// When shutdown started, if it has.
+    pub shutting_down_since: Option<M>,
+    /// Whether there are startup steps at all (the `startup` gate is listed only then).
+    pub has_steps: bool,
+    /// Whether any startup step — internal or waiting on a dependency — is pending.
+    pub steps_pending: bool,
+    /// Whether any liveness condition fails (a wedged instance gets no traffic while it waits
+    /// to be restarted).
+    pub liveness_failing: bool,
+}
+
+/// One of the readiness gates.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Gate {
+    /// Shutting down.
+    Shutdown,
+    /// Startup steps pending.
+    Startup,
+    /// Liveness failing.
+    Liveness,
+}
+
+impl Gate {
+    /// The gate's name in every output (`shutdown`, `startup`, `liveness`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Gate::Shutdown => "shutdown",
+            Gate::Startup => "startup",
+            Gate::Liveness => "liveness",
+        }
+    }
+}
+
+/// What an entry of a probe's answer is about.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Subject {
+    /// A readiness gate.
+    Gate(Gate),
+    /// The readiness check at this index.
+    Check(usize),
+    /// The liveness condition at this index.
+    Condition(usize),
+    /// The startup step at this index.
+    Step(usize),
+}
+
+/// One entry of a probe's answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Entry {
+    /// What it is about.
+    pub subject: Subject,
+    /// Its status.
+    pub status: Status,
+    /// The check's tier, for a check.
+    pub tier: Option<Tier>,
+    /// The check's own verdict, for a check.
+    pub check: Option<CheckVerdict>,
+}
+
+/// What an entry does to its probe's status.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Effect {
+    /// Nothing: passing, excluded, or an `info` check failing.
+    None,
+    /// Makes the probe `warn`.
+    Degrades,
+    /// Makes the probe `fail`.
+    Fails,
+}
+
+impl Entry {
+    /// What the entry does to its probe, when counted.
+    pub fn effect(&self) -> Effect {
+        match (self.status, self.tier) {
+            (Status::Fail, _) => Effect::Fails,
+            (Status::Warn, Some(Tier::Info)) | (Status::Pass, _) => Effect::None,
+            (Status::Warn, _) => Effect::Degrades,
+        }
+    }
+}
+
+/// Every entry of the readiness answer at `now`: the gates that apply, then each check.
+pub fn readiness<'a, M: Moment + 'a>(
+    gates: Gates<M>,
+    checks: impl IntoIterator<Item = &'a Evidence<M>> + 'a,
+    now: M,
+) -> impl Iterator<Item = Entry> + 'a {
+    let gate = |gate, failing: bool| Entry {
+        subject: Subject::Gate(gate),
+        status: if failing { Status::Fail } else { Status::Pass },
+        tier: None,
+        check: None,
+    };
+    let shutdown = gates
+        .shutting_down_since
+        .map(|_| gate(Gate::Shutdown, true));
+    let startup = gates
+        .has_steps
+        .then(|| gate(Gate::Startup, gates.steps_pending));
+    let liveness = gates
+        .liveness_failing
+        .then(|| gate(Gate::Liveness, true));
+    let checks = checks
+        .into_iter()
+        .enumerate()
+        .map(move |(index, evidence)| {
+            let verdict = evidence.verdict(now);
+            Entry {
+                subject: Subject::Check(index),
+                status: verdict.status,
+                tier: Some(evidence.tier),
+                check: Some(verdict),
+            }
+        });
+    shutdown.into_iter().chain(startup).chain(liveness).chain(checks)
+}
+
+/// Every entry of the liveness answer: one per condition, failing or not.
+pub fn liveness(failing: impl IntoIterator<Item = bool>) -> impl Iterator<Item = Entry> {
+    failing
+        .into_iter()
+        .enumerate()
+        .map(|(index, failing)| Entry {
+            subject: Subject::Condition(index),
+            status: if failing { Status::Fail } else { Status::Pass },
+            tier: None,
+            check: None,
+        })
+}
+
+/// Every entry of the startup answer: one per **internal** boot step (steps that wait on a
+/// dependency gate readiness only and are left out by the caller), pending or complete.
+pub fn startup(complete: impl IntoIterator<Item = bool>) -> impl Iterator<Item = Entry> {
+    complete
+        .into_iter()
+        .enumerate()
+        .map(|(index, complete)| Entry {
+            subject: Subject::Step(index),
+            status: if complete { Status::Pass } else { Status::Fail },
+            tier: None,
+            check: None,
+        })
+}
+
+/// A probe's status from its entries, each paired with whether the request excluded it: any
+/// counted entry that fails fails the probe; any that degrades makes it `warn`.
+pub fn status(entries: impl IntoIterator<Item = (Entry, bool)>) -> Status {
+    let mut worst = Status::Pass;
+    for (entry, excluded) in entries {
+        if excluded {
+            continue;
+        }
+        match entry.effect() {
+            Effect::Fails => return Status::Fail,
+            Effect::Degrades => worst = Status::Warn,
+            Effect::None => {}
+        }
+    }
+    worst
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn at(millis: u64) -> Duration {
+        Duration::from_millis(millis)
+    }
+
+    fn evidence(tier: Tier) -> Evidence<Duration> {
+        Evidence {
+            tier,
+            healthy: true,
+            last: Some(Sample {
+                at: at(0),
+                ok: true,
+                warning: false,
+            }),
+            unhealthy_since: None,
+            staleness: Duration::from_secs(3),
+            fail_open_for: None,
+            consecutive_successes: 3,
+            rise: 3,
+        }
+    }
+
+    #[test]
+    fn a_check_without_a_result_fails_by_its_tier() {
+        let mut hard = evidence(Tier::Hard);
+        hard.last = None;
+        hard.healthy = false;
+        assert_eq!(hard.verdict(at(0)).cause, Cause::NoResult);
+        assert_eq!(hard.status(at(0)), Status::Fail);
+        let mut soft = hard.clone();
+        soft.tier = Tier::Soft;
+        assert_eq!(soft.status(at(0)), Status::Warn);
+        assert!(!soft.serves_alone(at(0)));
+    }
+
+    #[test]
+    fn a_stale_result_is_a_failure_never_a_stale_success() {
+        let check = evidence(Tier::Hard);
+        assert_eq!(check.status(at(3000)), Status::Pass);
+        let verdict = check.verdict(at(3001));
+        assert_eq!(verdict.status, Status::Fail);
+        assert_eq!(
+            verdict.cause,
+            Cause::Stale {
+                age: at(3001),
+                bound: Duration::from_secs(3)
+            }
+        );
+    }
+
+    #[test]
+    fn a_warning_is_warn_for_every_tier_and_still_serves() {
+        let mut check = evidence(Tier::Hard);
+        check.last = Some(Sample {
+            at: at(0),
+            ok: true,
+            warning: true,
+        });
+        assert_eq!(check.verdict(at(10)).cause, Cause::Warning);
+        assert_eq!(check.status(at(10)), Status::Warn);
+        assert!(check.serves_alone(at(10)));
+    }
+
+    #[test]
+    fn a_hard_check_fails_open_for_its_window_then_closed() {
+        let mut check = evidence(Tier::Hard);
+        check.healthy = false;
+        check.last = Some(Sample {
+            at: at(9_000),
+            ok: false,
+            warning: false,
+        });
+        check.unhealthy_since = Some(at(0));
+        check.fail_open_for = Some(Duration::from_secs(10));
+        let open = check.verdict(at(9_500));
+        assert_eq!(open.status, Status::Warn);
+        assert_eq!(open.failing_open, Some(Duration::from_millis(500)));
+        assert!(check.serves_alone(at(9_500)));
+        assert_eq!(check.status(at(10_000)), Status::Fail);
+        assert!(!check.serves_alone(at(10_000)));
+    }
+
+    #[test]
+    fn readiness_gates_come_first_and_the_fast_path_folds_the_same_entries() {
+        let checks = [evidence(Tier::Hard), evidence(Tier::Soft)];
+        let mut gates = Gates {
+            shutting_down_since: None,
+            has_steps: true,
+            steps_pending: false,
+            liveness_failing: false,
+        };
+        let entries: Vec<Entry> = readiness(gates, &checks, at(10)).collect();
+        assert_eq!(entries[0].subject, Subject::Gate(Gate::Startup));
+        assert_eq!(entries.len(), 3);
+        assert_eq!(status(entries.iter().map(|e| (*e, false))), Status::Pass);
+
+        gates.steps_pending = true;
+        let entries = readiness(gates, &checks, at(10)).map(|entry| (entry, false));
+        assert_eq!(status(entries), Status::Fail);
+        // Excluded, the pending startup gate no longer counts.
+        let entries = readiness(gates, &checks, at(10))
+            .map(|entry| (entry, entry.subject == Subject::Gate(Gate::Startup)));
+        assert_eq!(status(entries), Status::Pass);
+
+        gates.shutting_down_since = Some(at(5));
+        let first = readiness(gates, &checks, at(10)).next().unwrap();
+        assert_eq!(first.subject, Subject::Gate(Gate::Shutdown));
+    }
+
+    #[test]
+    fn an_info_check_failing_never_changes_the_status() {
+        let mut info = evidence(Tier::Info);
+        info.healthy = false;
+        info.last = Some(Sample {
+            at: at(0),
+            ok: false,
+            warning: false,
+        });
+        let entry = readiness(
+            Gates {
+                shutting_down_since: None,
+                has_steps: false,
+                steps_pending: false,
+                liveness_failing: false,
+            },
+            [&info],
+            at(1),
+        )
+        .next()
+        .unwrap();
+        assert_eq!(entry.status, Status::Warn);
+        assert_eq!(entry.effect(), Effect::None);
+        assert_eq!(status([(entry, false)]), Status::Pass);
+    }
+
+    #[test]
+    fn liveness_and_startup_fail_on_any_entry() {
+        assert_eq!(
+            status(liveness([false, true]).map(|entry| (entry, false))),
+            Status::Fail
+        );
+        assert_eq!(
+            status(startup([true, true]).map(|entry| (entry, false))),
+            Status::Pass
+        );
+        assert_eq!(
+            status(startup([true, false]).map(|entry| (entry, false))),
+            Status::Fail
+        );
+    }
+}

@@ -1,0 +1,284 @@
+//! What each drill must show, and whether this run showed it: the drill as a gate.
+//!
+//! Some targets are settings ([`Targets`], the `--max-…` flags); others are what the drill
+//! exists to prove and are not negotiable: a pool leak, an outage, a flap, a SIGTERM, a slow
+//! boot and a busy fleet restart nothing; a stall restarts exactly the stalled instance; a flap
+//! changes readiness no more often than the instance's hysteresis allows.
+
+use crate::report::Report;
+use serde::Serialize;
+use std::time::Duration;
+
+/// The adjustable targets.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Targets {
+    /// `pool`: leak → out of rotation.
+    #[serde(serialize_with = "crate::report::secs")]
+    pub max_time_to_drain: Duration,
+    /// `busy`, `pool`, `sigterm`: requests the client saw fail.
+    pub max_failed_requests: u64,
+    /// `busy`: times readiness fell, per leg.
+    pub max_readiness_transitions: u64,
+    /// `busy`: requests the balancer refused or failed itself.
+    pub max_refused: u64,
+    /// `busy`: the share of throughput health checking may cost (0.03 = 3%).
+    pub max_check_cost: f64,
+    /// `outage`: database back → the first request served.
+    #[serde(serialize_with = "crate::report::secs")]
+    pub max_time_to_traffic: Duration,
+}
+
+impl Default for Targets {
+    fn default() -> Self {
+        Targets {
+            max_time_to_drain: Duration::from_secs(1),
+            max_failed_requests: 0,
+            max_readiness_transitions: 0,
+            max_refused: 0,
+            max_check_cost: 0.03,
+            max_time_to_traffic: Duration::from_secs(3),
+        }
+    }
+}
+
+/// One target and how this run fared.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Verdict {
+    /// The drill (`pool`, `busy`, …).
+    pub drill: &'static str,
+    /// The target, in words (`out of rotation ≤ 1s`).
+    pub target: String,
+    /// What this run measured.
+    pub measured: String,
+    /// Whether it met the target.
+    pub passed: bool,
+}
+
+impl Verdict {
+    fn new(drill: &'static str, target: String, measured: String, passed: bool) -> Self {
+        Verdict {
+            drill,
+            target,
+            measured,
+            passed,
+        }
+    }
+}
+
+fn duration(seconds: f64) -> String {
+    format!("{seconds:.2}s")
+}
+
+fn limit(duration: Duration) -> String {
+    let seconds = duration.as_secs_f64();
+    if seconds.fract() == 0.0 {
+        format!("{seconds:.0}s")
+    } else {
+        format!("{seconds}s")
+    }
+}
+
+fn within(drill: &'static str, what: &str, measured: Option<f64>, max: Duration) -> Verdict {
+    Verdict::new(
+        drill,
+        format!("{what} ≤ {}", limit(max)),
+        measured.map_or_else(|| "never".to_owned(), duration),
+        measured.is_some_and(|value| value <= max.as_secs_f64() + 1e-9),
+    )
+}
+
+fn at_most(drill: &'static str, what: &str, measured: u64, max: u64) -> Verdict {
+    Verdict::new(
+        drill,
+        format!("{what} ≤ {max}"),
+        measured.to_string(),
+        measured <= max,
+    )
+}
+
+fn exactly(drill: &'static str, what: &str, measured: u64, expected: u64) -> Verdict {
+    Verdict::new(
+        drill,
+        format!("{what} = {expected}"),
+        measured.to_string(),
+        measured == expected,
+    )
+}
+
+impl Targets {
+    /// Every target the drills in `report` have, judged.
+    pub fn evaluate(&self, report: &Report) -> Vec<Verdict> {
+        let mut verdicts = Vec::new();
+        if let Some(busy) = &report.busy {
+            for (leg, name) in [
+                (&busy.direct, "direct"),
+                (&busy.balanced, "through HAProxy"),
+            ] {
+                verdicts.push(at_most(
+                    "busy",
+                    &format!("readiness transitions ({name})"),
+                    leg.readiness_transitions,
+                    self.max_readiness_transitions,
+                ));
+                verdicts.push(exactly(
+                    "busy",
+                    &format!("/readyz polls not answered 200 ({name})"),
+                    leg.readiness_polls - leg.readiness_polls_passed,
+                    0,
+                ));
+                verdicts.push(at_most(
+                    "busy",
+                    &format!("failed requests ({name})"),
+                    leg.load.failed,
+                    self.max_failed_requests,
+                ));
+                verdicts.push(exactly(
+                    "busy",
+                    &format!("restarts ({name})"),
+                    leg.restarts.into(),
+                    0,
+                ));
+            }
+            verdicts.push(at_most(
+                "busy",
+                "requests refused by the balancer",
+                busy.balanced.load.balancer_refusals(),
+                self.max_refused,
+            ));
+            verdicts.push(at_most(
+                "busy",
+                "HAProxy took a server out",
+                busy.balanced.balancer_downs,
+                self.max_readiness_transitions,
+            ));
+            if let Some(cost) = &busy.check_cost {
+                verdicts.push(Verdict::new(
+                    "busy",
+                    format!(
+                        "health checks cost ≤ {:.1}% of throughput",
+                        self.max_check_cost * 100.0
+                    ),
+                    format!(
+                        "{:.1}% ({:.0} req/s with, {:.0} without)",
+                        cost.cost * 100.0,
+                        cost.with_checks_throughput,
+                        cost.without_checks_throughput
+                    ),
+                    cost.cost <= self.max_check_cost,
+                ));
+            }
+        }
+        if let Some(pool) = &report.pool_exhaustion {
+            verdicts.push(within(
+                "pool",
+                "out of rotation",
+                pool.time_out_of_rotation_s,
+                self.max_time_to_drain,
+            ));
+            verdicts.push(at_most(
+                "pool",
+                "failed requests",
+                pool.requests_failed,
+                self.max_failed_requests,
+            ));
+            verdicts.push(exactly("pool", "restarts", pool.restarts.into(), 0));
+            verdicts.push(Verdict::new(
+                "pool",
+                "back in rotation after release".to_owned(),
+                pool.time_back_in_rotation_s
+                    .map_or_else(|| "never".to_owned(), duration),
+                pool.time_back_in_rotation_s.is_some(),
+            ));
+        }
+        if let Some(sigterm) = &report.sigterm {
+            verdicts.push(at_most(
+                "sigterm",
+                "failed requests",
+                sigterm.requests_failed,
+                self.max_failed_requests,
+            ));
+            verdicts.push(exactly("sigterm", "restarts", sigterm.restarts.into(), 0));
+            verdicts.push(Verdict::new(
+                "sigterm",
+                "replacement in rotation".to_owned(),
+                sigterm
+                    .time_to_replacement_in_rotation_s
+                    .map_or_else(|| "never".to_owned(), duration),
+                sigterm.time_to_replacement_in_rotation_s.is_some(),
+            ));
+        }
+        if let Some(flap) = &report.flap {
+            for instance in &flap.instances {
+                verdicts.push(at_most(
+                    "flap",
+                    &format!("readiness transitions of {}", instance.name),
+                    instance.readiness_transitions,
+                    flap.transitions_bound.into(),
+                ));
+            }
+            verdicts.push(exactly("flap", "restarts", flap.restarts.into(), 0));
+            verdicts.push(Verdict::new(
+                "flap",
+                "whole fleet back after the flap".to_owned(),
+                flap.time_to_full_fleet_after_flap_s
+                    .map_or_else(|| "never".to_owned(), duration),
+                flap.time_to_full_fleet_after_flap_s.is_some(),
+            ));
+        }
+        if let Some(outage) = &report.database_outage {
+            verdicts.push(exactly("outage", "restarts", outage.restarts.into(), 0));
+            verdicts.push(within(
+                "outage",
+                "traffic served after recovery",
+                outage.time_to_traffic_after_recovery_s,
+                self.max_time_to_traffic,
+            ));
+        }
+        if let Some(stall) = &report.stall {
+            verdicts.push(exactly(
+                "stall",
+                "restarts (the stalled instance)",
+                stall.restarts.into(),
+                1,
+            ));
+            verdicts.push(Verdict::new(
+                "stall",
+                "back in rotation after the restart".to_owned(),
+                stall
+                    .time_back_in_rotation_s
+                    .map_or_else(|| "never".to_owned(), duration),
+                stall.time_back_in_rotation_s.is_some(),
+            ));
+        }
+        if let Some(boot) = &report.slow_boot {
+            verdicts.push(exactly(
+                "slow-boot",
+                "restarts during the boot",
+                boot.restarts.into(),
+                0,
+            ));
+            verdicts.push(Verdict::new(
+                "slow-boot",
+                "started".to_owned(),
+                boot.time_to_started_s
+                    .map_or_else(|| "never".to_owned(), duration),
+                boot.time_to_started_s.is_some(),
+            ));
+        }
+        verdicts
+    }
+}
+
+/// The verdicts that missed, as one line each: `pool: out of rotation ≤ 1s (measured 1.42s)`.
+pub fn missed(verdicts: &[Verdict]) -> Vec<String> {
+    verdicts
+        .iter()
+        .filter(|verdict| !verdict.passed)
+        .map(|verdict| {
+            format!(
+                "{}: {} (measured {})",
+                verdict.drill, verdict.target, verdict.measured
+            )
+        })
+        .collect()
+}
