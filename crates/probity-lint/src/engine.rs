@@ -5,7 +5,7 @@
 //! rates) is kept as a small [`summary`](crate::summary). Memory therefore grows with the number
 //! of objects, not with the size of their YAML, and time is linear in the input.
 
-use crate::contract::ServiceContract;
+use crate::contract::Contract;
 use crate::facts;
 use crate::finding::{Finding, Report, SkippedDocument};
 use crate::model::{self, Body, Object, Read};
@@ -20,7 +20,7 @@ use std::sync::Arc;
 pub struct Options {
     /// Service contracts (`--contract FILE`), matched to containers by the contract's `service`
     /// name (see `docs/lint-rules.md`).
-    pub contracts: Vec<ServiceContract>,
+    pub contracts: Vec<Contract>,
     /// Health-check requests per second across a workload's replicas above which `probe-load`
     /// fires.
     pub max_probe_rps: f64,

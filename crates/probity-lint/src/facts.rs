@@ -1,7 +1,7 @@
 //! What the manifest alone cannot say about a service — which endpoints check dependencies, how
 //! long it boots, how long it drains — read from its contract or from `probity.dev/` annotations.
 
-use crate::contract::ServiceContract as Contract;
+use crate::contract::{Contract, EndpointContract};
 use crate::model::{Annotation, Handler, Object, Workload};
 use crate::rules::catalogue;
 use crate::yaml::Position;
@@ -253,7 +253,16 @@ impl Facts<'_> {
         }
         let contract = contract?;
         let endpoint = endpoint_for(handler, contract)?;
-        let calls: Vec<&str> = contract.health_calls(endpoint).collect();
+        let calls: Vec<&str> = endpoint
+            .checks
+            .iter()
+            .filter(|name| {
+                contract
+                    .check(name)
+                    .is_some_and(|check| check.calls_health_endpoint)
+            })
+            .map(String::as_str)
+            .collect();
         (!calls.is_empty()).then(|| {
             format!(
                 "the contract says its check{} {} call{} another service's health endpoint",
@@ -276,7 +285,7 @@ impl Facts<'_> {
     ) -> Option<(&'c str, &'c [String])> {
         let contract = contract?;
         let endpoint = endpoint_for(handler, contract)?;
-        let waits = contract.waits_on(endpoint);
+        let waits = endpoint.waits_on.as_slice();
         (!waits.is_empty()).then_some((endpoint.path.as_str(), waits))
     }
 
@@ -312,7 +321,7 @@ impl Facts<'_> {
         }
         let contract = contract?;
         let shutdown = &contract.shutdown;
-        let derivation = contract.drain_derivation();
+        let derivation = shutdown.drain_delay_derivation;
         Some(Drain {
             delay: shutdown.drain_delay_ms as f64 / 1000.0,
             in_flight: shutdown.in_flight_deadline_ms.unwrap_or(0) as f64 / 1000.0,
@@ -322,7 +331,7 @@ impl Facts<'_> {
             derived_from: derivation.map(|derivation| {
                 (
                     derivation.readiness_period_ms as f64 / 1000.0,
-                    derivation.readiness_failure_threshold,
+                    u64::from(derivation.readiness_failure_threshold),
                 )
             }),
         })
@@ -354,10 +363,7 @@ fn listed_endpoint<'l>(endpoints: &'l [String], handler: &Handler) -> Option<&'l
 }
 
 /// The contract's endpoint a probe handler calls: by HTTP path, or by gRPC service name.
-fn endpoint_for<'c>(
-    handler: &Handler,
-    contract: &'c Contract,
-) -> Option<&'c probity::contract::EndpointContract> {
+fn endpoint_for<'c>(handler: &Handler, contract: &'c Contract) -> Option<&'c EndpointContract> {
     match handler {
         Handler::Http { path, .. } => contract.endpoint_for_path(path),
         Handler::Grpc { service, .. } => contract

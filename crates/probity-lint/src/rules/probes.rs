@@ -4,7 +4,7 @@ use super::catalogue as rule;
 use super::commands;
 use super::fixes::Edits;
 use super::hosts::is_loopback;
-use crate::contract::ServiceContract as Contract;
+use crate::contract::Contract;
 use crate::engine::Cx;
 use crate::facts::Facts;
 use crate::finding::Autofix;
