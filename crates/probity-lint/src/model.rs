@@ -15,7 +15,7 @@ pub(crate) use probity_contract::kube::probe::IntOrString;
 use probity_contract::kube::probe::{
     ExecAction, GrpcAction, HttpGetAction, HttpHeader, ProbeSpec, ProbeTiming, TcpSocketAction,
 };
-use probity_contract::kube::termination;
+use probity_contract::kube::termination::{self, LifecycleHandler, SleepAction};
 use probity_contract::probe::ProbeKind;
 use std::time::Duration;
 
@@ -198,6 +198,8 @@ pub(crate) struct Container<'a> {
     pub(crate) pre_stop_sleep: Option<(i64, Position)>,
     /// Where `lifecycle.preStop` is written, when the container has one.
     pub(crate) pre_stop: Option<Position>,
+    /// `lifecycle.postStart` and `lifecycle.preStop`, as written.
+    pub(crate) hooks: Vec<Hook<'a>>,
     /// An init container with `restartPolicy: Always`: a sidecar that runs beside the
     /// application and is probed like it.
     pub(crate) sidecar: bool,
@@ -206,6 +208,11 @@ pub(crate) struct Container<'a> {
 impl<'a> Container<'a> {
     pub(crate) fn probe(&self, kind: ProbeKind) -> Option<&Probe<'a>> {
         self.probes.iter().find(|probe| probe.kind == kind)
+    }
+
+    /// `lifecycle.preStop`, when the container has one.
+    pub(crate) fn pre_stop_hook(&self) -> Option<&Hook<'a>> {
+        self.hooks.iter().find(|hook| hook.entry.key == "preStop")
     }
 
     /// The number a probe port refers to: named ports resolve against `ports`; a string that
@@ -221,6 +228,17 @@ impl<'a> Container<'a> {
                 .or_else(|| name.parse().ok()),
         }
     }
+}
+
+/// A lifecycle hook (`lifecycle.preStop` or `lifecycle.postStart`), for the API server's
+/// validation of it.
+#[derive(Debug)]
+pub(crate) struct Hook<'a> {
+    /// The `preStop:` (or `postStart:`) entry.
+    pub(crate) entry: &'a Entry,
+    /// Its handlers as the API decodes them. Only what the shared hook validation looks at is
+    /// read: which handlers are present, an exec command, a sleep's seconds.
+    pub(crate) handler: LifecycleHandler,
 }
 
 #[derive(Debug, Clone)]
@@ -359,31 +377,12 @@ impl Probe<'_> {
     /// `tcpSocket`, `successThreshold`, or empty for the probe itself) is written: a mapping's
     /// key, a scalar's value; the nearest written field around it when it is not written.
     pub(crate) fn position_of(&self, field: &str) -> Position {
-        let mut node = &self.entry.value;
-        let mut position = self.position;
-        for segment in field.split('.').filter(|segment| !segment.is_empty()) {
-            let Some(entry) = node.entry(segment) else {
-                break;
-            };
-            position = if entry.value.as_map().is_some() {
-                entry.key_position
-            } else {
-                entry.value.position
-            };
-            node = &entry.value;
-        }
-        position
+        field_position(self.entry, field)
     }
 
     /// The scalar written at `field` (a path relative to the probe), if one is.
     pub(crate) fn written_scalar(&self, field: &str) -> Option<&Node> {
-        if field.is_empty() {
-            return None;
-        }
-        let node = field
-            .split('.')
-            .try_fold(&self.entry.value, |node, segment| node.get(segment))?;
-        node.scalar_text().is_some().then_some(node)
+        written_scalar(self.entry, field)
     }
 
     /// Whether validation's word on `field` (relative to the probe) is moot, because the field
@@ -396,6 +395,37 @@ impl Probe<'_> {
                     .is_some_and(|rest| rest.starts_with('.'))
         })
     }
+}
+
+/// Where `field` (a path relative to `entry`'s value, as the API server's validation names it:
+/// `httpGet.port`, `sleep.seconds`, or empty for the value itself) is written: a mapping's key, a
+/// scalar's value; the nearest written field around it when it is not written.
+pub(crate) fn field_position(entry: &Entry, field: &str) -> Position {
+    let mut node = &entry.value;
+    let mut position = entry.key_position;
+    for segment in field.split('.').filter(|segment| !segment.is_empty()) {
+        let Some(inner) = node.entry(segment) else {
+            break;
+        };
+        position = if inner.value.as_map().is_some() {
+            inner.key_position
+        } else {
+            inner.value.position
+        };
+        node = &inner.value;
+    }
+    position
+}
+
+/// The scalar written at `field` (a path relative to `entry`'s value), if one is.
+pub(crate) fn written_scalar<'n>(entry: &'n Entry, field: &str) -> Option<&'n Node> {
+    if field.is_empty() {
+        return None;
+    }
+    let node = field
+        .split('.')
+        .try_fold(&entry.value, |node, segment| node.get(segment))?;
+    node.scalar_text().is_some().then_some(node)
 }
 
 /// A label selector (`matchLabels` and `matchExpressions`).
@@ -852,8 +882,42 @@ fn read_container<'a>(node: &'a Node, problems: &mut Vec<Problem>) -> Container<
         probes,
         pre_stop_sleep,
         pre_stop: pre_stop_entry.map(|entry| entry.key_position),
+        hooks: read_hooks(node),
         sidecar,
     }
+}
+
+/// `lifecycle.postStart` and `lifecycle.preStop`, where they are mappings.
+fn read_hooks(container: &Node) -> Vec<Hook<'_>> {
+    let Some(lifecycle) = container.get("lifecycle") else {
+        return Vec::new();
+    };
+    ["postStart", "preStop"]
+        .into_iter()
+        .filter_map(|key| lifecycle.entry(key))
+        .filter(|entry| entry.value.as_map().is_some())
+        .map(|entry| {
+            let node = &entry.value;
+            let handler = LifecycleHandler {
+                exec: node.get("exec").map(|exec| ExecAction {
+                    command: exec
+                        .get("command")
+                        .and_then(Node::as_seq)
+                        .map(|items| items.iter().filter_map(Node::scalar_text).collect()),
+                }),
+                http_get: node.get("httpGet").map(|_| HttpGetAction::default()),
+                tcp_socket: node.get("tcpSocket").map(|_| TcpSocketAction::default()),
+                // A `seconds` of the wrong type is already a problem (`read_pre_stop_sleep`).
+                sleep: node.get("sleep").map(|sleep| SleepAction {
+                    seconds: sleep
+                        .get("seconds")
+                        .and_then(Node::as_i64)
+                        .unwrap_or_default(),
+                }),
+            };
+            Hook { entry, handler }
+        })
+        .collect()
 }
 
 /// The preStop hook's sleep: `sleep.seconds`, or an exec command that runs `sleep N`.

@@ -5,8 +5,8 @@ use super::catalogue as rule;
 use super::fixes::Edits;
 use crate::engine::Cx;
 use crate::finding::Autofix;
-use crate::model::{Body, Kind, Object, Probe};
-use crate::yaml::{Node, Value};
+use crate::model::{Body, Kind, Object, Probe, field_position, written_scalar};
+use crate::yaml::{Entry, Node, Value};
 use probity_contract::kube::Violation;
 use probity_contract::kube::termination;
 use probity_contract::probe::ProbeKind;
@@ -100,6 +100,19 @@ fn check_probes(cx: &mut Cx<'_>, object: &Object<'_>) {
         for probe in &container.probes {
             check_probe(cx, object, &container.name, probe);
         }
+        // `validateLifecycle`: one handler per hook, a `sleep` within the pod's grace period.
+        for hook in &container.hooks {
+            let parent = format!("lifecycle.{}", hook.entry.key);
+            for violation in hook.handler.validate(pod.termination_grace.value) {
+                cx.report(
+                    object,
+                    &rule::REJECTED_BY_API_SERVER,
+                    field_position(hook.entry, &violation.field),
+                    Some(&container.name),
+                    said(&parent, hook.entry, &violation),
+                );
+            }
+        }
     }
 }
 
@@ -122,25 +135,38 @@ fn check_probe(cx: &mut Cx<'_>, object: &Object<'_>, container: &str, probe: &Pr
     }
 }
 
-/// The finding's message: the field as written, then the API server's words.
+/// The finding's message for a probe: the field as written, then the API server's words.
 fn describe(probe: &Probe<'_>, violation: &Violation) -> String {
     let key = probe.key();
     let field = violation.field.as_str();
-    let path = if field.is_empty() {
-        format!("`{key}`")
-    } else {
-        format!("`{key}.{field}`")
-    };
-    let message = violation.message.as_str();
     let extra_handler = probe
         .handler_keys
         .iter()
         .skip(1)
         .any(|(extra, _)| *extra == field);
     if let (true, Some((first, _))) = (extra_handler, probe.handler_keys.first()) {
-        return format!("`{key}` has both `{first}` and `{field}`: a probe \"{message}\"");
+        return format!(
+            "`{key}` has both `{first}` and `{field}`: a probe \"{}\"",
+            violation.message
+        );
     }
-    let Some(written) = probe.written_scalar(field) else {
+    let advice = probe
+        .written_scalar(field)
+        .map_or("", |written| advice(probe, field, written));
+    format!("{}{advice}", said(key, probe.entry, violation))
+}
+
+/// `violation` of a field under `parent` (`livenessProbe`, `lifecycle.preStop`), whose value is
+/// `entry`'s: the field, its value as written, and the API server's words.
+fn said(parent: &str, entry: &Entry, violation: &Violation) -> String {
+    let field = violation.field.as_str();
+    let path = if field.is_empty() {
+        format!("`{parent}`")
+    } else {
+        format!("`{parent}.{field}`")
+    };
+    let message = violation.message.as_str();
+    let Some(written) = written_scalar(entry, field) else {
         return format!("{path}: \"{message}\"");
     };
     let plain = written.scalar_text().unwrap_or_default();
@@ -157,10 +183,7 @@ fn describe(probe: &Probe<'_>, violation: &Violation) -> String {
     .iter()
     .find_map(|prefix| message.strip_prefix(prefix.as_str()))
     .unwrap_or(message);
-    format!(
-        "{path} is {shown}; it \"{message}\"{}",
-        advice(probe, field, written)
-    )
+    format!("{path} is {shown}; it \"{message}\"")
 }
 
 /// Why, where the API server's words leave it unsaid.

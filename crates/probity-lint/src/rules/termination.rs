@@ -104,6 +104,14 @@ fn check_pre_stop(
     drain: Option<Drain>,
 ) -> bool {
     let grace = &pod.termination_grace;
+    // A hook the API server rejects (a `sleep` action longer than the grace period, two
+    // handlers) never runs: `rejected-by-api-server` reports it, and nothing here applies.
+    if container
+        .pre_stop_hook()
+        .is_some_and(|hook| !hook.handler.validate(grace.value).is_empty())
+    {
+        return true;
+    }
     // What the kubelet leaves the process after the stop signal, however short the grace.
     let minimum_after_signal = whole_seconds(termination::MINIMUM_GRACE_PERIOD);
     let after_sigterm = drain.map_or(FIXED_SHUTDOWN_SECONDS, |drain| {
