@@ -724,8 +724,12 @@ fn read_workload<'a>(kind: Kind, root: &'a Node, problems: &mut Vec<Problem>) ->
                     Some(spec),
                 ) => {
                     // `SetDefaults_Deployment` and its siblings: one replica when unset.
+                    // A negative count is the API server's to reject; carry on with one.
                     let written = read_int(spec, "replicas", problems, None);
-                    let value = written.map_or(1, |(count, _)| count).max(0);
+                    let value = match written {
+                        Some((count, _)) if count >= 0 => count,
+                        _ => 1,
+                    };
                     Some(Setting::new(written, value))
                 }
                 (
@@ -992,45 +996,48 @@ fn read_probe<'a>(
         .into_iter()
         .filter_map(|key| Some((key, handler_entry(key)?.key_position)))
         .collect();
-    let handler = match handler_keys.first() {
-        Some(&(key, key_position)) => {
-            let value = &handler_entry(key).expect("a handler key present").value;
-            match key {
-                "exec" => Handler::Exec {
-                    command: spec
-                        .exec
-                        .as_ref()
-                        .and_then(|exec| exec.command.clone())
-                        .unwrap_or_default(),
-                    position: value
-                        .entry("command")
-                        .map_or(key_position, |command| command.key_position),
-                },
-                "httpGet" => {
-                    let http = spec.http_get.as_ref().expect("an httpGet handler");
-                    Handler::Http {
-                        path: http.path_or_default().to_owned(),
-                        path_position: value.get("path").map(|path| path.position),
-                        port: read_port(value),
-                        host: read_host(value),
-                        scheme: http.scheme_or_default().to_owned(),
-                    }
-                }
-                "tcpSocket" => Handler::Tcp {
-                    port: read_port(value),
-                    host: read_host(value),
-                },
-                _ => Handler::Grpc {
-                    port: read_port(value),
-                    service: spec
-                        .grpc
-                        .as_ref()
-                        .and_then(|grpc| grpc.service.clone())
-                        .unwrap_or_default(),
-                },
-            }
-        }
-        None => Handler::Missing,
+    // The handler judged is the first the API server checks; its text as written gives the
+    // positions.
+    let first = handler_keys
+        .first()
+        .and_then(|&(key, key_position)| Some((key, key_position, &handler_entry(key)?.value)));
+    let handler = match (first, &spec) {
+        (Some(("exec", key_position, value)), _) => Handler::Exec {
+            command: spec
+                .exec
+                .as_ref()
+                .and_then(|exec| exec.command.clone())
+                .unwrap_or_default(),
+            position: value
+                .entry("command")
+                .map_or(key_position, |command| command.key_position),
+        },
+        (
+            Some(("httpGet", _, value)),
+            ProbeSpec {
+                http_get: Some(http),
+                ..
+            },
+        ) => Handler::Http {
+            path: http.path_or_default().to_owned(),
+            path_position: value.get("path").map(|path| path.position),
+            port: read_port(value),
+            host: read_host(value),
+            scheme: http.scheme_or_default().to_owned(),
+        },
+        (Some(("tcpSocket", _, value)), _) => Handler::Tcp {
+            port: read_port(value),
+            host: read_host(value),
+        },
+        (Some(("grpc", _, value)), _) => Handler::Grpc {
+            port: read_port(value),
+            service: spec
+                .grpc
+                .as_ref()
+                .and_then(|grpc| grpc.service.clone())
+                .unwrap_or_default(),
+        },
+        _ => Handler::Missing,
     };
     let timing = ProbeTiming::from_spec(&spec);
     let count = |count: u32| i64::from(count);
