@@ -119,8 +119,8 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
 
     let mut contracts = Vec::new();
     for path in &args.contracts {
-        let text = std::fs::read_to_string(path)
-            .with_context(|| format!("cannot read contract {}", path.display()))?;
+        // Read as a manifest is: up to the input limit, and never from a device.
+        let text = source::Source::from_file(path, args.max_input_size)?.text;
         let contract = Contract::from_json(&text)
             .with_context(|| format!("invalid contract {}", path.display()))?;
         contracts.push(contract);
