@@ -1,7 +1,7 @@
 //! `probity lint`: a thin layer over `probity-lint`.
 
 use anyhow::{Context, bail};
-use probity_lint::contract::ServiceContract;
+use probity_lint::contract::Contract;
 use probity_lint::{Format, Options, Severity, fix, output, rules, source};
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
@@ -119,9 +119,9 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
 
     let mut contracts = Vec::new();
     for path in &args.contracts {
-        let text = std::fs::read_to_string(path)
-            .with_context(|| format!("cannot read contract {}", path.display()))?;
-        let contract = ServiceContract::from_json(&text)
+        // Read as a manifest is: up to the input limit, and never from a device.
+        let text = source::Source::from_file(path, args.max_input_size)?.text;
+        let contract = Contract::from_json(&text)
             .with_context(|| format!("invalid contract {}", path.display()))?;
         contracts.push(contract);
     }

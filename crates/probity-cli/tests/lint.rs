@@ -273,6 +273,31 @@ fn reads_contracts_and_rejects_bad_ones() {
     let output = probity(&["lint", "--contract", &bad, "-"], Some(CLEAN));
     assert_eq!(output.status.code(), Some(2));
     assert!(text(&output.stderr).contains("bad.json"));
+
+    // A contract is read as a manifest is: never from a device, never past the input limit.
+    let output = probity(&["lint", "--contract", "/dev/zero", "-"], Some(CLEAN));
+    assert_eq!(output.status.code(), Some(2));
+    assert_eq!(
+        text(&output.stderr).trim(),
+        "error: cannot read /dev/zero: it is a character device, not a file"
+    );
+    let output = probity(
+        &[
+            "lint",
+            "--max-input-size",
+            "64",
+            "--contract",
+            &contract,
+            "-",
+        ],
+        Some(CLEAN),
+    );
+    assert_eq!(output.status.code(), Some(2));
+    assert!(
+        text(&output.stderr).contains("larger than the input limit of 64 bytes"),
+        "{}",
+        text(&output.stderr)
+    );
     std::fs::remove_dir_all(&dir).unwrap();
 }
 

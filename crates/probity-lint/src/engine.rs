@@ -5,7 +5,7 @@
 //! rates) is kept as a small [`summary`](crate::summary). Memory therefore grows with the number
 //! of objects, not with the size of their YAML, and time is linear in the input.
 
-use crate::contract::ServiceContract;
+use crate::contract::Contract;
 use crate::facts;
 use crate::finding::{Finding, Report, SkippedDocument};
 use crate::model::{self, Body, Object, Read};
@@ -20,7 +20,7 @@ use std::sync::Arc;
 pub struct Options {
     /// Service contracts (`--contract FILE`), matched to containers by the contract's `service`
     /// name (see `docs/lint-rules.md`).
-    pub contracts: Vec<ServiceContract>,
+    pub contracts: Vec<Contract>,
     /// Health-check requests per second across a workload's replicas above which `probe-load`
     /// fires.
     pub max_probe_rps: f64,
@@ -28,10 +28,11 @@ pub struct Options {
     pub max_dependency_rps: f64,
 }
 
-/// Default for [`Options::max_probe_rps`]: seed 003's 2000-pod fleet (2000 requests/s) is over.
+/// Default for [`Options::max_probe_rps`]: the probe-cost example's 2,000-pod fleet, probed for
+/// liveness and readiness every 2 s (2,000 requests/s before any user arrives), is over.
 pub const DEFAULT_MAX_PROBE_RPS: f64 = 1000.0;
-/// Default for [`Options::max_dependency_rps`]: seed 003's 50 pods probing a deep check every
-/// 2 s (25 queries/s to the database) is over.
+/// Default for [`Options::max_dependency_rps`]: the deep-check incident's 50 pods probing a deep
+/// check every 2 s (25 queries/s to the database) is over.
 pub const DEFAULT_MAX_DEPENDENCY_RPS: f64 = 20.0;
 
 impl Default for Options {

@@ -1,10 +1,11 @@
 //! What the manifest alone cannot say about a service — which endpoints check dependencies, how
 //! long it boots, how long it drains — read from its contract or from `probity.dev/` annotations.
 
-use crate::contract::ServiceContract as Contract;
+use crate::contract::{Contract, EndpointContract};
 use crate::model::{Annotation, Handler, Object, Workload};
 use crate::rules::catalogue;
 use crate::yaml::Position;
+use probity_contract::duration;
 
 /// The annotation prefix the linter owns.
 pub const ANNOTATION_PREFIX: &str = "probity.dev/";
@@ -136,15 +137,16 @@ pub(crate) fn read_annotations<'c>(
                     facts.transitive_endpoints = endpoints;
                 }
             }
-            BOOT_SECONDS_ANNOTATION | DRAIN_DELAY_ANNOTATION => match parse_seconds(value) {
-                Some(seconds) if key == BOOT_SECONDS_ANNOTATION => {
-                    facts.boot_seconds = Some(seconds);
+            BOOT_SECONDS_ANNOTATION | DRAIN_DELAY_ANNOTATION => {
+                match duration::parse_or_seconds(value) {
+                    Ok(time) if key == BOOT_SECONDS_ANNOTATION => {
+                        facts.boot_seconds = Some(time.as_secs_f64());
+                    }
+                    Ok(time) => facts.drain_delay_seconds = Some(time.as_secs_f64()),
+                    // The error quotes the value and shows the forms that work.
+                    Err(error) => problem(format!("`{key}`: {error}")),
                 }
-                Some(seconds) => facts.drain_delay_seconds = Some(seconds),
-                None => problem(format!(
-                    "`{key}` is `{value}`; write a number of seconds such as \"40\""
-                )),
-            },
+            }
             _ => problem(format!(
                 "`{key}` is not an annotation probity knows; known: `{CONTRACT_ANNOTATION}`, \
                  `{DEPENDENCY_ENDPOINTS_ANNOTATION}`, `{TRANSITIVE_ENDPOINTS_ANNOTATION}`, \
@@ -175,14 +177,6 @@ pub(crate) fn contract_applies(
                 })
         }
     }
-}
-
-fn parse_seconds(text: &str) -> Option<f64> {
-    let number = text.strip_suffix('s').unwrap_or(text).trim();
-    number
-        .parse::<f64>()
-        .ok()
-        .filter(|seconds| seconds.is_finite() && *seconds >= 0.0)
 }
 
 impl Facts<'_> {
@@ -259,7 +253,16 @@ impl Facts<'_> {
         }
         let contract = contract?;
         let endpoint = endpoint_for(handler, contract)?;
-        let calls: Vec<&str> = contract.health_calls(endpoint).collect();
+        let calls: Vec<&str> = endpoint
+            .checks
+            .iter()
+            .filter(|name| {
+                contract
+                    .check(name)
+                    .is_some_and(|check| check.calls_health_endpoint)
+            })
+            .map(String::as_str)
+            .collect();
         (!calls.is_empty()).then(|| {
             format!(
                 "the contract says its check{} {} call{} another service's health endpoint",
@@ -282,7 +285,7 @@ impl Facts<'_> {
     ) -> Option<(&'c str, &'c [String])> {
         let contract = contract?;
         let endpoint = endpoint_for(handler, contract)?;
-        let waits = contract.waits_on(endpoint);
+        let waits = endpoint.waits_on.as_slice();
         (!waits.is_empty()).then_some((endpoint.path.as_str(), waits))
     }
 
@@ -318,7 +321,7 @@ impl Facts<'_> {
         }
         let contract = contract?;
         let shutdown = &contract.shutdown;
-        let derivation = contract.drain_derivation();
+        let derivation = shutdown.drain_delay_derivation;
         Some(Drain {
             delay: shutdown.drain_delay_ms as f64 / 1000.0,
             in_flight: shutdown.in_flight_deadline_ms.unwrap_or(0) as f64 / 1000.0,
@@ -328,7 +331,7 @@ impl Facts<'_> {
             derived_from: derivation.map(|derivation| {
                 (
                     derivation.readiness_period_ms as f64 / 1000.0,
-                    derivation.readiness_failure_threshold,
+                    u64::from(derivation.readiness_failure_threshold),
                 )
             }),
         })
@@ -360,10 +363,7 @@ fn listed_endpoint<'l>(endpoints: &'l [String], handler: &Handler) -> Option<&'l
 }
 
 /// The contract's endpoint a probe handler calls: by HTTP path, or by gRPC service name.
-fn endpoint_for<'c>(
-    handler: &Handler,
-    contract: &'c Contract,
-) -> Option<&'c probity::contract::EndpointContract> {
+fn endpoint_for<'c>(handler: &Handler, contract: &'c Contract) -> Option<&'c EndpointContract> {
     match handler {
         Handler::Http { path, .. } => contract.endpoint_for_path(path),
         Handler::Grpc { service, .. } => contract

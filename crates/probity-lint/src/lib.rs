@@ -37,7 +37,7 @@
 //! ```
 //!
 //! What the manifest cannot say (which endpoints check dependencies, the boot time, the drain
-//! delay) comes from the service's [`probity::Contract`] ([`Options::contracts`]) or from
+//! delay) comes from the service's [contract](contract::Contract) ([`Options::contracts`]) or from
 //! `probity.dev/` annotations ([`facts`]). A finding is suppressed on one object by the
 //! annotation `probity.dev/ignore-RULE: "<reason>"`; a suppression without a reason is itself a
 //! finding and is not honoured.
@@ -45,7 +45,9 @@
 //! The rule reference, `docs/lint-rules.md`, is [`rules::reference_markdown`], the same text
 //! `probity lint --explain ID` prints one rule of.
 
-pub mod contract;
+/// The contract a service publishes: what each endpoint checks and waits on, with its timing
+/// (versions 1 and 2), as `probity-contract` defines it for every probity tool.
+pub use probity_contract::contract;
 pub mod facts;
 pub mod finding;
 pub mod fix;

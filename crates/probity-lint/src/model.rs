@@ -3,18 +3,26 @@
 //! Reading never fails on a value of the wrong type: it records a [`Problem`] (reported by the
 //! `rejected-by-api-server` rule, since the API server would refuse to decode it) and carries on
 //! with Kubernetes' default, so one bad field does not hide every other finding.
+//!
+//! Kubernetes' own rules are not restated here: a probe is also read into the API's
+//! [`ProbeSpec`], whose defaults ([`ProbeTiming`]) give every number the rules use and whose
+//! validation the `rejected-by-api-server` rule reports; the pod's grace period is defaulted by
+//! [`termination::pod_grace_period`].
 
 use crate::yaml::{Entry, Node, Position, Value};
-use probity::contract::ProbeKind;
+use probity_contract::duration;
+pub(crate) use probity_contract::kube::probe::IntOrString;
+use probity_contract::kube::probe::{
+    ExecAction, GrpcAction, HttpGetAction, HttpHeader, ProbeSpec, ProbeTiming, TcpSocketAction,
+};
+use probity_contract::kube::termination::{self, LifecycleHandler, SleepAction};
+use probity_contract::probe::ProbeKind;
+use std::time::Duration;
 
-/// Kubernetes' probe defaults (`pkg/apis/core/v1/defaults.go` `SetDefaults_Probe`); a zero is
-/// defaulted too.
-pub(crate) const DEFAULT_PERIOD_SECONDS: i64 = 10;
-pub(crate) const DEFAULT_TIMEOUT_SECONDS: i64 = 1;
-pub(crate) const DEFAULT_SUCCESS_THRESHOLD: i64 = 1;
-pub(crate) const DEFAULT_FAILURE_THRESHOLD: i64 = 3;
-/// `v1.DefaultTerminationGracePeriodSeconds`.
-pub(crate) const DEFAULT_TERMINATION_GRACE_SECONDS: i64 = 30;
+/// Whole seconds of a duration the API wrote as seconds, for rules and messages.
+pub(crate) fn whole_seconds(duration: Duration) -> i64 {
+    i64::try_from(duration.as_secs()).unwrap_or(i64::MAX)
+}
 
 /// A value that would not decode, found while reading.
 #[derive(Debug, Clone)]
@@ -140,29 +148,12 @@ pub(crate) struct Setting {
 }
 
 impl Setting {
-    fn read(
-        node: &Node,
-        key: &str,
-        default: i64,
-        zero_means_default: bool,
-        problems: &mut Vec<Problem>,
-        container: Option<&str>,
-    ) -> Self {
-        match read_int(node, key, problems, container) {
-            Some((written, position)) => Setting {
-                value: if written < 0 || (written == 0 && zero_means_default) {
-                    default
-                } else {
-                    written
-                },
-                written: Some(written),
-                position: Some(position),
-            },
-            None => Setting {
-                value: default,
-                written: None,
-                position: None,
-            },
+    /// A setting written as `written` (if at all) whose value after defaulting is `value`.
+    fn new(written: Option<(i64, Position)>, value: i64) -> Self {
+        Setting {
+            value,
+            written: written.map(|(written, _)| written),
+            position: written.map(|(_, position)| position),
         }
     }
 
@@ -207,6 +198,8 @@ pub(crate) struct Container<'a> {
     pub(crate) pre_stop_sleep: Option<(i64, Position)>,
     /// Where `lifecycle.preStop` is written, when the container has one.
     pub(crate) pre_stop: Option<Position>,
+    /// `lifecycle.postStart` and `lifecycle.preStop`, as written.
+    pub(crate) hooks: Vec<Hook<'a>>,
     /// An init container with `restartPolicy: Always`: a sidecar that runs beside the
     /// application and is probed like it.
     pub(crate) sidecar: bool,
@@ -217,12 +210,17 @@ impl<'a> Container<'a> {
         self.probes.iter().find(|probe| probe.kind == kind)
     }
 
+    /// `lifecycle.preStop`, when the container has one.
+    pub(crate) fn pre_stop_hook(&self) -> Option<&Hook<'a>> {
+        self.hooks.iter().find(|hook| hook.entry.key == "preStop")
+    }
+
     /// The number a probe port refers to: named ports resolve against `ports`; a string that
     /// names no port but is all digits is that number, as the kubelet's `extractPort` does.
-    pub(crate) fn resolve_port(&self, port: &PortRef) -> Option<i64> {
+    pub(crate) fn resolve_port(&self, port: &IntOrString) -> Option<i64> {
         match port {
-            PortRef::Number(number) => Some(*number),
-            PortRef::Name(name) => self
+            IntOrString::Int(number) => Some(*number),
+            IntOrString::String(name) => self
                 .ports
                 .iter()
                 .find(|declared| declared.name.as_deref() == Some(name.as_str()))
@@ -232,6 +230,17 @@ impl<'a> Container<'a> {
     }
 }
 
+/// A lifecycle hook (`lifecycle.preStop` or `lifecycle.postStart`), for the API server's
+/// validation of it.
+#[derive(Debug)]
+pub(crate) struct Hook<'a> {
+    /// The `preStop:` (or `postStart:`) entry.
+    pub(crate) entry: &'a Entry,
+    /// Its handlers as the API decodes them. Only what the shared hook validation looks at is
+    /// read: which handlers are present, an exec command, a sleep's seconds.
+    pub(crate) handler: LifecycleHandler,
+}
+
 #[derive(Debug, Clone)]
 pub(crate) struct ContainerPort {
     pub(crate) number: i64,
@@ -239,25 +248,10 @@ pub(crate) struct ContainerPort {
     pub(crate) protocol: String,
 }
 
-/// A probe port: a number, or (for HTTP and TCP) a port name.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum PortRef {
-    Number(i64),
-    Name(String),
-}
-
-impl std::fmt::Display for PortRef {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            PortRef::Number(number) => write!(f, "{number}"),
-            PortRef::Name(name) => write!(f, "`{name}`"),
-        }
-    }
-}
-
+/// A probe port as written: a number, or (for HTTP and TCP) a port name.
 #[derive(Debug, Clone)]
 pub(crate) struct Port {
-    pub(crate) port: PortRef,
+    pub(crate) port: IntOrString,
     pub(crate) position: Position,
 }
 
@@ -314,7 +308,7 @@ impl Handler {
     pub(crate) fn describe(&self, container: &Container<'_>) -> String {
         let port = |port: &Option<Port>| match port {
             Some(port) => match (&port.port, container.resolve_port(&port.port)) {
-                (PortRef::Name(name), Some(number)) => format!("port `{name}` ({number})"),
+                (IntOrString::String(name), Some(number)) => format!("port `{name}` ({number})"),
                 (reference, _) => format!("port {reference}"),
             },
             None => "no port".to_owned(),
@@ -344,41 +338,94 @@ pub(crate) struct Probe<'a> {
     /// Where `livenessProbe:` (or the other key) is written.
     pub(crate) position: Position,
     pub(crate) handler: Handler,
-    /// The handler keys present, with their positions (exactly one is valid).
+    /// The handler keys present, with their positions, in the order the API server checks them
+    /// (exactly one is valid; the first is the one judged).
     pub(crate) handler_keys: Vec<(&'static str, Position)>,
+    /// The probe as the Kubernetes API decodes it, for its validation.
+    pub(crate) spec: ProbeSpec,
+    /// Fields of `spec` (paths relative to the probe: `httpGet`, `grpc.port`) written with a
+    /// value the API cannot decode: reported as problems, and left out of `spec`, so what
+    /// validation says about them is moot.
+    pub(crate) undecodable: Vec<&'static str>,
+    /// The numbers with the API server's defaults applied.
+    pub(crate) timing: ProbeTiming,
     pub(crate) initial_delay: Setting,
     pub(crate) timeout: Setting,
     pub(crate) period: Setting,
     pub(crate) success: Setting,
     pub(crate) failure: Setting,
-    pub(crate) termination_grace: Option<(i64, Position)>,
 }
 
 impl Probe<'_> {
-    /// `failureThreshold × periodSeconds`: how long the probe tolerates failure.
+    /// `failureThreshold × periodSeconds`, in seconds: how long the probe tolerates failure.
     pub(crate) fn failure_window(&self) -> i64 {
-        self.failure.value.saturating_mul(self.period.value)
+        whole_seconds(self.timing.failure_window())
     }
 
-    /// `initialDelaySeconds + failureThreshold × periodSeconds`: the first moment the probe can
-    /// have given up on a container that never answers.
+    /// `initialDelaySeconds + failureThreshold × periodSeconds`, in seconds: the first moment
+    /// the probe can have given up on a container that never answers.
     pub(crate) fn budget(&self) -> i64 {
-        self.initial_delay
-            .value
-            .saturating_add(self.failure_window())
+        whole_seconds(self.timing.budget())
     }
 
+    /// `livenessProbe`, `readinessProbe` or `startupProbe`.
     pub(crate) fn key(&self) -> &'static str {
-        probe_key(self.kind)
+        self.kind.container_field()
+    }
+
+    /// Where `field` (a path relative to the probe, as validation names it: `httpGet.port`,
+    /// `tcpSocket`, `successThreshold`, or empty for the probe itself) is written: a mapping's
+    /// key, a scalar's value; the nearest written field around it when it is not written.
+    pub(crate) fn position_of(&self, field: &str) -> Position {
+        field_position(self.entry, field)
+    }
+
+    /// The scalar written at `field` (a path relative to the probe), if one is.
+    pub(crate) fn written_scalar(&self, field: &str) -> Option<&Node> {
+        written_scalar(self.entry, field)
+    }
+
+    /// Whether validation's word on `field` (relative to the probe) is moot, because the field
+    /// or one around it could not be decoded.
+    pub(crate) fn is_undecodable(&self, field: &str) -> bool {
+        self.undecodable.iter().any(|undecodable| {
+            field == *undecodable
+                || field
+                    .strip_prefix(undecodable)
+                    .is_some_and(|rest| rest.starts_with('.'))
+        })
     }
 }
 
-pub(crate) fn probe_key(kind: ProbeKind) -> &'static str {
-    match kind {
-        ProbeKind::Liveness => "livenessProbe",
-        ProbeKind::Readiness => "readinessProbe",
-        ProbeKind::Startup => "startupProbe",
+/// Where `field` (a path relative to `entry`'s value, as the API server's validation names it:
+/// `httpGet.port`, `sleep.seconds`, or empty for the value itself) is written: a mapping's key, a
+/// scalar's value; the nearest written field around it when it is not written.
+pub(crate) fn field_position(entry: &Entry, field: &str) -> Position {
+    let mut node = &entry.value;
+    let mut position = entry.key_position;
+    for segment in field.split('.').filter(|segment| !segment.is_empty()) {
+        let Some(inner) = node.entry(segment) else {
+            break;
+        };
+        position = if inner.value.as_map().is_some() {
+            inner.key_position
+        } else {
+            inner.value.position
+        };
+        node = &inner.value;
     }
+    position
+}
+
+/// The scalar written at `field` (a path relative to `entry`'s value), if one is.
+pub(crate) fn written_scalar<'n>(entry: &'n Entry, field: &str) -> Option<&'n Node> {
+    if field.is_empty() {
+        return None;
+    }
+    let node = field
+        .split('.')
+        .try_fold(&entry.value, |node, segment| node.get(segment))?;
+    node.scalar_text().is_some().then_some(node)
 }
 
 /// A label selector (`matchLabels` and `matchExpressions`).
@@ -675,7 +722,16 @@ fn read_workload<'a>(kind: Kind, root: &'a Node, problems: &mut Vec<Problem>) ->
                     | Kind::ReplicaSet
                     | Kind::ReplicationController,
                     Some(spec),
-                ) => Some(Setting::read(spec, "replicas", 1, false, problems, None)),
+                ) => {
+                    // `SetDefaults_Deployment` and its siblings: one replica when unset.
+                    // A negative count is the API server's to reject; carry on with one.
+                    let written = read_int(spec, "replicas", problems, None);
+                    let value = match written {
+                        Some((count, _)) if count >= 0 => count,
+                        _ => 1,
+                    };
+                    Some(Setting::new(written, value))
+                }
                 (
                     Kind::Deployment
                     | Kind::StatefulSet
@@ -736,14 +792,14 @@ fn read_pod_spec<'a>(node: &'a Node, problems: &mut Vec<Problem>) -> PodSpec<'a>
     let init_containers = read_list("initContainers");
     PodSpec {
         node,
-        termination_grace: Setting::read(
-            node,
-            "terminationGracePeriodSeconds",
-            DEFAULT_TERMINATION_GRACE_SECONDS,
-            false,
-            problems,
-            None,
-        ),
+        termination_grace: {
+            let written = read_int(node, "terminationGracePeriodSeconds", problems, None);
+            // A negative grace period is rejected (the `api` rules); carry on with the default.
+            let grace = termination::pod_grace_period(written.map(|(seconds, _)| seconds))
+                .or_else(|_| termination::pod_grace_period(None))
+                .unwrap_or_default();
+            Setting::new(written, whole_seconds(grace))
+        },
         host_network: read_bool(node, "hostNetwork", problems).unwrap_or(false),
         containers,
         init_containers,
@@ -776,12 +832,8 @@ fn read_container<'a>(node: &'a Node, problems: &mut Vec<Problem>) -> Container<
         })
         .unwrap_or_default();
     let mut probes = Vec::new();
-    for kind in [
-        ProbeKind::Liveness,
-        ProbeKind::Readiness,
-        ProbeKind::Startup,
-    ] {
-        let Some(entry) = node.entry(probe_key(kind)) else {
+    for kind in ProbeKind::ALL {
+        let Some(entry) = node.entry(kind.container_field()) else {
             continue;
         };
         if entry.value.is_null() {
@@ -834,8 +886,42 @@ fn read_container<'a>(node: &'a Node, problems: &mut Vec<Problem>) -> Container<
         probes,
         pre_stop_sleep,
         pre_stop: pre_stop_entry.map(|entry| entry.key_position),
+        hooks: read_hooks(node),
         sidecar,
     }
+}
+
+/// `lifecycle.postStart` and `lifecycle.preStop`, where they are mappings.
+fn read_hooks(container: &Node) -> Vec<Hook<'_>> {
+    let Some(lifecycle) = container.get("lifecycle") else {
+        return Vec::new();
+    };
+    ["postStart", "preStop"]
+        .into_iter()
+        .filter_map(|key| lifecycle.entry(key))
+        .filter(|entry| entry.value.as_map().is_some())
+        .map(|entry| {
+            let node = &entry.value;
+            let handler = LifecycleHandler {
+                exec: node.get("exec").map(|exec| ExecAction {
+                    command: exec
+                        .get("command")
+                        .and_then(Node::as_seq)
+                        .map(|items| items.iter().filter_map(Node::scalar_text).collect()),
+                }),
+                http_get: node.get("httpGet").map(|_| HttpGetAction::default()),
+                tcp_socket: node.get("tcpSocket").map(|_| TcpSocketAction::default()),
+                // A `seconds` of the wrong type is already a problem (`read_pre_stop_sleep`).
+                sleep: node.get("sleep").map(|sleep| SleepAction {
+                    seconds: sleep
+                        .get("seconds")
+                        .and_then(Node::as_i64)
+                        .unwrap_or_default(),
+                }),
+            };
+            Hook { entry, handler }
+        })
+        .collect()
 }
 
 /// The preStop hook's sleep: `sleep.seconds`, or an exec command that runs `sleep N`.
@@ -863,11 +949,10 @@ fn read_pre_stop_sleep(
         if program != "sleep" {
             return None;
         }
-        let amount = pair[1].trim_end_matches('s');
-        amount
-            .parse::<f64>()
+        // `sleep 12.5`, `sleep 5s`, `sleep 1m`: a number of seconds or a number with a unit.
+        duration::parse_or_seconds(pair[1])
             .ok()
-            .map(|seconds| seconds.ceil() as i64)
+            .map(|sleep| whole_seconds(sleep) + i64::from(sleep.subsec_nanos() > 0))
     })?;
     Some((seconds, command.position))
 }
@@ -880,121 +965,224 @@ fn read_probe<'a>(
 ) -> Probe<'a> {
     let position = entry.key_position;
     let node = &entry.value;
-    let c = Some(container);
-    let mut handler_keys = Vec::new();
-    let mut handler = Handler::Missing;
-    for key in ["httpGet", "tcpSocket", "grpc", "exec"] {
-        let Some(entry) = node.entry(key) else {
-            continue;
-        };
-        if entry.value.is_null() {
-            continue;
-        }
-        handler_keys.push((key, entry.key_position));
-        if !matches!(handler, Handler::Missing) {
-            continue;
-        }
-        let value = &entry.value;
-        handler = match key {
-            "httpGet" => Handler::Http {
-                path: value
-                    .get("path")
-                    .and_then(Node::scalar_text)
-                    .unwrap_or_else(|| "/".to_owned()),
-                path_position: value.get("path").map(|path| path.position),
-                port: read_port(value, true, problems, container),
-                host: read_host(value),
-                scheme: value
-                    .get("scheme")
-                    .and_then(Node::scalar_text)
-                    .unwrap_or_else(|| "HTTP".to_owned()),
+    let mut undecodable = Vec::new();
+    let mut reader = Reader {
+        problems,
+        container,
+        undecodable: &mut undecodable,
+    };
+    let handler_entry = |key: &str| node.entry(key).filter(|entry| !entry.value.is_null());
+    let mut number = |key: &str| read_int(node, key, reader.problems, Some(container));
+    let initial_delay = number("initialDelaySeconds");
+    let timeout = number("timeoutSeconds");
+    let period = number("periodSeconds");
+    let success = number("successThreshold");
+    let failure = number("failureThreshold");
+    let termination_grace = number("terminationGracePeriodSeconds");
+    let spec = ProbeSpec {
+        exec: handler_entry("exec").map(|entry| reader.exec(entry)),
+        http_get: handler_entry("httpGet").map(|entry| reader.http_get(entry)),
+        tcp_socket: handler_entry("tcpSocket").map(|entry| reader.tcp_socket(entry)),
+        grpc: handler_entry("grpc").map(|entry| reader.grpc(entry)),
+        initial_delay_seconds: initial_delay.map(|(value, _)| value),
+        timeout_seconds: timeout.map(|(value, _)| value),
+        period_seconds: period.map(|(value, _)| value),
+        success_threshold: success.map(|(value, _)| value),
+        failure_threshold: failure.map(|(value, _)| value),
+        termination_grace_period_seconds: termination_grace.map(|(value, _)| value),
+    };
+    let handler_keys: Vec<(&'static str, Position)> = spec
+        .handler_keys()
+        .into_iter()
+        .filter_map(|key| Some((key, handler_entry(key)?.key_position)))
+        .collect();
+    // The handler judged is the first the API server checks; its text as written gives the
+    // positions.
+    let first = handler_keys
+        .first()
+        .and_then(|&(key, key_position)| Some((key, key_position, &handler_entry(key)?.value)));
+    let handler = match (first, &spec) {
+        (Some(("exec", key_position, value)), _) => Handler::Exec {
+            command: spec
+                .exec
+                .as_ref()
+                .and_then(|exec| exec.command.clone())
+                .unwrap_or_default(),
+            position: value
+                .entry("command")
+                .map_or(key_position, |command| command.key_position),
+        },
+        (
+            Some(("httpGet", _, value)),
+            ProbeSpec {
+                http_get: Some(http),
+                ..
             },
-            "tcpSocket" => Handler::Tcp {
-                port: read_port(value, true, problems, container),
-                host: read_host(value),
-            },
-            "grpc" => Handler::Grpc {
-                port: read_port(value, false, problems, container),
-                service: value
-                    .get("service")
-                    .and_then(Node::scalar_text)
-                    .unwrap_or_default(),
-            },
-            _ => Handler::Exec {
-                command: value
-                    .get("command")
-                    .and_then(Node::as_seq)
-                    .map(|items| items.iter().filter_map(Node::scalar_text).collect())
-                    .unwrap_or_default(),
-                position: value
-                    .entry("command")
-                    .map_or(entry.key_position, |command| command.key_position),
-            },
-        };
-    }
+        ) => Handler::Http {
+            path: http.path_or_default().to_owned(),
+            path_position: value.get("path").map(|path| path.position),
+            port: read_port(value),
+            host: read_host(value),
+            scheme: http.scheme_or_default().to_owned(),
+        },
+        (Some(("tcpSocket", _, value)), _) => Handler::Tcp {
+            port: read_port(value),
+            host: read_host(value),
+        },
+        (Some(("grpc", _, value)), _) => Handler::Grpc {
+            port: read_port(value),
+            service: spec
+                .grpc
+                .as_ref()
+                .and_then(|grpc| grpc.service.clone())
+                .unwrap_or_default(),
+        },
+        _ => Handler::Missing,
+    };
+    let timing = ProbeTiming::from_spec(&spec);
+    let count = |count: u32| i64::from(count);
     Probe {
         entry,
         kind,
         position,
         handler,
         handler_keys,
-        initial_delay: Setting::read(node, "initialDelaySeconds", 0, false, problems, c),
-        timeout: Setting::read(
-            node,
-            "timeoutSeconds",
-            DEFAULT_TIMEOUT_SECONDS,
-            true,
-            problems,
-            c,
-        ),
-        period: Setting::read(
-            node,
-            "periodSeconds",
-            DEFAULT_PERIOD_SECONDS,
-            true,
-            problems,
-            c,
-        ),
-        success: Setting::read(
-            node,
-            "successThreshold",
-            DEFAULT_SUCCESS_THRESHOLD,
-            true,
-            problems,
-            c,
-        ),
-        failure: Setting::read(
-            node,
-            "failureThreshold",
-            DEFAULT_FAILURE_THRESHOLD,
-            true,
-            problems,
-            c,
-        ),
-        termination_grace: read_int(node, "terminationGracePeriodSeconds", problems, c),
+        initial_delay: Setting::new(initial_delay, whole_seconds(timing.initial_delay)),
+        timeout: Setting::new(timeout, whole_seconds(timing.timeout)),
+        period: Setting::new(period, whole_seconds(timing.period)),
+        success: Setting::new(success, count(timing.success_threshold)),
+        failure: Setting::new(failure, count(timing.failure_threshold)),
+        spec,
+        undecodable,
+        timing,
     }
 }
 
-/// A handler's `port`. gRPC ports are plain integers (a string there is reported by the
-/// `grpc-named-port` rule, so it is kept as a name here rather than a type problem).
-fn read_port(
-    handler: &Node,
-    _int_or_string: bool,
-    problems: &mut Vec<Problem>,
-    container: &str,
-) -> Option<Port> {
+/// Reads a probe's handlers into the API's types, recording what would not decode.
+struct Reader<'r> {
+    problems: &'r mut Vec<Problem>,
+    container: &'r str,
+    undecodable: &'r mut Vec<&'static str>,
+}
+
+impl Reader<'_> {
+    fn problem(&mut self, node: &Node, field: &'static str, message: String) {
+        self.problems.push(Problem {
+            position: node.position,
+            container: Some(self.container.to_owned()),
+            message,
+        });
+        self.undecodable.push(field);
+    }
+
+    /// The handler's mapping; a handler that is not one is a problem (and reads as empty).
+    fn mapping<'n>(&mut self, entry: &'n Entry, field: &'static str) -> Option<&'n Node> {
+        if entry.value.as_map().is_some() {
+            return Some(&entry.value);
+        }
+        let message = format!(
+            "`{}` is {}, not a mapping",
+            entry.key,
+            entry.value.describe()
+        );
+        self.problem(&entry.value, field, message);
+        None
+    }
+
+    fn text(node: Option<&Node>, key: &str) -> Option<String> {
+        node?.get(key)?.scalar_text()
+    }
+
+    fn exec(&mut self, entry: &Entry) -> ExecAction {
+        let Some(node) = self.mapping(entry, "exec") else {
+            return ExecAction::default();
+        };
+        let command = match node.get("command") {
+            None => None,
+            Some(command) if command.is_null() => None,
+            Some(command) => match command.as_seq() {
+                Some(items) => Some(items.iter().filter_map(Node::scalar_text).collect()),
+                None => {
+                    let message =
+                        format!("`command` is {}, not a list of words", command.describe());
+                    self.problem(command, "exec.command", message);
+                    None
+                }
+            },
+        };
+        ExecAction { command }
+    }
+
+    fn http_get(&mut self, entry: &Entry) -> HttpGetAction {
+        let node = self.mapping(entry, "httpGet");
+        HttpGetAction {
+            path: Self::text(node, "path"),
+            port: self.port(node, "httpGet.port"),
+            host: Self::text(node, "host"),
+            scheme: Self::text(node, "scheme"),
+            http_headers: node
+                .and_then(|node| node.get("httpHeaders"))
+                .and_then(Node::as_seq)
+                .map(|headers| {
+                    headers
+                        .iter()
+                        .map(|header| HttpHeader {
+                            name: Self::text(Some(header), "name").unwrap_or_default(),
+                            value: Self::text(Some(header), "value").unwrap_or_default(),
+                        })
+                        .collect()
+                }),
+        }
+    }
+
+    fn tcp_socket(&mut self, entry: &Entry) -> TcpSocketAction {
+        let node = self.mapping(entry, "tcpSocket");
+        TcpSocketAction {
+            port: self.port(node, "tcpSocket.port"),
+            host: Self::text(node, "host"),
+        }
+    }
+
+    fn grpc(&mut self, entry: &Entry) -> GrpcAction {
+        let node = self.mapping(entry, "grpc");
+        let port = match self.port(node, "grpc.port") {
+            Some(IntOrString::Int(number)) => Some(number),
+            // A gRPC port is a number; a name is the `grpc-named-port` rule's finding.
+            Some(IntOrString::String(_)) => {
+                self.undecodable.push("grpc.port");
+                None
+            }
+            None => None,
+        };
+        GrpcAction {
+            port,
+            service: Self::text(node, "service"),
+        }
+    }
+
+    /// A handler's `port`: a number or a name; anything else is a problem.
+    fn port(&mut self, handler: Option<&Node>, field: &'static str) -> Option<IntOrString> {
+        let node = handler?.get("port")?;
+        match &node.value {
+            Value::Int(number) => Some(IntOrString::Int(*number)),
+            Value::String(name) => Some(IntOrString::String(name.clone())),
+            Value::Null => None,
+            _ => {
+                let message = format!("`port` is {}, not a number or a name", node.describe());
+                self.problem(node, field, message);
+                None
+            }
+        }
+    }
+}
+
+/// A handler's `port` with its position, as [`Reader::port`] decoded it.
+fn read_port(handler: &Node) -> Option<Port> {
     let node = handler.get("port")?;
     let port = match &node.value {
-        Value::Int(number) => PortRef::Number(*number),
-        Value::String(name) => PortRef::Name(name.clone()),
-        _ => {
-            problems.push(Problem {
-                position: node.position,
-                container: Some(container.to_owned()),
-                message: format!("`port` is {}, not a number or a name", node.describe()),
-            });
-            return None;
-        }
+        Value::Int(number) => IntOrString::Int(*number),
+        Value::String(name) => IntOrString::String(name.clone()),
+        _ => return None,
     };
     Some(Port {
         port,
@@ -1209,14 +1397,17 @@ mod tests {
             };
             let container = &workload.pod.as_ref().unwrap().containers[0];
             assert_eq!(
-                container.resolve_port(&PortRef::Name("http".into())),
+                container.resolve_port(&IntOrString::String("http".into())),
                 Some(8080)
             );
             assert_eq!(
-                container.resolve_port(&PortRef::Name("9090".into())),
+                container.resolve_port(&IntOrString::String("9090".into())),
                 Some(9090)
             );
-            assert_eq!(container.resolve_port(&PortRef::Name("admin".into())), None);
+            assert_eq!(
+                container.resolve_port(&IntOrString::String("admin".into())),
+                None
+            );
         });
     }
 
@@ -1229,6 +1420,51 @@ mod tests {
             };
             let container = &workload.pod.as_ref().unwrap().containers[0];
             assert_eq!(container.pre_stop_sleep.map(|(s, _)| s), Some(13));
+        });
+    }
+
+    #[test]
+    fn reads_sleep_durations_as_the_shell_does() {
+        for (argument, seconds) in [
+            ("5", Some(5)),
+            ("5s", Some(5)),
+            ("1m", Some(60)),
+            ("0.2", Some(1)),
+            ("infinity", None),
+        ] {
+            let text = format!(
+                "apiVersion: v1\nkind: Pod\nmetadata: {{name: p}}\nspec:\n  containers:\n  - name: app\n    lifecycle:\n      preStop:\n        exec:\n          command: [sleep, \"{argument}\"]\n"
+            );
+            object(&text, |object| {
+                let Body::Workload(workload) = &object.body else {
+                    panic!()
+                };
+                let container = &workload.pod.as_ref().unwrap().containers[0];
+                assert_eq!(
+                    container.pre_stop_sleep.map(|(s, _)| s),
+                    seconds,
+                    "{argument}"
+                );
+            });
+        }
+    }
+
+    #[test]
+    fn judges_the_handler_the_api_server_validates_first() {
+        let text = "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers:\n  - name: app\n    livenessProbe:\n      httpGet: {path: /livez, port: 8080}\n      exec: {command: [true]}\n";
+        object(text, |object| {
+            let Body::Workload(workload) = &object.body else {
+                panic!()
+            };
+            let probe = workload.pod.as_ref().unwrap().containers[0]
+                .probe(ProbeKind::Liveness)
+                .unwrap();
+            let keys: Vec<&str> = probe.handler_keys.iter().map(|(key, _)| *key).collect();
+            assert_eq!(keys, ["exec", "httpGet"]);
+            assert!(matches!(probe.handler, Handler::Exec { .. }));
+            assert_eq!(probe.position_of("httpGet").line, 8);
+            assert_eq!(probe.position_of("httpGet.port").column, 37);
+            assert_eq!(probe.position_of("successThreshold").line, 7);
         });
     }
 

@@ -69,7 +69,7 @@ pub enum SourceError {
         limit: u64,
     },
     /// A path names a device, socket or other special file rather than a file or a pipe.
-    #[error("cannot read {path}: it is {what}, not a manifest file")]
+    #[error("cannot read {path}: it is {what}, not a file")]
     NotAFile {
         /// The path that failed.
         path: String,
@@ -393,8 +393,7 @@ mod tests {
     fn refuses_devices_without_reading_them() {
         let error = Source::from_file(Path::new("/dev/zero"), DEFAULT_MAX_INPUT_BYTES).unwrap_err();
         assert!(
-            error.to_string()
-                == "cannot read /dev/zero: it is a character device, not a manifest file",
+            error.to_string() == "cannot read /dev/zero: it is a character device, not a file",
             "{error}"
         );
     }

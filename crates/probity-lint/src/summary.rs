@@ -4,7 +4,7 @@
 use crate::facts::Facts;
 use crate::model::{Amount, Body, Handler, Kind, Object, Selector, Setting};
 use crate::yaml::Position;
-use probity::contract::ProbeKind;
+use probity_contract::probe::ProbeKind;
 
 /// Who a finding is about, and the rules suppressed on it.
 #[derive(Debug, Clone)]

@@ -2,7 +2,7 @@
 //! kinds it does not judge, Helm output, `List`s — each an error naming file and line, or
 //! skipped, and never a panic.
 
-use probity_lint::contract::ServiceContract as Contract;
+use probity_lint::contract::Contract;
 use probity_lint::{Options, Report, Source, lint};
 use std::path::Path;
 

@@ -32,6 +32,8 @@ pub const DEFAULT_FAILURE_THRESHOLD: i64 = 3;
 pub const DEFAULT_INITIAL_DELAY_SECONDS: i64 = 0;
 /// `httpGet.path` when unset or empty (`SetDefaults_HTTPGetAction`).
 pub const DEFAULT_HTTP_PATH: &str = "/";
+/// `httpGet.scheme` when unset or empty (`SetDefaults_HTTPGetAction`).
+pub const DEFAULT_HTTP_SCHEME: &str = "HTTP";
 
 /// The API server's message for a negative count or number of seconds
 /// (`apimachinery/pkg/api/validation` `IsNegativeErrorMsg`).
@@ -102,6 +104,27 @@ pub struct HttpGetAction {
     /// Extra request headers.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub http_headers: Option<Vec<HttpHeader>>,
+}
+
+impl HttpGetAction {
+    /// The path the kubelet requests: as written, or [`DEFAULT_HTTP_PATH`] when unset or empty
+    /// (`SetDefaults_HTTPGetAction`).
+    pub fn path_or_default(&self) -> &str {
+        self.path
+            .as_deref()
+            .filter(|path| !path.is_empty())
+            .unwrap_or(DEFAULT_HTTP_PATH)
+    }
+
+    /// The scheme as written, or [`DEFAULT_HTTP_SCHEME`] when unset or empty
+    /// (`SetDefaults_HTTPGetAction`). Any other text than `HTTP` or `HTTPS` is kept as written,
+    /// for [`ProbeSpec::validate`] to reject.
+    pub fn scheme_or_default(&self) -> &str {
+        self.scheme
+            .as_deref()
+            .filter(|scheme| !scheme.is_empty())
+            .unwrap_or(DEFAULT_HTTP_SCHEME)
+    }
 }
 
 /// One `httpHeaders` entry.
@@ -610,6 +633,24 @@ mod tests {
                 scheme: Scheme::Http,
                 headers: Vec::new(),
             }
+        );
+    }
+
+    #[test]
+    fn http_get_defaults_as_written_text() {
+        let written = |json: &str| serde_json::from_str::<HttpGetAction>(json).unwrap();
+        let unset = written(r#"{ "port": 80 }"#);
+        assert_eq!(unset.path_or_default(), "/");
+        assert_eq!(unset.scheme_or_default(), "HTTP");
+        let empty = written(r#"{ "port": 80, "path": "", "scheme": "" }"#);
+        assert_eq!(
+            (empty.path_or_default(), empty.scheme_or_default()),
+            ("/", "HTTP")
+        );
+        let set = written(r#"{ "port": 80, "path": "/readyz", "scheme": "HTTPS" }"#);
+        assert_eq!(
+            (set.path_or_default(), set.scheme_or_default()),
+            ("/readyz", "HTTPS")
         );
     }
 

@@ -7,6 +7,8 @@
 //!   probe-level override for a liveness or startup kill, the pod's otherwise; preStop runs
 //!   first and its time comes off the grace, with a floor of
 //!   `minimumGracePeriodInSeconds = 2` for what is left;
+//! - `pkg/kubelet/pod_workers.go` (`calculateEffectiveGracePeriod`): whatever the pod or the
+//!   deletion says, the kubelet stops a pod with a grace period of at least 1 s;
 //! - `pkg/apis/core/v1/defaults.go`: `terminationGracePeriodSeconds` defaults to 30
 //!   (`v1.DefaultTerminationGracePeriodSeconds`);
 //! - `pkg/apis/core/validation/validation.go` (`validateSleepAction`, `validateHandler`):
@@ -21,6 +23,11 @@ use std::time::Duration;
 
 /// The pod's `terminationGracePeriodSeconds` when unset.
 pub const DEFAULT_TERMINATION_GRACE_PERIOD_SECONDS: i64 = 30;
+/// The shortest grace period the kubelet stops a pod with: a pod whose
+/// `terminationGracePeriodSeconds` (or deletion grace period) is 0 gets this
+/// (`calculateEffectiveGracePeriod`: "no matter what, we always supply a grace period of 1").
+/// Its containers' preStop hooks then have at most this long before the stop signal.
+pub const MINIMUM_POD_GRACE_PERIOD: Duration = Duration::from_secs(1);
 /// What is left of the grace period after preStop is never less than this
 /// (`minimumGracePeriodInSeconds`).
 pub const MINIMUM_GRACE_PERIOD: Duration = Duration::from_secs(2);
@@ -215,6 +222,16 @@ mod tests {
         assert_eq!(sequence.pre_stop, secs(30));
         assert_eq!(sequence.signal_to_kill, MINIMUM_GRACE_PERIOD);
         assert_eq!(sequence.longest(), secs(32));
+    }
+
+    #[test]
+    fn a_zero_grace_period_still_gives_the_hook_a_second_and_the_signal_two() {
+        let grace = pod_grace_period(Some(0))
+            .unwrap()
+            .max(MINIMUM_POD_GRACE_PERIOD);
+        let sequence = StopSequence::new(grace, secs(20));
+        assert_eq!(sequence.pre_stop, secs(1));
+        assert_eq!(sequence.signal_to_kill, MINIMUM_GRACE_PERIOD);
     }
 
     #[test]

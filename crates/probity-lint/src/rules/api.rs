@@ -4,9 +4,12 @@
 use super::catalogue as rule;
 use super::fixes::Edits;
 use crate::engine::Cx;
-use crate::model::{Body, Handler, Kind, Object, PortRef, Probe};
-use crate::yaml::Node;
-use probity::contract::ProbeKind;
+use crate::finding::Autofix;
+use crate::model::{Body, Kind, Object, Probe, field_position, written_scalar};
+use crate::yaml::{Entry, Node, Value};
+use probity_contract::kube::Violation;
+use probity_contract::kube::termination;
+use probity_contract::probe::ProbeKind;
 
 pub(crate) fn check(cx: &mut Cx<'_>, object: &Object<'_>) {
     for problem in &object.problems {
@@ -76,180 +79,147 @@ fn check_probes(cx: &mut Cx<'_>, object: &Object<'_>) {
             );
         }
     }
+    if let (Err(violation), Some(position)) = (
+        termination::pod_grace_period(pod.termination_grace.written),
+        pod.termination_grace.position,
+    ) {
+        cx.report(
+            object,
+            &rule::REJECTED_BY_API_SERVER,
+            position,
+            None,
+            format!(
+                "`{}` is {}; it \"{}\"",
+                violation.field,
+                pod.termination_grace.written.unwrap_or_default(),
+                violation.message
+            ),
+        );
+    }
     for container in pod.probed() {
-        let name = Some(container.name.as_str());
         for probe in &container.probes {
-            let key = probe.key();
-            match probe.handler_keys.as_slice() {
-                [] => cx.report(
+            check_probe(cx, object, &container.name, probe);
+        }
+        // `validateLifecycle`: one handler per hook, a `sleep` within the pod's grace period.
+        for hook in &container.hooks {
+            let parent = format!("lifecycle.{}", hook.entry.key);
+            for violation in hook.handler.validate(pod.termination_grace.value) {
+                cx.report(
                     object,
                     &rule::REJECTED_BY_API_SERVER,
-                    probe.position,
-                    name,
-                    format!(
-                        "`{key}` has no handler: it \"must specify a handler type\" (one of \
-                         `httpGet`, `tcpSocket`, `grpc`, `exec`)"
-                    ),
-                ),
-                [_] => {}
-                [(first, _), rest @ ..] => {
-                    for (extra, position) in rest {
-                        cx.report(
-                            object,
-                            &rule::REJECTED_BY_API_SERVER,
-                            *position,
-                            name,
-                            format!(
-                                "`{key}` has both `{first}` and `{extra}`: a probe \"may not \
-                                 specify more than 1 handler type\""
-                            ),
-                        );
-                    }
-                }
-            }
-            if probe.kind != ProbeKind::Readiness
-                && let (Some(written), Some(position)) =
-                    (probe.success.written, probe.success.position)
-                && written > 1
-            {
-                let fix = probe
-                    .entry
-                    .value
-                    .entry("successThreshold")
-                    .and_then(|entry| {
-                        let mut edits = Edits::new(cx, object.source);
-                        edits.set_scalar(&entry.value, "1")?;
-                        edits.finish(format!("set `{key}.successThreshold` to 1"), true)
-                    });
-                cx.report_with_fix(
-                    object,
-                    &rule::REJECTED_BY_API_SERVER,
-                    position,
-                    name,
-                    format!(
-                        "`{key}.successThreshold` is {written}; on {} probes it \"must be 1\"",
-                        probe.kind
-                    ),
-                    fix,
+                    field_position(hook.entry, &violation.field),
+                    Some(&container.name),
+                    said(&parent, hook.entry, &violation),
                 );
-            }
-            check_port(cx, object, name, key, probe);
-            for (field, setting) in [
-                ("initialDelaySeconds", &probe.initial_delay),
-                ("timeoutSeconds", &probe.timeout),
-                ("periodSeconds", &probe.period),
-                ("successThreshold", &probe.success),
-                ("failureThreshold", &probe.failure),
-            ] {
-                if let (Some(written), Some(position)) = (setting.written, setting.position)
-                    && written < 0
-                {
-                    cx.report(
-                        object,
-                        &rule::REJECTED_BY_API_SERVER,
-                        position,
-                        name,
-                        format!(
-                            "`{key}.{field}` is {written}; it \"must be greater than or equal \
-                                 to 0\""
-                        ),
-                    );
-                }
-            }
-            if let Some((grace, position)) = probe.termination_grace {
-                if probe.kind == ProbeKind::Readiness {
-                    let fix = probe
-                        .entry
-                        .value
-                        .entry("terminationGracePeriodSeconds")
-                        .and_then(|entry| {
-                            let mut edits = Edits::new(cx, object.source);
-                            edits.remove_entry(entry.span())?;
-                            edits.finish(
-                                "remove `readinessProbe.terminationGracePeriodSeconds`",
-                                true,
-                            )
-                        });
-                    cx.report_with_fix(
-                        object,
-                        &rule::REJECTED_BY_API_SERVER,
-                        position,
-                        name,
-                        "`readinessProbe.terminationGracePeriodSeconds` is set; it \"must not be \
-                         set for readinessProbes\" (readiness never kills)",
-                        fix,
-                    );
-                } else if grace <= 0 {
-                    cx.report(
-                        object,
-                        &rule::REJECTED_BY_API_SERVER,
-                        position,
-                        name,
-                        format!(
-                            "`{key}.terminationGracePeriodSeconds` is {grace}; it \"must be \
-                             greater than 0\""
-                        ),
-                    );
-                }
             }
         }
     }
 }
 
-/// `ValidatePortNumOrName` (`pkg/apis/core/validation/validation.go`): a number from 1 to 65535,
-/// or a valid port name (`IsValidPortName`); gRPC ports are numbers (their names are the
-/// `grpc-named-port` rule).
-fn check_port(
-    cx: &mut Cx<'_>,
-    object: &Object<'_>,
-    container: Option<&str>,
-    key: &str,
-    probe: &Probe<'_>,
-) {
-    let Some(port) = probe.handler.port() else {
-        return;
-    };
-    let handler = match probe.handler {
-        Handler::Http { .. } => "httpGet",
-        Handler::Tcp { .. } => "tcpSocket",
-        _ => "grpc",
-    };
-    let problem = match &port.port {
-        PortRef::Number(number) if !(1..=65535).contains(number) => Some(format!(
-            "{number} \"must be between 1 and 65535, inclusive\""
-        )),
-        PortRef::Name(name) if handler != "grpc" => port_name_problem(name)
-            .map(|problem| format!("\"{name}\" is not a valid port name: it {problem}")),
-        _ => None,
-    };
-    if let Some(problem) = problem {
-        cx.report(
+/// What the API server's validation of a probe says (`ProbeSpec::validate`), reported where each
+/// field is written.
+fn check_probe(cx: &mut Cx<'_>, object: &Object<'_>, container: &str, probe: &Probe<'_>) {
+    for violation in probe.spec.validate(probe.kind) {
+        if probe.is_undecodable(&violation.field) {
+            continue;
+        }
+        let fix = fix_for(cx, object, probe, &violation.field);
+        cx.report_with_fix(
             object,
             &rule::REJECTED_BY_API_SERVER,
-            port.position,
-            container,
-            format!("`{key}.{handler}.port` {problem}"),
+            probe.position_of(&violation.field),
+            Some(container),
+            describe(probe, &violation),
+            fix,
         );
     }
 }
 
-/// Why `name` is not a valid port name (`k8s.io/apimachinery` `IsValidPortName`), if it is not.
-fn port_name_problem(name: &str) -> Option<&'static str> {
-    if name.len() > 15 {
-        Some("\"must be no more than 15 characters\"")
-    } else if !name
-        .bytes()
-        .all(|byte| byte.is_ascii_lowercase() || byte.is_ascii_digit() || byte == b'-')
-    {
-        Some("\"must contain only alpha-numeric characters (a-z, 0-9), and hyphens (-)\"")
-    } else if !name.bytes().any(|byte| byte.is_ascii_lowercase()) {
-        Some("\"must contain at least one letter (a-z)\" (an unquoted number is a port number)")
-    } else if name.contains("--") {
-        Some("\"must not contain consecutive hyphens\"")
-    } else if name.starts_with('-') || name.ends_with('-') {
-        Some("\"must not begin or end with a hyphen\"")
+/// The finding's message for a probe: the field as written, then the API server's words.
+fn describe(probe: &Probe<'_>, violation: &Violation) -> String {
+    let key = probe.key();
+    let field = violation.field.as_str();
+    let extra_handler = probe
+        .handler_keys
+        .iter()
+        .skip(1)
+        .any(|(extra, _)| *extra == field);
+    if let (true, Some((first, _))) = (extra_handler, probe.handler_keys.first()) {
+        return format!(
+            "`{key}` has both `{first}` and `{field}`: a probe \"{}\"",
+            violation.message
+        );
+    }
+    let advice = probe
+        .written_scalar(field)
+        .map_or("", |written| advice(probe, field, written));
+    format!("{}{advice}", said(key, probe.entry, violation))
+}
+
+/// `violation` of a field under `parent` (`livenessProbe`, `lifecycle.preStop`), whose value is
+/// `entry`'s: the field, its value as written, and the API server's words.
+fn said(parent: &str, entry: &Entry, violation: &Violation) -> String {
+    let field = violation.field.as_str();
+    let path = if field.is_empty() {
+        format!("`{parent}`")
     } else {
-        None
+        format!("`{parent}.{field}`")
+    };
+    let message = violation.message.as_str();
+    let Some(written) = written_scalar(entry, field) else {
+        return format!("{path}: \"{message}\"");
+    };
+    let plain = written.scalar_text().unwrap_or_default();
+    let shown = match written.value {
+        Value::String(_) => format!("\"{plain}\""),
+        _ => plain.clone(),
+    };
+    // Some of the API server's messages start with the value; it is shown once.
+    let message = [
+        format!("`{plain}`: "),
+        format!("{plain}: "),
+        format!("{plain} "),
+    ]
+    .iter()
+    .find_map(|prefix| message.strip_prefix(prefix.as_str()))
+    .unwrap_or(message);
+    format!("{path} is {shown}; it \"{message}\"")
+}
+
+/// Why, where the API server's words leave it unsaid.
+fn advice(probe: &Probe<'_>, field: &str, written: &Node) -> &'static str {
+    match (field, &written.value) {
+        ("terminationGracePeriodSeconds", _) if probe.kind == ProbeKind::Readiness => {
+            " (readiness never kills)"
+        }
+        ("httpGet.port" | "tcpSocket.port", Value::String(name))
+            if name.bytes().all(|byte| byte.is_ascii_digit()) =>
+        {
+            " (an unquoted number is a port number)"
+        }
+        _ => "",
+    }
+}
+
+/// The fixes for what the API server rejects: `successThreshold` on liveness and startup must be
+/// 1; a readiness probe may not set `terminationGracePeriodSeconds` (it never kills).
+fn fix_for(cx: &Cx<'_>, object: &Object<'_>, probe: &Probe<'_>, field: &str) -> Option<Autofix> {
+    let key = probe.key();
+    let entry = probe.entry.value.entry(field)?;
+    let mut edits = Edits::new(cx, object.source);
+    match field {
+        "successThreshold" if probe.kind != ProbeKind::Readiness => {
+            edits.set_scalar(&entry.value, "1")?;
+            edits.finish(format!("set `{key}.successThreshold` to 1"), true)
+        }
+        "terminationGracePeriodSeconds" if probe.kind == ProbeKind::Readiness => {
+            edits.remove_entry(entry.span())?;
+            edits.finish(
+                format!("remove `{key}.terminationGracePeriodSeconds`"),
+                true,
+            )
+        }
+        _ => None,
     }
 }
 
@@ -736,6 +706,183 @@ fn edit_distance(a: &str, b: &str) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::{Options, Source, lint};
+    use probity_contract::kube::probe::{
+        ExecAction, GrpcAction, HttpGetAction, HttpHeader, ProbeSpec, TcpSocketAction,
+    };
+    use probity_contract::kube::termination::{Lifecycle, LifecycleHandler, SleepAction};
+    use serde::Deserialize;
+    use serde::de::{self, Visitor};
+
+    /// The `rejected-by-api-server` findings for one container's YAML (indented as a list
+    /// item of `containers`): (line, message), in order.
+    fn rejected(container: &str) -> Vec<(usize, String)> {
+        let text = format!(
+            "apiVersion: v1\nkind: Pod\nmetadata: {{name: p}}\nspec:\n  containers:\n{container}"
+        );
+        let report = lint(&[Source::new("pod.yaml", text)], &Options::default());
+        report
+            .findings
+            .iter()
+            .filter(|finding| finding.rule == rule::REJECTED_BY_API_SERVER.id)
+            .map(|finding| (finding.line, finding.message.clone()))
+            .collect()
+    }
+
+    #[test]
+    fn reports_the_api_servers_words_where_the_field_is_written() {
+        let found = rejected(
+            "  - name: app\n    livenessProbe:\n      httpGet: {path: /livez, port: 70000}\n      \
+             successThreshold: 3\n    readinessProbe:\n      tcpSocket: {port: \"8080\"}\n      \
+             terminationGracePeriodSeconds: 5\n",
+        );
+        assert_eq!(
+            found,
+            [
+                (
+                    8,
+                    "`livenessProbe.httpGet.port` is 70000; it \"must be between 1 and 65535, \
+                     inclusive\""
+                        .to_owned()
+                ),
+                (
+                    9,
+                    "`livenessProbe.successThreshold` is 3; it \"must be 1\"".to_owned()
+                ),
+                (
+                    11,
+                    "`readinessProbe.tcpSocket.port` is \"8080\"; it \"must contain at least one \
+                     letter (a-z)\" (an unquoted number is a port number)"
+                        .to_owned()
+                ),
+                (
+                    12,
+                    "`readinessProbe.terminationGracePeriodSeconds` is 5; it \"must not be set for \
+                     readinessProbes\" (readiness never kills)"
+                        .to_owned()
+                ),
+            ]
+        );
+    }
+
+    #[test]
+    fn applies_every_rule_of_the_api_servers_probe_validation() {
+        let found = rejected(
+            "  - name: app\n    livenessProbe:\n      httpGet: {path: /livez}\n      \
+             successThreshold: -1\n    readinessProbe:\n      exec: {command: []}\n      \
+             httpGet: {port: 8080, scheme: FTP, httpHeaders: [{name: 'X Bad', value: v}]}\n    \
+             startupProbe:\n      grpc: {port: 9090}\n      periodSeconds: 3000000000\n",
+        );
+        let messages: Vec<&str> = found.iter().map(|(_, message)| message.as_str()).collect();
+        for expected in [
+            "`livenessProbe.httpGet.port`: \"Required value",
+            "`livenessProbe.successThreshold` is -1; it \"must be greater than or equal to 0\"",
+            "`livenessProbe.successThreshold` is -1; it \"must be 1\"",
+            "`readinessProbe.exec.command`: \"Required value",
+            "`readinessProbe` has both `exec` and `httpGet`: a probe \"may not specify more than 1 \
+             handler type\"",
+            "`startupProbe.periodSeconds` is 3000000000; it \"does not fit the API's 32-bit field",
+        ] {
+            assert!(
+                messages.iter().any(|message| message.starts_with(expected)),
+                "{expected:?} not in {messages:#?}"
+            );
+        }
+        // The second handler is not validated: the API server stops at the first.
+        assert!(!messages.iter().any(|message| message.contains("FTP")));
+    }
+
+    #[test]
+    fn an_undecodable_value_is_reported_once() {
+        // A port of the wrong type cannot be decoded; validation's "Required value" is moot.
+        let found = rejected(
+            "  - name: app\n    livenessProbe:\n      tcpSocket: {port: [8080]}\n    \
+             readinessProbe:\n      httpGet: 8080\n",
+        );
+        assert_eq!(found.len(), 2, "{found:#?}");
+        assert!(
+            found[0]
+                .1
+                .contains("`port` is a list, not a number or a name")
+        );
+        assert!(
+            found[1]
+                .1
+                .contains("`httpGet` is an integer, not a mapping")
+        );
+        // A named gRPC port is the `grpc-named-port` rule's finding, not this one's.
+        let found = rejected("  - name: app\n    livenessProbe:\n      grpc: {port: grpc}\n");
+        assert!(found.is_empty(), "{found:#?}");
+    }
+
+    #[test]
+    fn a_negative_pod_grace_period_is_rejected() {
+        let text = "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  \
+                    terminationGracePeriodSeconds: -5\n  containers: [{name: app}]\n";
+        let report = lint(&[Source::new("pod.yaml", text)], &Options::default());
+        let finding = report
+            .findings
+            .iter()
+            .find(|finding| finding.rule == rule::REJECTED_BY_API_SERVER.id)
+            .expect("a finding");
+        assert_eq!(finding.line, 5);
+        assert_eq!(
+            finding.message,
+            "`terminationGracePeriodSeconds` is -5; it \"must be greater than or equal to 0\""
+        );
+    }
+
+    /// The field names serde decodes for `T`: those of the Kubernetes API types in
+    /// probity-contract.
+    fn decoded_fields<T: for<'de> Deserialize<'de>>() -> Vec<&'static str> {
+        struct Catch(Option<&'static [&'static str]>);
+        impl<'de> de::Deserializer<'de> for &mut Catch {
+            type Error = de::value::Error;
+            fn deserialize_any<V: Visitor<'de>>(self, _: V) -> Result<V::Value, Self::Error> {
+                Err(de::Error::custom("not a struct"))
+            }
+            fn deserialize_struct<V: Visitor<'de>>(
+                self,
+                _: &'static str,
+                fields: &'static [&'static str],
+                _: V,
+            ) -> Result<V::Value, Self::Error> {
+                self.0 = Some(fields);
+                Err(de::Error::custom("fields caught"))
+            }
+            serde::forward_to_deserialize_any! {
+                bool i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 f32 f64 char str string bytes
+                byte_buf option unit unit_struct newtype_struct seq tuple tuple_struct map enum
+                identifier ignored_any
+            }
+        }
+        let mut catch = Catch(None);
+        let _ = T::deserialize(&mut catch);
+        let mut fields = catch.0.expect("a struct").to_vec();
+        fields.sort_unstable();
+        fields
+    }
+
+    #[test]
+    fn the_probe_and_lifecycle_schemas_are_the_apis_types() {
+        let names = |schema: &Schema| {
+            let mut names: Vec<&str> = schema.fields.iter().map(|(name, _)| *name).collect();
+            names.sort_unstable();
+            names
+        };
+        assert_eq!(names(&PROBE), decoded_fields::<ProbeSpec>());
+        assert_eq!(names(&EXEC), decoded_fields::<ExecAction>());
+        assert_eq!(names(&HTTP_GET), decoded_fields::<HttpGetAction>());
+        assert_eq!(names(&HTTP_HEADER), decoded_fields::<HttpHeader>());
+        assert_eq!(names(&TCP_SOCKET), decoded_fields::<TcpSocketAction>());
+        assert_eq!(names(&GRPC), decoded_fields::<GrpcAction>());
+        assert_eq!(names(&SLEEP), decoded_fields::<SleepAction>());
+        assert_eq!(
+            names(&LIFECYCLE_HANDLER),
+            decoded_fields::<LifecycleHandler>()
+        );
+        assert_eq!(names(&LIFECYCLE), decoded_fields::<Lifecycle>());
+    }
 
     #[test]
     fn suggests_the_intended_field() {

@@ -260,7 +260,10 @@ periods, timeouts, thresholds and delays may not be negative; an `httpGet` or `t
 a number from 1 to 65535 or a port name of at most 15 lowercase letters, digits and dashes with at \
 least one letter (`ValidatePortNumOrName`: a quoted `\"8080\"` is a name, and an invalid one); an \
 init container that runs to completion may not have probes (\"may not be set for init containers \
-without restartPolicy=Always\"; a sidecar may); and a value of the wrong type \
+without restartPolicy=Always\"; a sidecar may); a lifecycle hook has exactly one handler, and a \
+`preStop` `sleep` action lasts at most the pod's `terminationGracePeriodSeconds` \
+(`validateSleepAction`: \"must be non-negative and less than terminationGracePeriodSeconds\"); \
+a pod's `terminationGracePeriodSeconds` may not be negative; and a value of the wrong type \
 (`periodSeconds: \"10\"`) fails to decode. The apply fails, or, through tools that drop what they \
 cannot decode, the probe silently differs from what was written.",
     fix: "Correct the value as the message says: `successThreshold: 1` on liveness and startup \
@@ -341,9 +344,11 @@ pub const GRACE_PERIOD_LEAVES_NO_TIME_FOR_PRESTOP: Rule = Rule {
     why: "The kubelet runs `preStop` inside the grace period, not before it: it waits for the hook \
 at most `gracePeriod` seconds, subtracts the time it took, and then sends SIGTERM with whatever \
 is left, raised to a 2 s floor (`pkg/kubelet/kuberuntime/kuberuntime_container.go` \
-`killContainer`, `executePreStopHook`, `minimumGracePeriodInSeconds = 2`). A preStop sleep longer \
-than `terminationGracePeriodSeconds` (default 30 s) is cut at the grace period, so the delay it \
-was meant to give load balancers is lost and the process gets 2 s to finish. \
+`killContainer`, `executePreStopHook`, `minimumGracePeriodInSeconds = 2`). A preStop hook that \
+sleeps longer than `terminationGracePeriodSeconds` (default 30 s) — an exec `sleep`, which the API \
+server cannot see into; a `sleep` action that long is rejected outright and reported as \
+`rejected-by-api-server` — is cut at the grace period, so the delay it was meant to give load \
+balancers is lost and the process gets 2 s to finish. \
 `terminationGracePeriodSeconds: 0` is worse: the API documents it as \"stop immediately via the \
 kill signal (no opportunity to shut down)\"; the API server deletes the pod at once \
 (`pkg/registry/core/pod/strategy.go` `CheckGracefulDelete`), a replacement starts while the old \

@@ -6,7 +6,7 @@ use super::catalogue as rule;
 use super::commands;
 use crate::engine::Cx;
 use crate::summary::{ServiceSummary, WorkloadSummary};
-use probity::contract::ProbeKind;
+use probity_contract::probe::ProbeKind;
 use std::collections::HashSet;
 
 pub(crate) fn check(cx: &mut Cx<'_>, workloads: &[WorkloadSummary], services: &[ServiceSummary]) {

@@ -76,7 +76,7 @@ pub struct Rule {
     pub scope: Scope,
     /// One line: what the rule finds.
     pub summary: &'static str,
-    /// One paragraph: why it matters, citing the seed or the Kubernetes source.
+    /// One paragraph: why it matters, citing the incident or the Kubernetes source.
     pub why: &'static str,
     /// What to change.
     pub fix: &'static str,
@@ -153,8 +153,8 @@ pub fn reference_markdown() -> String {
          | `probity.dev/contract` | the service's contract, inline JSON |\n\
          | `probity.dev/dependency-endpoints` | comma-separated HTTP paths (or `grpc:SERVICE`) whose answer depends on something outside the process |\n\
          | `probity.dev/transitive-endpoints` | comma-separated HTTP paths (or `grpc:SERVICE`) whose answer includes another service's health endpoint |\n\
-         | `probity.dev/boot-seconds` | the worst boot time, in seconds |\n\
-         | `probity.dev/drain-delay-seconds` | how long the service keeps serving after SIGTERM, in seconds |\n\
+         | `probity.dev/boot-seconds` | the worst boot time, in seconds (`40`) or as a duration (`1m30s`) |\n\
+         | `probity.dev/drain-delay-seconds` | how long the service keeps serving after SIGTERM, in seconds (`15`) or as a duration (`500ms`) |\n\
          | `probity.dev/ignore-RULE` | suppresses RULE on this object; the value is the reason and must not be empty |\n\n\
          A `--contract` applies to the containers whose name, workload name, or \
          `app.kubernetes.io/name` or `app` label equals its `service` (every container when it \
@@ -206,6 +206,69 @@ mod tests {
         assert_eq!(Severity::parse("warning"), Some(Severity::Warning));
         assert_eq!(Severity::parse("fatal"), None);
         assert!(Severity::Info < Severity::Warning && Severity::Warning < Severity::Error);
+    }
+
+    /// The rules' reference text states some of Kubernetes' numbers to explain itself; they are
+    /// the ones the linter judges with (`probity_contract::kube`), not a copy that could drift.
+    #[test]
+    fn kubernetes_numbers_in_the_reference_are_the_shared_ones() {
+        use probity_contract::kube::probe::{
+            DEFAULT_FAILURE_THRESHOLD as FAILURE, DEFAULT_PERIOD_SECONDS as PERIOD,
+            DEFAULT_TIMEOUT_SECONDS as TIMEOUT,
+        };
+        use probity_contract::kube::termination::{
+            DEFAULT_TERMINATION_GRACE_PERIOD_SECONDS as GRACE, MINIMUM_GRACE_PERIOD,
+            MINIMUM_POD_GRACE_PERIOD,
+        };
+        let after_signal = MINIMUM_GRACE_PERIOD.as_secs();
+        let pod_floor = MINIMUM_POD_GRACE_PERIOD.as_secs();
+        let statements = [
+            (
+                &catalogue::TIMEOUT_NOT_BELOW_PERIOD.why,
+                format!("Kubernetes defaults are period {PERIOD} s, timeout {TIMEOUT} s."),
+            ),
+            (
+                &catalogue::TIMEOUT_NOT_BELOW_PERIOD.fix,
+                format!("the default {TIMEOUT} s is usually right"),
+            ),
+            (
+                &catalogue::STARTUP_BUDGET_BELOW_BOOT_TIME.why,
+                format!("default is {FAILURE} × {PERIOD} = {} s", FAILURE * PERIOD),
+            ),
+            (
+                &catalogue::LIVENESS_WINDOW_TOO_SHORT.fix,
+                format!("the defaults ({FAILURE} × {PERIOD} s)"),
+            ),
+            (
+                &catalogue::GRACE_PERIOD_LEAVES_NO_TIME_FOR_PRESTOP.why,
+                format!("raised to a {after_signal} s floor"),
+            ),
+            (
+                &catalogue::GRACE_PERIOD_LEAVES_NO_TIME_FOR_PRESTOP.why,
+                format!("`minimumGracePeriodInSeconds = {after_signal}`"),
+            ),
+            (
+                &catalogue::GRACE_PERIOD_LEAVES_NO_TIME_FOR_PRESTOP.why,
+                format!("`terminationGracePeriodSeconds` (default {GRACE} s)"),
+            ),
+            (
+                &catalogue::GRACE_PERIOD_LEAVES_NO_TIME_FOR_PRESTOP.why,
+                format!("the process gets {after_signal} s to finish"),
+            ),
+            (
+                &catalogue::GRACE_PERIOD_LEAVES_NO_TIME_FOR_PRESTOP.why,
+                format!("gives the hook at most {pod_floor} s"),
+            ),
+            (
+                &catalogue::GRACE_PERIOD_BELOW_DRAIN.why,
+                format!("`terminationGracePeriodSeconds` (default {GRACE} s)"),
+            ),
+        ];
+        for (text, statement) in statements {
+            let text = text.replace(['\n', '\\'], " ");
+            let text = text.split_whitespace().collect::<Vec<_>>().join(" ");
+            assert!(text.contains(&statement), "{statement:?} not in {text:?}");
+        }
     }
 
     #[test]

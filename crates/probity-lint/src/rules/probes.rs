@@ -4,20 +4,19 @@ use super::catalogue as rule;
 use super::commands;
 use super::fixes::Edits;
 use super::hosts::is_loopback;
-use crate::contract::ServiceContract as Contract;
+use crate::contract::Contract;
 use crate::engine::Cx;
 use crate::facts::Facts;
 use crate::finding::Autofix;
-use crate::model::{Container, Handler, Object, PodSpec, PortRef, Probe, Setting, Workload};
+use crate::model::{Container, Handler, IntOrString, Object, PodSpec, Probe, Setting, Workload};
 use crate::yaml::Style;
-use probity::contract::ProbeKind;
+use probity_contract::kube::probe::DEFAULT_PERIOD_SECONDS;
+use probity_contract::probe::ProbeKind;
 
 /// A liveness `initialDelaySeconds` up to this is a head start, whatever the failure window.
 const SMALL_INITIAL_DELAY_SECONDS: i64 = 10;
 /// The shortest liveness failure window that rides out a pause.
 const MIN_LIVENESS_WINDOW_SECONDS: i64 = 10;
-/// A readiness period below this (the default) counts as short for flapping.
-const SHORT_READINESS_PERIOD_SECONDS: i64 = 10;
 /// The longest period a startup probe inserted by `--fix` uses: the boot's end is noticed
 /// within this, so readiness is not held back long after the process is up.
 const FIXED_STARTUP_PERIOD_SECONDS: i64 = 5;
@@ -255,7 +254,8 @@ pub(crate) fn check(
         if let Some(ready) = readiness
             && ready.success.value == 1
             && ready.failure.value == 1
-            && ready.period.value < SHORT_READINESS_PERIOD_SECONDS
+            // A period shorter than Kubernetes' default counts as short.
+            && ready.period.value < DEFAULT_PERIOD_SECONDS
         {
             cx.report(
                 object,
@@ -285,8 +285,9 @@ fn startup_probe_fix(cx: &Cx<'_>, object: &Object<'_>, live: &Probe<'_>) -> Opti
     let handler = probe.entry(handler_key)?;
     let delay_entry = probe.entry("initialDelaySeconds")?;
     let tolerated = live.budget();
-    let period = live.period.value.clamp(1, FIXED_STARTUP_PERIOD_SECONDS);
-    let failures = (tolerated + period - 1) / period;
+    let period = live.period.value.min(FIXED_STARTUP_PERIOD_SECONDS);
+    // The defaulted period is never 0; were it, there would be no fix rather than a panic.
+    let failures = (tolerated + period - 1).checked_div(period)?;
     let mut edits = Edits::new(cx, object.source);
     let text = edits.text();
     let timeout = probe
@@ -357,7 +358,7 @@ fn check_probe(
     probe: &Probe<'_>,
 ) {
     let name = Some(container.name.as_str());
-    if probe.timeout.value >= probe.period.value {
+    if probe.timing.timeout_reaches_period() {
         cx.report_with_fix(
             object,
             &rule::TIMEOUT_NOT_BELOW_PERIOD,
@@ -377,7 +378,7 @@ fn check_probe(
     if let Some(port) = probe.handler.port() {
         let is_grpc = matches!(probe.handler, Handler::Grpc { .. });
         match &port.port {
-            PortRef::Name(port_name) if is_grpc => {
+            IntOrString::String(port_name) if is_grpc => {
                 let number = container
                     .ports
                     .iter()
@@ -405,7 +406,7 @@ fn check_probe(
                     fix,
                 );
             }
-            PortRef::Name(port_name) => {
+            IntOrString::String(port_name) => {
                 if container.resolve_port(&port.port).is_none() {
                     let declared: Vec<String> = container
                         .ports
@@ -471,7 +472,7 @@ fn check_probe(
                     );
                 }
             }
-            PortRef::Number(_) => {}
+            IntOrString::Int(_) => {}
         }
     }
 }

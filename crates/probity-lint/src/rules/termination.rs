@@ -7,8 +7,10 @@ use super::probes::seconds;
 use crate::engine::Cx;
 use crate::facts::{DRAIN_DELAY_ANNOTATION, Drain, Facts};
 use crate::finding::Autofix;
-use crate::model::{Container, Object, PodSpec, Workload};
-use probity::contract::ProbeKind;
+use crate::model::{Container, Object, PodSpec, Workload, whole_seconds};
+use probity_contract::kube::termination;
+use probity_contract::probe::ProbeKind;
+use std::time::Duration;
 
 /// Time for a readiness change to reach the load balancers (EndpointSlice update, kube-proxy and
 /// ingress resyncs) when nothing states it: the figure the checkout deployment's drain delay is
@@ -102,22 +104,40 @@ fn check_pre_stop(
     drain: Option<Drain>,
 ) -> bool {
     let grace = &pod.termination_grace;
+    // A hook the API server rejects (a `sleep` action longer than the grace period, two
+    // handlers) never runs: `rejected-by-api-server` reports it, and nothing here applies.
+    if container
+        .pre_stop_hook()
+        .is_some_and(|hook| !hook.handler.validate(grace.value).is_empty())
+    {
+        return true;
+    }
+    // What the kubelet leaves the process after the stop signal, however short the grace.
+    let minimum_after_signal = whole_seconds(termination::MINIMUM_GRACE_PERIOD);
     let after_sigterm = drain.map_or(FIXED_SHUTDOWN_SECONDS, |drain| {
-        ((drain.delay + drain.in_flight).ceil() as i64).max(2)
+        ((drain.delay + drain.in_flight).ceil() as i64).max(minimum_after_signal)
     });
     let sleep = container.pre_stop_sleep.map(|(seconds, _)| seconds);
+    let stop = |grace: Duration| {
+        let hook = Duration::from_secs(sleep.unwrap_or_default().max(0).unsigned_abs());
+        termination::StopSequence::new(grace, hook)
+    };
     let message = if grace.written == Some(0) {
+        let stop = stop(termination::MINIMUM_POD_GRACE_PERIOD);
         format!(
             "`terminationGracePeriodSeconds: 0` deletes the pod at once and gives container `{}`'s \
-             preStop hook{} at most 1 s, then SIGTERM and SIGKILL 2 s later: the hook cannot do \
-             its job",
+             preStop hook{} at most {} s, then SIGTERM and SIGKILL {} s later: the hook cannot \
+             do its job",
             container.name,
-            sleep.map_or(String::new(), |sleep| format!(" (a {sleep} s sleep)"))
+            sleep.map_or(String::new(), |sleep| format!(" (a {sleep} s sleep)")),
+            whole_seconds(termination::MINIMUM_POD_GRACE_PERIOD),
+            whole_seconds(stop.signal_to_kill)
         )
     } else if let Some(sleep) = sleep.filter(|sleep| grace.value < *sleep) {
+        let stop = stop(Duration::from_secs(grace.value.max(0).unsigned_abs()));
         format!(
             "container `{}`'s preStop sleep is {sleep} s but `terminationGracePeriodSeconds` is \
-             {} s{}: the kubelet cuts the hook at {} s and leaves the process the 2 s minimum \
+             {} s{}: the kubelet cuts the hook at {} s and leaves the process the {} s minimum \
              after SIGTERM",
             container.name,
             grace.value,
@@ -126,7 +146,8 @@ fn check_pre_stop(
             } else {
                 " (default)"
             },
-            grace.value
+            whole_seconds(stop.pre_stop),
+            whole_seconds(stop.signal_to_kill)
         )
     } else {
         return false;
