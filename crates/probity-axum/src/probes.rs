@@ -9,7 +9,7 @@ use probity::render::{self, Clock, Format, Query, Request};
 use probity::{Details, HealthView, ProbeKind};
 use std::sync::Arc;
 
-/// Builds the router that serves a [`Health`]'s probes.
+/// Builds the router that serves a [`probity::Health`]'s probes.
 ///
 /// | path | answers |
 /// |---|---|

@@ -105,7 +105,8 @@ const LATE_WAIT: Duration = Duration::from_millis(100);
 /// The most bytes read to find a first request line.
 const REQUEST_LINE_MAX: usize = 2048;
 
-/// The limits a listener enforces. See the [module docs](self) for what each protects.
+/// The limits a listener enforces: a header-read (and idle) timeout, a connection limit below
+/// the descriptor limit, and a reserve that admits probes once the limit is full.
 ///
 /// ```
 /// use probity_axum::ServeConfig;
@@ -245,14 +246,14 @@ fn descriptor_limit() -> Option<u64> {
 ///
 /// ```no_run
 /// use axum::Router;
-/// use probity::HealthView;
+/// use probity::Health;
 /// use probity_axum::{Probes, serve};
 ///
 /// # async fn run() -> Result<(), Box<dyn std::error::Error>> {
 /// let health = Health::builder().service("checkout").build()?;
 /// health.start()?;
 /// health.shutdown_on_signals();
-/// let app: Router = Probes::new(health.clone()).router();
+/// let app: Router = Probes::new(&health).router();
 /// let listener = tokio::net::TcpListener::bind("127.0.0.1:8080").await?;
 /// let report = serve(listener, app, &health).await?;
 /// println!("drained for {:?}", report.drained_for());

@@ -19,7 +19,7 @@
 //!
 //! - `Check`: one answer from the current snapshot;
 //! - `Watch`: the current status at once, then one message per change — each published
-//!   snapshot ([`probity::Health::subscribe`]) is evaluated, and so is the clock every
+//!   snapshot ([`probity::HealthView::subscribe`]) is evaluated, and so is the clock every
 //!   [`HealthService::reevaluate_every`], because staleness and fail-open windows change
 //!   with time alone. The stream ends (`UNAVAILABLE`) when the drain delay is over, so it
 //!   does not hold the server's graceful shutdown open;
