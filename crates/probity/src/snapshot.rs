@@ -525,3 +525,6 @@ impl Snapshot {
         }
     }
 }
+
+#[cfg(test)]
+mod agreement;
