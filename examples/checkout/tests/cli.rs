@@ -108,6 +108,18 @@ fn bad_flags_exit_2_saying_what_is_wrong() {
             &["--leak-bound", "10ms"][..],
             "--leak-bound must be at least 1s",
         ),
+        (
+            &["--readiness-path", "internal/ready"][..],
+            "--readiness-path: invalid readiness path `internal/ready`",
+        ),
+        (
+            &["--liveness-path", "/health", "--readiness-path", "/health/ready"][..],
+            "not equal to or under another's",
+        ),
+        (
+            &["--startup-path", "/orders"][..],
+            "is one of the API's routes",
+        ),
     ] {
         let (status, _, stderr) = run_to_exit(args, Duration::from_secs(20));
         assert_eq!(status.code(), Some(2), "{args:?}: {stderr}");

@@ -318,3 +318,69 @@ async fn chaos_endpoints_exist_only_with_the_flag_and_only_on_the_admin_listener
         400
     );
 }
+
+/// The probe paths a team already serves, set by flag: every probe, its sub-paths, `?verbose`
+/// and the 404 listing answer there, the default paths are not probes any more, and the
+/// contract shows the paths.
+#[tokio::test]
+async fn probe_paths_are_configurable() {
+    for [live, ready, startup] in [
+        ["/internal/live", "/internal/ready", "/internal/startup"],
+        ["/healthz/live", "/healthz/ready", "/healthz/startup"],
+    ] {
+        let flags = [
+            "--liveness-path",
+            live,
+            "--readiness-path",
+            ready,
+            "--startup-path",
+            startup,
+        ];
+        let checkout = Checkout::start(&flags);
+        poll_until(Duration::from_secs(30), "readiness at its own path", || {
+            let url = checkout.url(ready);
+            async move { (get(&url).await.status == 200).then_some(()) }
+        })
+        .await;
+        for path in [live, ready, startup] {
+            let answer = get(&checkout.url(path)).await;
+            assert_eq!((answer.status, answer.body.as_str()), (200, "ok\n"), "{path}");
+        }
+        let db = get(&checkout.url(&format!("{ready}/db"))).await;
+        assert_eq!((db.status, db.body.as_str()), (200, "ok\n"));
+        let verbose = get(&checkout.url(&format!("{ready}?verbose"))).await;
+        assert!(verbose.body.contains("[+]db ok"), "{}", verbose.body);
+        assert!(verbose.body.ends_with("ready check passed\n"), "{}", verbose.body);
+        let json = get_accept(&checkout.url(ready), "application/json").await;
+        assert_eq!(json.status, 200);
+        assert!(json.body.contains("\"status\":\"pass\""), "{}", json.body);
+
+        let unknown = get(&checkout.url(&format!("{ready}/nothing"))).await;
+        assert_eq!(unknown.status, 404);
+        assert!(
+            unknown.body.starts_with(&format!("no check `nothing` in {ready}\n")),
+            "{}",
+            unknown.body
+        );
+        assert!(unknown.body.contains("known: "), "{}", unknown.body);
+        // The admin listener serves the same paths.
+        let admin = get(&checkout.admin_url(&format!("{ready}?verbose"))).await;
+        assert_eq!(admin.status, 200, "{}", admin.body);
+        for default in ["/livez", "/readyz", "/startupz"] {
+            assert_eq!(get(&checkout.url(default)).await.status, 404, "{default}");
+        }
+
+        let mut args = vec!["--print-contract"];
+        args.extend(flags);
+        let (status, stdout, stderr) = support::run_to_exit(&args, Duration::from_secs(20));
+        assert!(status.success(), "{stderr}");
+        let contract = probity::Contract::from_json(&stdout).unwrap();
+        for (probe, path) in [
+            (probity::ProbeKind::Liveness, live),
+            (probity::ProbeKind::Readiness, ready),
+            (probity::ProbeKind::Startup, startup),
+        ] {
+            assert_eq!(contract.endpoint(probe).unwrap().path, path);
+        }
+    }
+}
