@@ -34,7 +34,18 @@ promtool test rules "$work/alerts.test.yml"
 
 haproxy -c -q -f deploy/haproxy/haproxy.cfg
 
-# Lint against what checkout really checks: its contract, with the deployment's drain delay.
-cargo run --quiet --locked -p checkout -- --print-contract --drain-delay 12s >"$work/contract.json"
+# Lint against what checkout really checks: its contract, with the deployment's own args (the
+# readiness probe it declares, from which it derives its drain delay).
+mapfile -t args < <(python3 - deploy/kubernetes/deployment.yaml <<'PY'
+import sys, yaml
+for document in yaml.safe_load_all(open(sys.argv[1])):
+    if document and document.get("kind") == "Deployment":
+        container = document["spec"]["template"]["spec"]["containers"][0]
+        for arg in container.get("args", []):
+            if not arg.startswith(("--listen", "--admin-listen", "--database-url")):
+                print(arg)
+PY
+)
+cargo run --quiet --locked -p checkout -- --print-contract "${args[@]}" >"$work/contract.json"
 cargo run --quiet --locked -p probity-cli -- lint --contract "$work/contract.json" deploy/kubernetes
 echo "deploy files valid"
