@@ -115,6 +115,14 @@ fn database_error(error: &DbError) -> Response {
             tracing::warn!("database unavailable: no pooled connection within the acquire timeout")
         }
         DbError::Unavailable(reason) => tracing::warn!(%reason, "database unavailable"),
+        DbError::Starting => {
+            let mut response =
+                error_response(StatusCode::SERVICE_UNAVAILABLE, "starting: database not ready");
+            response
+                .headers_mut()
+                .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+            return response;
+        }
         DbError::Query(reason) => {
             tracing::error!(%reason, "database query failed");
             return error_response(StatusCode::INTERNAL_SERVER_ERROR, "database query failed");

@@ -37,6 +37,9 @@ impl Backoff {
     }
 }
 
+/// The longest wait between two connection attempts at boot.
+const CONNECT_RETRY_CAP: Duration = Duration::from_secs(1);
+
 /// Longest a single connection attempt may take.
 const ATTEMPT_TIMEOUT: Duration = Duration::from_secs(5);
 
@@ -82,7 +85,9 @@ pub async fn run(config: &Config, db: &Database, health: &Health) -> anyhow::Res
 }
 
 async fn connect(config: &Config, db: &Database, health: &Health) -> anyhow::Result<()> {
-    let mut backoff = Backoff::new(Duration::from_millis(100), Duration::from_secs(5));
+    // Capped at 1 s: one connection attempt a second per instance costs the database nothing,
+    // and an instance waiting out an outage takes traffic within about a second of its end.
+    let mut backoff = Backoff::new(Duration::from_millis(100), CONNECT_RETRY_CAP);
     let mut attempt: u32 = 0;
     loop {
         attempt += 1;

@@ -21,6 +21,8 @@ use sqlx::pool::{PoolConnection, PoolOptions};
 use sqlx::postgres::{PgConnectOptions, Postgres};
 use sqlx::sqlite::{Sqlite, SqliteConnectOptions, SqliteJournalMode};
 use sqlx::{ConnectOptions, Connection, Pool, SqlSafeStr};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::str::FromStr;
 use std::time::Duration;
 
@@ -75,6 +77,9 @@ pub struct Database {
     tracker: AcquireTracker,
     leak_bound: Duration,
     acquire_timeout: Duration,
+    /// Whether the schema is in place: until the boot has migrated the database, a request
+    /// would meet missing tables, so it is refused as "starting" (503) instead.
+    migrated: Arc<AtomicBool>,
 }
 
 /// The pool, of either backend.
@@ -107,6 +112,10 @@ pub enum DbError {
     /// connections are cycling this is load, not a broken database.
     #[error("database unavailable: timed out waiting for a pooled connection")]
     PoolTimeout,
+    /// The boot has not connected and migrated the database yet (503 with `Retry-After`):
+    /// nothing was attempted, and nothing is reported against the `db` check.
+    #[error("database not ready: the boot has not applied the schema yet")]
+    Starting,
     /// The query itself failed (500).
     #[error("database query failed: {0}")]
     Query(String),
@@ -158,6 +167,7 @@ impl Database {
             tracker: AcquireTracker::new(),
             leak_bound,
             acquire_timeout,
+            migrated: Arc::new(AtomicBool::new(false)),
         })
     }
 
@@ -231,9 +241,9 @@ impl Database {
         })
     }
 
-    /// Applies the schema.
+    /// Applies the schema; requests are served from then on.
     pub async fn migrate(&self) -> Result<(), sqlx::migrate::MigrateError> {
-        match &self.pool {
+        let applied = match &self.pool {
             Backend::Sqlite(pool) => {
                 migrator(include_str!("../migrations/sqlite/0001_orders.sql"))
                     .run(pool)
@@ -244,7 +254,11 @@ impl Database {
                     .run(pool)
                     .await
             }
+        };
+        if applied.is_ok() {
+            self.migrated.store(true, Ordering::Release);
         }
+        applied
     }
 
     /// Stores an order; returns it as stored.
@@ -348,6 +362,9 @@ impl Database {
         &self,
         pool: &Pool<DB>,
     ) -> Result<Lease<PoolConnection<DB>>, DbError> {
+        if !self.migrated.load(Ordering::Acquire) {
+            return Err(DbError::Starting);
+        }
         acquire(pool, &self.tracker)
             .await
             .map_err(|error| DbError::from_sqlx(&error, true))
@@ -465,7 +482,7 @@ impl Database {
                 }
             }
             Err(DbError::Unavailable(reason)) => reporter.failure(reason),
-            Err(DbError::Query(_)) => {}
+            Err(DbError::Query(_) | DbError::Starting) => {}
         }
     }
 }

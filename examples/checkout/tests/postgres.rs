@@ -437,3 +437,149 @@ async fn readiness_stays_ready_on_postgres_under_load_at_six_times_the_pool() {
         "{report:?}"
     );
 }
+
+/// What a kubelet, following its own prober rules, saw of one container.
+#[derive(Debug, Default)]
+struct KubeletLog {
+    /// When the startup probe first passed, from the container's start.
+    started_after: Option<Duration>,
+    /// When readiness first turned Success.
+    ready_after: Option<Duration>,
+    /// Restarts the kubelet would have made (a startup or liveness failure reaching its
+    /// threshold).
+    restarts: Vec<String>,
+}
+
+/// Runs the kubelet's probe workers (startup → liveness and readiness, the thresholds and the
+/// startup gate of `pkg/kubelet/prober/worker.go`, as probity-contract's `kube::prober` has
+/// them) against a running checkout, on a thread and runtime of its own so the test's load
+/// cannot delay it, until readiness has passed or `until` has passed.
+fn kubelet(base: &str, timing: ProbeTiming, until: Duration) -> KubeletLog {
+    use probity_contract::kube::prober::{ContainerView, Gate, ProbeResult, ProbeWorker};
+    use probity_contract::ProbeKind;
+    let urls = [
+        (ProbeKind::Startup, format!("{base}/startupz")),
+        (ProbeKind::Liveness, format!("{base}/livez")),
+        (ProbeKind::Readiness, format!("{base}/readyz")),
+    ];
+    std::thread::spawn(move || {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("a runtime for the kubelet");
+        runtime.block_on(async move {
+            let client = support::client(timing.timeout);
+            let mut workers = urls.map(|(kind, url)| (ProbeWorker::new(kind), url));
+            let mut log = KubeletLog::default();
+            let origin = std::time::Instant::now();
+            let mut started = false;
+            let mut ticker = tokio::time::interval(timing.period);
+            ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            while origin.elapsed() < until && log.ready_after.is_none() {
+                ticker.tick().await;
+                let now = origin.elapsed();
+                for (worker, url) in &mut workers {
+                    let view = ContainerView {
+                        id: 1,
+                        running: true,
+                        started_at: Duration::ZERO,
+                        started,
+                    };
+                    if worker.gate(&timing, now, Some(view)).gate != Gate::Probe {
+                        continue;
+                    }
+                    let passed = matches!(
+                        client.get(url.as_str()).send().await,
+                        Ok(answer) if probity_contract::kube::prober::http_status_passes(answer.status().as_u16())
+                    );
+                    let Some(set) = worker.record(&timing, passed) else {
+                        continue;
+                    };
+                    match (worker.kind(), set.result) {
+                        (ProbeKind::Startup, ProbeResult::Success) => {
+                            started = true;
+                            log.started_after.get_or_insert(now);
+                        }
+                        (ProbeKind::Readiness, ProbeResult::Success) => {
+                            log.ready_after.get_or_insert(now);
+                        }
+                        (ProbeKind::Startup | ProbeKind::Liveness, ProbeResult::Failure) => {
+                            log.restarts.push(format!("{:?} failed at {now:?}", worker.kind()));
+                        }
+                        _ => {}
+                    }
+                }
+            }
+            log
+        })
+    })
+    .join()
+    .expect("the kubelet thread")
+}
+
+use probity_contract::kube::probe::ProbeTiming;
+
+/// A rollout during a database outage: checkout starts while its database is unreachable for
+/// several times the startup probe's budget, under order traffic at four times its pool. The
+/// kubelet's own rules restart nothing — `/startupz` waits on the internal boot only — and the
+/// instance turns ready once the database answers (the restart-storm incident, fixed).
+#[tokio::test]
+async fn a_database_outage_longer_than_the_startup_budget_restarts_nothing_under_load() {
+    if !support::require_service("PostgreSQL", POSTGRES) {
+        return;
+    }
+    let database = TestDatabase::create("rollout").await;
+    let port: SocketAddr = support::free_address();
+    let url = format!("postgres://postgres@{port}/{}", database.name);
+    let checkout = Checkout::start(&["--database-url", &url]);
+    let load = support::Load::start(&checkout.url(""), 20, Duration::from_secs(120));
+
+    // startupProbe and livenessProbe: period 2 s, timeout 2 s, failureThreshold 3 — a 6 s
+    // budget. The database stays away 15 s.
+    let timing = ProbeTiming {
+        period: Duration::from_secs(2),
+        timeout: Duration::from_secs(2),
+        failure_threshold: 3,
+        ..ProbeTiming::default()
+    };
+    let outage = Duration::from_secs(15);
+    assert!(outage > timing.budget() * 2);
+    let watched = {
+        let base = checkout.url("");
+        let log =
+            tokio::task::spawn_blocking(move || kubelet(&base, timing, Duration::from_secs(60)));
+        tokio::time::sleep(outage).await;
+        let answer = get(&checkout.url("/readyz")).await;
+        assert_eq!(answer.status, 503, "no database yet: {}", answer.body);
+        assert_eq!(get(&checkout.url("/startupz")).await.status, 200);
+        let listener = tokio::net::TcpListener::bind(port)
+            .await
+            .expect("bind the forwarder");
+        tokio::spawn(forward_to_postgres(listener));
+        let returned = std::time::Instant::now();
+        wait_ready(&checkout).await;
+        eprintln!("/readyz 200 {:?} after the database returned", returned.elapsed());
+        log.await.expect("the kubelet")
+    };
+    let report = load.stop().await;
+
+    assert!(
+        watched.restarts.is_empty(),
+        "the kubelet would have restarted checkout: {:?}\n{}",
+        watched.restarts,
+        checkout.stderr.text()
+    );
+    let started = watched.started_after.expect("the startup probe passed");
+    assert!(started < timing.budget(), "started after {started:?}");
+    let ready = watched.ready_after.expect("readiness passed once the database answered");
+    assert!(ready >= outage, "ready at {ready:?}, before the database answered");
+    // While the database was away, orders were refused as unavailable, never as errors.
+    assert_eq!(report.count(500), 0, "{report:?}");
+    assert!(report.count(201) > 0, "no order succeeded after recovery: {report:?}");
+    eprintln!(
+        "startup passed {started:?} after start; the kubelet saw readiness {:?} after the \
+         database returned (probing every {:?}); orders: {report:?}",
+        ready.saturating_sub(outage),
+        timing.period
+    );
+}
