@@ -78,7 +78,10 @@ async fn every_probe_answers_at_the_paths_the_service_chose() {
 
         assert_eq!(get_text(&app, live).await, (StatusCode::OK, "ok\n".into()));
         assert_eq!(get_text(&app, ready).await, (StatusCode::OK, "ok\n".into()));
-        assert_eq!(get_text(&app, startup).await, (StatusCode::OK, "ok\n".into()));
+        assert_eq!(
+            get_text(&app, startup).await,
+            (StatusCode::OK, "ok\n".into())
+        );
         assert_eq!(
             get_text(&app, &format!("{ready}/db")).await,
             (StatusCode::OK, "ok\n".into())
@@ -92,7 +95,11 @@ async fn every_probe_answers_at_the_paths_the_service_chose() {
             (StatusCode::OK, "the application's own /readyz".into())
         );
         for default in ["/livez", "/startupz", "/readyz/db"] {
-            assert_eq!(get_text(&app, default).await.0, StatusCode::NOT_FOUND, "{default}");
+            assert_eq!(
+                get_text(&app, default).await.0,
+                StatusCode::NOT_FOUND,
+                "{default}"
+            );
         }
 
         // `?verbose` ends with the endpoint's own word, as the Kubernetes API server's do.
@@ -106,11 +113,17 @@ async fn every_probe_answers_at_the_paths_the_service_chose() {
         // An unknown entry: 404 naming the configured path and listing what exists.
         let (status, body) = get_text(&app, &format!("{ready}/nothing")).await;
         assert_eq!(status, StatusCode::NOT_FOUND);
-        assert!(body.starts_with(&format!("no check `nothing` in {ready}\n")), "{body}");
+        assert!(
+            body.starts_with(&format!("no check `nothing` in {ready}\n")),
+            "{body}"
+        );
         assert!(body.contains("known: ") && body.contains("db"), "{body}");
         let (status, body) = get_text(&app, &format!("{ready}?exclude=nothing")).await;
         assert_eq!(status, StatusCode::BAD_REQUEST);
-        assert!(body.contains(&format!("no such entry in {ready}")), "{body}");
+        assert!(
+            body.contains(&format!("no such entry in {ready}")),
+            "{body}"
+        );
 
         // A failing check fails the configured readiness path, naming the check.
         db_up.store(false, Ordering::SeqCst);
@@ -141,7 +154,10 @@ async fn every_probe_answers_at_the_paths_the_service_chose() {
 #[test]
 fn paths_that_cannot_be_served_are_refused_at_build_time() {
     for (paths, fragment) in [
-        (("/internal/live", "/internal/live", "/s"), "not equal to or under"),
+        (
+            ("/internal/live", "/internal/live", "/s"),
+            "not equal to or under",
+        ),
         (("/health", "/health/ready", "/s"), "not equal to or under"),
         (("internal/live", "/r", "/s"), "starts with `/`"),
         (("/live/", "/r", "/s"), "does not end with `/`"),

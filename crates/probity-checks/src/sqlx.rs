@@ -242,7 +242,7 @@ impl<DB: PoolDatabase> PoolCheck<DB> {
                         message =
                             format!("{message}; an idle connection was broken too ({reason})");
                     }
-                    Err(capacity.measure_error(CheckError::new(message)))
+                    Err(capacity.measure_error(with_kind(CheckError::new(message), &error)))
                 }
             };
         }
@@ -261,16 +261,20 @@ impl<DB: PoolDatabase> PoolCheck<DB> {
                     Ok(()) => Ok(with_note(success(Some(waited)), broken)),
                     Err(error) => {
                         connection.close_on_drop();
-                        Err(capacity.measure_error(CheckError::new(describe(&error, &target))))
+                        Err(capacity.measure_error(with_kind(
+                            CheckError::new(describe(&error, &target)),
+                            &error,
+                        )))
                     }
                 }
             }
             Ok(Err(sqlx::Error::PoolTimedOut)) | Err(_) => {
                 Err(self.policy.exhausted(&capacity, budget))
             }
-            Ok(Err(error)) => {
-                Err(capacity.measure_error(CheckError::new(describe(&error, &target))))
-            }
+            Ok(Err(error)) => Err(capacity.measure_error(with_kind(
+                CheckError::new(describe(&error, &target)),
+                &error,
+            ))),
         }
     }
 }
@@ -323,6 +327,25 @@ impl<DB: PoolDatabase> Clone for PoolCheck<DB> {
             policy: self.policy.clone(),
         }
     }
+}
+
+/// The class of a database's own error, from its SQLSTATE where the message alone would not
+/// tell: PostgreSQL's `28xxx` (invalid authorization: unknown role, bad password) and `3D000`
+/// (no such database) reject us; `53300` (too many connections) is exhaustion; `57P03` (the
+/// server is starting or shutting down) is unavailability. MySQL/MariaDB use `28000` for a
+/// rejected password and `08004` for too many connections. See PostgreSQL's "Appendix A.
+/// PostgreSQL Error Codes" and MariaDB's "SQLSTATE" error reference.
+fn with_kind(error: CheckError, source: &sqlx::Error) -> CheckError {
+    let sqlx::Error::Database(database) = source else {
+        return error;
+    };
+    let kind = match database.code().as_deref() {
+        Some(code) if code.starts_with("28") || code == "3D000" => probity::FailureKind::Rejected,
+        Some("53300" | "08004") => probity::FailureKind::Exhausted,
+        Some("57P03") => probity::FailureKind::Unavailable,
+        _ => return error,
+    };
+    error.kind(kind)
 }
 
 /// A sqlx error in words, with where it happened and no credentials.

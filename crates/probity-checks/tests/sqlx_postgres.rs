@@ -195,6 +195,8 @@ async fn server_error_is_named_and_the_password_never_shows() {
         error.message(),
         "database error [3D000] (127.0.0.1:5432): database \"probity_no_such_database\" does not exist"
     );
+    // Publicly, the class the SQLSTATE gives.
+    assert_eq!(error.failure_kind(), probity::FailureKind::Rejected);
     assert_no_secret(&error, &["hunter2-s3cret"]);
 
     let port = support::closed_port().await;

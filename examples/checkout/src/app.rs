@@ -116,8 +116,10 @@ fn database_error(error: &DbError) -> Response {
         }
         DbError::Unavailable(reason) => tracing::warn!(%reason, "database unavailable"),
         DbError::Starting => {
-            let mut response =
-                error_response(StatusCode::SERVICE_UNAVAILABLE, "starting: database not ready");
+            let mut response = error_response(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "starting: database not ready",
+            );
             response
                 .headers_mut()
                 .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));

@@ -21,9 +21,9 @@ use sqlx::pool::{PoolConnection, PoolOptions};
 use sqlx::postgres::{PgConnectOptions, Postgres};
 use sqlx::sqlite::{Sqlite, SqliteConnectOptions, SqliteJournalMode};
 use sqlx::{ConnectOptions, Connection, Pool, SqlSafeStr};
+use std::str::FromStr;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::str::FromStr;
 use std::time::Duration;
 
 /// One line of an order.

@@ -113,7 +113,12 @@ fn bad_flags_exit_2_saying_what_is_wrong() {
             "--readiness-path: invalid readiness path `internal/ready`",
         ),
         (
-            &["--liveness-path", "/health", "--readiness-path", "/health/ready"][..],
+            &[
+                "--liveness-path",
+                "/health",
+                "--readiness-path",
+                "/health/ready",
+            ][..],
             "not equal to or under another's",
         ),
         (

@@ -455,8 +455,8 @@ struct KubeletLog {
 /// them) against a running checkout, on a thread and runtime of its own so the test's load
 /// cannot delay it, until readiness has passed or `until` has passed.
 fn kubelet(base: &str, timing: ProbeTiming, until: Duration) -> KubeletLog {
-    use probity_contract::kube::prober::{ContainerView, Gate, ProbeResult, ProbeWorker};
     use probity_contract::ProbeKind;
+    use probity_contract::kube::prober::{ContainerView, Gate, ProbeResult, ProbeWorker};
     let urls = [
         (ProbeKind::Startup, format!("{base}/startupz")),
         (ProbeKind::Liveness, format!("{base}/livez")),
@@ -558,7 +558,10 @@ async fn a_database_outage_longer_than_the_startup_budget_restarts_nothing_under
         tokio::spawn(forward_to_postgres(listener));
         let returned = std::time::Instant::now();
         wait_ready(&checkout).await;
-        eprintln!("/readyz 200 {:?} after the database returned", returned.elapsed());
+        eprintln!(
+            "/readyz 200 {:?} after the database returned",
+            returned.elapsed()
+        );
         log.await.expect("the kubelet")
     };
     let report = load.stop().await;
@@ -571,11 +574,19 @@ async fn a_database_outage_longer_than_the_startup_budget_restarts_nothing_under
     );
     let started = watched.started_after.expect("the startup probe passed");
     assert!(started < timing.budget(), "started after {started:?}");
-    let ready = watched.ready_after.expect("readiness passed once the database answered");
-    assert!(ready >= outage, "ready at {ready:?}, before the database answered");
+    let ready = watched
+        .ready_after
+        .expect("readiness passed once the database answered");
+    assert!(
+        ready >= outage,
+        "ready at {ready:?}, before the database answered"
+    );
     // While the database was away, orders were refused as unavailable, never as errors.
     assert_eq!(report.count(500), 0, "{report:?}");
-    assert!(report.count(201) > 0, "no order succeeded after recovery: {report:?}");
+    assert!(
+        report.count(201) > 0,
+        "no order succeeded after recovery: {report:?}"
+    );
     eprintln!(
         "startup passed {started:?} after start; the kubelet saw readiness {:?} after the \
          database returned (probing every {:?}); orders: {report:?}",

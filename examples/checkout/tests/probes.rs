@@ -344,13 +344,21 @@ async fn probe_paths_are_configurable() {
         .await;
         for path in [live, ready, startup] {
             let answer = get(&checkout.url(path)).await;
-            assert_eq!((answer.status, answer.body.as_str()), (200, "ok\n"), "{path}");
+            assert_eq!(
+                (answer.status, answer.body.as_str()),
+                (200, "ok\n"),
+                "{path}"
+            );
         }
         let db = get(&checkout.url(&format!("{ready}/db"))).await;
         assert_eq!((db.status, db.body.as_str()), (200, "ok\n"));
         let verbose = get(&checkout.url(&format!("{ready}?verbose"))).await;
         assert!(verbose.body.contains("[+]db ok"), "{}", verbose.body);
-        assert!(verbose.body.ends_with("ready check passed\n"), "{}", verbose.body);
+        assert!(
+            verbose.body.ends_with("ready check passed\n"),
+            "{}",
+            verbose.body
+        );
         let json = get_accept(&checkout.url(ready), "application/json").await;
         assert_eq!(json.status, 200);
         assert!(json.body.contains("\"status\":\"pass\""), "{}", json.body);
@@ -358,7 +366,9 @@ async fn probe_paths_are_configurable() {
         let unknown = get(&checkout.url(&format!("{ready}/nothing"))).await;
         assert_eq!(unknown.status, 404);
         assert!(
-            unknown.body.starts_with(&format!("no check `nothing` in {ready}\n")),
+            unknown
+                .body
+                .starts_with(&format!("no check `nothing` in {ready}\n")),
             "{}",
             unknown.body
         );
