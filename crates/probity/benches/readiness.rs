@@ -1,4 +1,6 @@
-//! The cost of a readiness decision and of each render format, for 20 checks.
+//! The cost of a readiness decision and of each render format, for 20 checks, and the heap
+//! allocations of the plain passing answer (counted by a counting allocator: the target is
+//! zero).
 
 // criterion_group! generates an undocumented public function.
 #![allow(missing_docs)]
@@ -6,17 +8,24 @@
 use criterion::{Criterion, criterion_group, criterion_main};
 use probity::render::{Clock, Details, Format, Query, Request, render};
 use probity::{CheckError, CheckSpec, Detail, Health, ProbeKind, Tier};
+use stats_alloc::{INSTRUMENTED_SYSTEM, Region, StatsAlloc};
+use std::alloc::System;
 use std::hint::black_box;
 use std::time::Duration;
 
-fn registry(runtime: &tokio::runtime::Runtime) -> Health {
+#[global_allocator]
+static GLOBAL: &StatsAlloc<System> = &INSTRUMENTED_SYSTEM;
+
+/// 20 checks: 12 hard, 5 soft (one failing when `failing`), 3 info (one failing when
+/// `failing`).
+fn service(runtime: &tokio::runtime::Runtime, failing: bool) -> Health {
     runtime.block_on(async {
         let mut builder = Health::builder().service("bench");
         for i in 0..20 {
             let (tier, fails) = match i {
                 0..=11 => (Tier::Hard, false),
-                12..=16 => (Tier::Soft, i == 16),
-                _ => (Tier::Info, i == 19),
+                12..=16 => (Tier::Soft, failing && i == 16),
+                _ => (Tier::Info, failing && i == 19),
             };
             let spec = CheckSpec::new(format!("dependency-{i:02}"), tier, move || async move {
                 if fails {
@@ -38,12 +47,43 @@ fn registry(runtime: &tokio::runtime::Runtime) -> Health {
     })
 }
 
+/// Heap allocations made by one plain passing readiness answer: load the snapshot, decide,
+/// render. Measured over many answers; the target is zero.
+fn allocations_per_plain_answer(health: &Health) -> f64 {
+    let query = Query::default();
+    let rounds = 10_000;
+    let region = Region::new(GLOBAL);
+    for _ in 0..rounds {
+        let snapshot = black_box(health).snapshot();
+        let request = Request {
+            probe: ProbeKind::Readiness,
+            check: None,
+            query: &query,
+            format: Format::Text,
+            details: Details::Public,
+        };
+        let answer = render(&snapshot, &request, Clock::now());
+        assert_eq!(answer.status, 200);
+        black_box(answer);
+    }
+    let change = region.change();
+    (change.allocations + change.reallocations) as f64 / f64::from(rounds)
+}
+
 fn benches(c: &mut Criterion) {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .expect("runtime");
-    let health = registry(&runtime);
+    let passing = service(&runtime, false);
+    let allocations = allocations_per_plain_answer(&passing);
+    println!("heap allocations per plain passing /readyz answer (20 checks): {allocations}");
+    assert_eq!(
+        allocations, 0.0,
+        "the plain passing path must not allocate"
+    );
+
+    let health = service(&runtime, true);
     let snapshot = health.snapshot();
     let now = tokio::time::Instant::now();
     assert_eq!(
@@ -67,22 +107,43 @@ fn benches(c: &mut Criterion) {
         exclude: Vec::new(),
     };
     let clock = Clock::now();
+    let passing_snapshot = passing.snapshot();
+    let plain_passing = Request {
+        probe: ProbeKind::Readiness,
+        check: None,
+        query: &plain,
+        format: Format::Text,
+        details: Details::Public,
+    };
+    c.bench_function("render plain passing (20 checks)", |b| {
+        b.iter(|| render(black_box(&passing_snapshot), black_box(&plain_passing), clock))
+    });
     for (name, format, query) in [
-        ("render text (20 checks)", Format::Text, &plain),
+        ("render text (20 checks, one soft failing)", Format::Text, &plain),
         ("render text verbose (20 checks)", Format::Text, &verbose),
         ("render json (20 checks)", Format::Json, &plain),
         ("render health+json (20 checks)", Format::HealthJson, &plain),
     ] {
-        let request = Request {
-            probe: ProbeKind::Readiness,
-            check: None,
-            query,
-            format,
-            details: Details::Admin,
-        };
-        c.bench_function(name, |b| {
-            b.iter(|| render(black_box(&snapshot), black_box(&request), clock))
-        });
+        for details in [Details::Public, Details::Admin] {
+            let request = Request {
+                probe: ProbeKind::Readiness,
+                check: None,
+                query,
+                format,
+                details,
+            };
+            let label = format!(
+                "{name} {}",
+                if details == Details::Admin {
+                    "admin"
+                } else {
+                    "public"
+                }
+            );
+            c.bench_function(&label, |b| {
+                b.iter(|| render(black_box(&snapshot), black_box(&request), clock))
+            });
+        }
     }
 }
 
