@@ -384,6 +384,9 @@ fn entry_kind(probe: ProbeKind, entry: &Entry<'_>) -> &'static str {
     if entry.check().is_some() {
         return "check";
     }
+    if entry.step().is_some() {
+        return "step";
+    }
     match probe {
         ProbeKind::Liveness => "condition",
         ProbeKind::Startup => "step",
