@@ -78,10 +78,7 @@ fn benches(c: &mut Criterion) {
     let passing = service(&runtime, false);
     let allocations = allocations_per_plain_answer(&passing);
     println!("heap allocations per plain passing /readyz answer (20 checks): {allocations}");
-    assert_eq!(
-        allocations, 0.0,
-        "the plain passing path must not allocate"
-    );
+    assert_eq!(allocations, 0.0, "the plain passing path must not allocate");
 
     let health = service(&runtime, true);
     let snapshot = health.snapshot();
@@ -116,10 +113,20 @@ fn benches(c: &mut Criterion) {
         details: Details::Public,
     };
     c.bench_function("render plain passing (20 checks)", |b| {
-        b.iter(|| render(black_box(&passing_snapshot), black_box(&plain_passing), clock))
+        b.iter(|| {
+            render(
+                black_box(&passing_snapshot),
+                black_box(&plain_passing),
+                clock,
+            )
+        })
     });
     for (name, format, query) in [
-        ("render text (20 checks, one soft failing)", Format::Text, &plain),
+        (
+            "render text (20 checks, one soft failing)",
+            Format::Text,
+            &plain,
+        ),
         ("render text verbose (20 checks)", Format::Text, &verbose),
         ("render json (20 checks)", Format::Json, &plain),
         ("render health+json (20 checks)", Format::HealthJson, &plain),

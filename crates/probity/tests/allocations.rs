@@ -45,7 +45,11 @@ fn a_plain_passing_probe_allocates_nothing() {
         health
     });
     let query = Query::default();
-    for probe in [ProbeKind::Readiness, ProbeKind::Liveness, ProbeKind::Startup] {
+    for probe in [
+        ProbeKind::Readiness,
+        ProbeKind::Liveness,
+        ProbeKind::Startup,
+    ] {
         let request = Request {
             probe,
             check: None,
@@ -62,7 +66,10 @@ fn a_plain_passing_probe_allocates_nothing() {
                 assert_eq!((answer.status, answer.body.as_ref()), (200, "ok\n"));
             }
         });
-        assert_eq!(counted, 0, "{probe:?}: {counted} allocations in 1,000 plain answers");
+        assert_eq!(
+            counted, 0,
+            "{probe:?}: {counted} allocations in 1,000 plain answers"
+        );
     }
     // The counter counts: a verbose answer builds its body.
     let verbose = Query {
