@@ -6,7 +6,8 @@
 # 1. wrk against checkout's /readyz (plain, ?verbose, application/json, application/health+json)
 #    and, in the same run, against a bare axum handler returning a static 200 and against
 #    probity's probes alone on axum (no application stack); prints requests/s and p99 for each
-#    and the ratio to the bare handler (target: every format ≥ 0.9 × bare).
+#    and the ratio to the bare handler (target: every format ≥ 0.9 × bare), and to the bare
+#    handler sending the same body as a static file (what is left is probity's own work).
 # 2. The database work health checks cause while /readyz is hammered, from PostgreSQL's own
 #    statistics (pg_stat_activity on a database only this run uses): it must stay at one
 #    query per check interval per instance, however many probes arrive (seed 003).
@@ -52,11 +53,17 @@ wait_http() { # url
 "${server_cpu[@]}" target/release/checkout --listen 127.0.0.1:$main_port --admin-listen 127.0.0.1:$admin_port \
   --data-dir "$work/sqlite" >"$work/checkout.log" 2>&1 &
 pids+=($!)
-"${server_cpu[@]}" target/release/examples/bare_axum 127.0.0.1:$bare_port >"$work/bare.log" 2>&1 &
+wait_http "http://127.0.0.1:$main_port/readyz"
+# The same bodies checkout answers, served statically by the bare handler: the part of a
+# format's cost that is only its size on the wire.
+mkdir "$work/static"
+curl -fsS "http://127.0.0.1:$main_port/readyz?verbose" >"$work/static/verbose.txt"
+curl -fsS -H "Accept: application/json" "http://127.0.0.1:$main_port/readyz" >"$work/static/readyz.json"
+curl -fsS -H "Accept: application/health+json" "http://127.0.0.1:$main_port/readyz" >"$work/static/readyz.health.json"
+"${server_cpu[@]}" target/release/examples/bare_axum 127.0.0.1:$bare_port "$work/static" >"$work/bare.log" 2>&1 &
 pids+=($!)
 "${server_cpu[@]}" target/release/examples/probes_axum 127.0.0.1:$probes_port >"$work/probes.log" 2>&1 &
 pids+=($!)
-wait_http "http://127.0.0.1:$main_port/readyz"
 wait_http "http://127.0.0.1:$bare_port/readyz"
 wait_http "http://127.0.0.1:$probes_port/readyz"
 
@@ -88,16 +95,34 @@ for _ in $(seq "$rounds"); do
   run_wrk readyz-verbose "http://127.0.0.1:$main_port/readyz?verbose"
   run_wrk readyz-json "http://127.0.0.1:$main_port/readyz" "Accept: application/json"
   run_wrk readyz-health-json "http://127.0.0.1:$main_port/readyz" "Accept: application/health+json"
+  run_wrk bare-verbose-body "http://127.0.0.1:$bare_port/static/verbose.txt"
+  run_wrk bare-json-body "http://127.0.0.1:$bare_port/static/readyz.json"
+  run_wrk bare-health-json-body "http://127.0.0.1:$bare_port/static/readyz.health.json"
 done
 median() { sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
 # Each round's ratio to the bare handler of the same round (drift cancels), then the median.
-for name in bare-axum probes-only readyz readyz-verbose readyz-json readyz-health-json; do
+# The last column compares each format with the bare handler sending the same bytes.
+same_body() { # name → the bare target that sends its body
+  case $1 in
+  readyz-verbose) echo bare-verbose-body ;;
+  readyz-json) echo bare-json-body ;;
+  readyz-health-json) echo bare-health-json-body ;;
+  *) echo bare-axum ;;
+  esac
+}
+for name in bare-axum probes-only readyz readyz-verbose readyz-json readyz-health-json \
+  bare-verbose-body bare-json-body bare-health-json-body; do
   rps=$(cut -d' ' -f1 "$work/$name" | median)
   p99=$(cut -d' ' -f2 "$work/$name" | sort -V | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }')
   ratio=$(paste -d' ' "$work/$name" "$work/bare-axum" | awk '{ print $1 / $3 }' | median)
+  same=$(paste -d' ' "$work/$name" "$work/$(same_body "$name")" | awk '{ print $1 / $3 }' | median)
   all=$(cut -d' ' -f1 "$work/$name" | awk '{ printf "%.0f ", $1 }')
-  printf '%-20s %8.0f req/s   p99 %8s   %.2f × bare   (rounds: %s)\n' "$name" "$rps" "$p99" "$ratio" "$all"
+  printf '%-22s %8.0f req/s   p99 %8s   %.2f × bare   %.2f × same body   (rounds: %s)\n' \
+    "$name" "$rps" "$p99" "$ratio" "$same" "$all"
 done
+printf 'bodies: plain 3 B, verbose %s B, json %s B, health+json %s B\n' \
+  "$(wc -c <"$work/static/verbose.txt")" "$(wc -c <"$work/static/readyz.json")" \
+  "$(wc -c <"$work/static/readyz.health.json")"
 echo "target: every /readyz format ≥ 0.90 × bare"
 if [ "${READYZ_ONLY:-0}" = 1 ]; then
   exit 0
