@@ -17,7 +17,8 @@ directly and through HAProxy, and what health checking costs), pool (exhaust one
 connection pool), sigterm (stop one instance and start its replacement), flap (the shared \
 database up and down every second; needs --database-url), outage (cut the shared database \
 off; needs --database-url), stall (block one instance's runtime), slow-boot (boot longer than \
-the liveness window). Every drill but busy runs under the background load.
+the liveness window), rollout-during-outage (replace one instance while the shared database is \
+down for longer than the new instance's startup budget; needs --database-url). Every drill but busy runs under the background load.
 
 Exit codes: 0 every target met, 1 a target missed (each is named on stderr), 2 the drill could \
 not run, 130 interrupted.
@@ -36,7 +37,7 @@ pub(crate) struct Args {
     #[arg(
         long,
         value_delimiter = ',',
-        default_value = "busy,pool,sigterm,flap,outage,stall,slow-boot"
+        default_value = "busy,pool,sigterm,flap,outage,stall,slow-boot,rollout-during-outage"
     )]
     drills: Vec<String>,
     /// The checkout binary (default: next to this binary, then target/release, target/debug).
@@ -138,6 +139,10 @@ pub(crate) struct Args {
     /// Target (outage): traffic served again within this long of the database's return.
     #[arg(long, default_value = "3s", value_parser = parse_duration)]
     max_time_to_traffic: Duration,
+    /// Target (rollout-during-outage): the instance started during the outage is in rotation
+    /// within this long of the database's return.
+    #[arg(long, default_value = "2s", value_parser = parse_duration)]
+    max_time_to_ready: Duration,
     /// Keep the work folder (configuration, logs) after the run.
     #[arg(long)]
     keep_work_dir: bool,
@@ -274,6 +279,7 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
         max_refused: args.max_refused,
         max_check_cost: args.max_check_cost,
         max_time_to_traffic: args.max_time_to_traffic,
+        max_time_to_ready: args.max_time_to_ready,
     };
 
     let runtime = tokio::runtime::Builder::new_multi_thread()

@@ -249,7 +249,8 @@ fn under_load_on_sqlite_busy_pool_sigterm_and_stall_meet_their_targets_and_the_g
 }
 
 #[test]
-fn under_load_on_postgres_busy_flap_outage_and_slow_boot_meet_their_targets() {
+fn under_load_on_postgres_busy_flap_outage_slow_boot_and_rollout_during_outage_meet_their_targets()
+{
     if !haproxy_available() || !postgres_available() {
         return;
     }
@@ -258,7 +259,7 @@ fn under_load_on_postgres_busy_flap_outage_and_slow_boot_meet_their_targets() {
             "--database-url",
             POSTGRES,
             "--drills",
-            "busy,flap,outage,slow-boot",
+            "busy,flap,outage,slow-boot,rollout-during-outage",
             "--busy",
             "4s",
             "--cost-segment",
@@ -271,6 +272,12 @@ fn under_load_on_postgres_busy_flap_outage_and_slow_boot_meet_their_targets() {
             "4s",
             "--liveness-period",
             "1s",
+            // An 8 s startup budget: the rollout's outage lasts 12 s past the new start.
+            "--startup-failure-threshold",
+            "8",
+            // The full drill holds 2 s; a short run on a loaded CI machine gets room.
+            "--max-time-to-ready",
+            "10s",
         ],
         false,
     );
@@ -313,6 +320,31 @@ fn under_load_on_postgres_busy_flap_outage_and_slow_boot_meet_their_targets() {
         "the boot outlived the liveness window: {boot}"
     );
     seconds(&boot["time_to_started_s"], "started");
+
+    let rollout = &report["rollout_during_outage"];
+    assert_eq!(
+        rollout["restarts"], 0,
+        "a rollout during an outage restarts nothing: {rollout}"
+    );
+    assert_eq!(rollout["startup_budget_s"], 8.0, "{rollout}");
+    let started = seconds(&rollout["time_to_started_s"], "new instance started");
+    assert!(
+        started < 8.0,
+        "started within its budget, database still away: {rollout}"
+    );
+    assert!(
+        rollout["outage_s"].as_f64().unwrap() > 8.0,
+        "the outage outlasted the startup budget: {rollout}"
+    );
+    assert_eq!(rollout["kept_out_of_rotation"], true, "{rollout}");
+    seconds(
+        &rollout["time_to_new_instance_ready_s"],
+        "new instance ready",
+    );
+    seconds(
+        &rollout["time_to_new_instance_in_rotation_s"],
+        "new instance in rotation",
+    );
 }
 
 /// Processes whose command line mentions `needle`.

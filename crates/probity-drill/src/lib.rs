@@ -55,11 +55,14 @@ pub enum DrillKind {
     Stall,
     /// Restart one instance with a boot longer than the liveness window.
     SlowBoot,
+    /// Replace one instance while the shared database is down for longer than the new
+    /// instance's startup budget (needs PostgreSQL).
+    RolloutDuringOutage,
 }
 
 impl DrillKind {
     /// Every drill, in the order they run.
-    pub const ALL: [DrillKind; 7] = [
+    pub const ALL: [DrillKind; 8] = [
         DrillKind::Busy,
         DrillKind::PoolExhaustion,
         DrillKind::Sigterm,
@@ -67,19 +70,14 @@ impl DrillKind {
         DrillKind::DatabaseOutage,
         DrillKind::Stall,
         DrillKind::SlowBoot,
+        DrillKind::RolloutDuringOutage,
     ];
 
     /// Drills named but not available yet, with what they wait for.
-    pub const PLANNED: [(&'static str, &'static str); 2] = [
-        (
-            "degraded",
-            "it needs fallbacks in the core (a hard check that names a fallback, readiness `warn` while the fallback serves) and stale reads from checkout's cache",
-        ),
-        (
-            "rollout-during-outage",
-            "it needs startup steps that wait on a dependency to gate readiness only, so /startupz passes during a database outage",
-        ),
-    ];
+    pub const PLANNED: [(&'static str, &'static str); 1] = [(
+        "degraded",
+        "it needs fallbacks in the core (a hard check that names a fallback, readiness `warn` while the fallback serves) and stale reads from checkout's cache",
+    )];
 
     /// The drill's name on the command line.
     pub fn name(self) -> &'static str {
@@ -91,6 +89,7 @@ impl DrillKind {
             DrillKind::DatabaseOutage => "outage",
             DrillKind::Stall => "stall",
             DrillKind::SlowBoot => "slow-boot",
+            DrillKind::RolloutDuringOutage => "rollout-during-outage",
         }
     }
 
@@ -101,7 +100,10 @@ impl DrillKind {
 
     /// Whether the drill cuts the shared database (and so needs one).
     pub fn needs_shared_database(self) -> bool {
-        matches!(self, DrillKind::Flap | DrillKind::DatabaseOutage)
+        matches!(
+            self,
+            DrillKind::Flap | DrillKind::DatabaseOutage | DrillKind::RolloutDuringOutage
+        )
     }
 }
 

@@ -5,6 +5,7 @@ use crate::drills::busy::{Busy, BusyLeg};
 use crate::drills::flap::Flap;
 use crate::drills::outage::DatabaseOutage;
 use crate::drills::pool::PoolExhaustion;
+use crate::drills::rollout::RolloutDuringOutage;
 use crate::drills::sigterm::Sigterm;
 use crate::drills::slow_boot::SlowBoot;
 use crate::drills::stall::Stall;
@@ -73,6 +74,8 @@ pub struct Report {
     pub stall: Option<Stall>,
     /// Slow boot.
     pub slow_boot: Option<SlowBoot>,
+    /// One instance replaced during a shared database outage.
+    pub rollout_during_outage: Option<RolloutDuringOutage>,
     /// Drills not run, with the reason.
     pub skipped: Vec<String>,
     /// The targets this run was held to.
@@ -478,6 +481,72 @@ impl Report {
                     "",
                     "",
                     &boot.startup_probe_failures.to_string(),
+                ],
+            );
+        }
+        if let Some(rollout) = &self.rollout_during_outage {
+            let _ = writeln!(
+                out,
+                "one instance replaced during a {:.0}s database outage, startup budget {:.0}s \
+                 (the restart-storm incident)",
+                rollout.outage_s, rollout.startup_budget_s
+            );
+            row(
+                &mut out,
+                [
+                    "restarts",
+                    "all killed again, 14 min outage",
+                    "",
+                    &rollout.restarts.to_string(),
+                ],
+            );
+            row(
+                &mut out,
+                [
+                    "new instance started",
+                    "",
+                    "",
+                    &at(rollout.time_to_started_s),
+                ],
+            );
+            row(
+                &mut out,
+                [
+                    "kept out of rotation meanwhile",
+                    "",
+                    "",
+                    if rollout.kept_out_of_rotation {
+                        "yes"
+                    } else {
+                        "no"
+                    },
+                ],
+            );
+            row(
+                &mut out,
+                [
+                    "new instance ready after recovery",
+                    "",
+                    "",
+                    &at(rollout.time_to_new_instance_ready_s),
+                ],
+            );
+            row(
+                &mut out,
+                [
+                    "new instance in rotation after recovery",
+                    "",
+                    "",
+                    &at(rollout.time_to_new_instance_in_rotation_s),
+                ],
+            );
+            row(
+                &mut out,
+                [
+                    "whole fleet back after recovery",
+                    "",
+                    "",
+                    &at(rollout.time_to_full_fleet_after_recovery_s),
                 ],
             );
         }

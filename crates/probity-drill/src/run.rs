@@ -154,6 +154,7 @@ async fn run_in(
         database_outage: None,
         stall: None,
         slow_boot: None,
+        rollout_during_outage: None,
         skipped: Vec::new(),
         targets: config.targets,
         verdicts: Vec::new(),
@@ -181,6 +182,9 @@ async fn run_in(
                 }
                 DrillKind::Stall => report.stall = Some(context.stall().await?),
                 DrillKind::SlowBoot => report.slow_boot = Some(context.slow_boot().await?),
+                DrillKind::RolloutDuringOutage => {
+                    report.rollout_during_outage = Some(context.rollout_during_outage().await?);
+                }
                 DrillKind::Busy => {}
             }
             context.stop_load();

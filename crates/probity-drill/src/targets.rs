@@ -26,6 +26,10 @@ pub struct Targets {
     /// `outage`: database back → the first request served.
     #[serde(serialize_with = "crate::report::secs")]
     pub max_time_to_traffic: Duration,
+    /// `rollout-during-outage`: database back → the instance started during the outage is in
+    /// rotation.
+    #[serde(serialize_with = "crate::report::secs")]
+    pub max_time_to_ready: Duration,
 }
 
 impl Default for Targets {
@@ -37,6 +41,7 @@ impl Default for Targets {
             max_refused: 0,
             max_check_cost: 0.03,
             max_time_to_traffic: Duration::from_secs(3),
+            max_time_to_ready: Duration::from_secs(2),
         }
     }
 }
@@ -263,6 +268,34 @@ impl Targets {
                 boot.time_to_started_s
                     .map_or_else(|| "never".to_owned(), duration),
                 boot.time_to_started_s.is_some(),
+            ));
+        }
+        if let Some(rollout) = &report.rollout_during_outage {
+            let drill = "rollout-during-outage";
+            verdicts.push(exactly(drill, "restarts", rollout.restarts.into(), 0));
+            verdicts.push(Verdict::new(
+                drill,
+                "new instance started during the outage".to_owned(),
+                rollout
+                    .time_to_started_s
+                    .map_or_else(|| "never".to_owned(), duration),
+                rollout.time_to_started_s.is_some(),
+            ));
+            verdicts.push(Verdict::new(
+                drill,
+                "new instance out of rotation while the database is away".to_owned(),
+                if rollout.kept_out_of_rotation {
+                    "out of rotation".to_owned()
+                } else {
+                    "in rotation without its database".to_owned()
+                },
+                rollout.kept_out_of_rotation,
+            ));
+            verdicts.push(within(
+                drill,
+                "new instance ready after recovery",
+                rollout.time_to_new_instance_ready_s,
+                self.max_time_to_ready,
             ));
         }
         verdicts

@@ -8,6 +8,7 @@ pub mod busy;
 pub mod flap;
 pub mod outage;
 pub mod pool;
+pub mod rollout;
 pub mod sigterm;
 pub mod slow_boot;
 pub mod stall;
