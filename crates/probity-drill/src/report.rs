@@ -495,7 +495,7 @@ impl Report {
                 &mut out,
                 [
                     "restarts",
-                    "all killed again, 14 min outage",
+                    "killed again: 14 min",
                     "",
                     &rollout.restarts.to_string(),
                 ],

@@ -275,7 +275,7 @@ impl Targets {
             verdicts.push(exactly(drill, "restarts", rollout.restarts.into(), 0));
             verdicts.push(Verdict::new(
                 drill,
-                "new instance started during the outage".to_owned(),
+                "started during the outage".to_owned(),
                 rollout
                     .time_to_started_s
                     .map_or_else(|| "never".to_owned(), duration),
@@ -283,7 +283,7 @@ impl Targets {
             ));
             verdicts.push(Verdict::new(
                 drill,
-                "new instance out of rotation while the database is away".to_owned(),
+                "out of rotation while the database is away".to_owned(),
                 if rollout.kept_out_of_rotation {
                     "out of rotation".to_owned()
                 } else {
