@@ -6,6 +6,9 @@
 //!   sub-paths (`/readyz/db`), with `?verbose`, `?exclude=NAME` and `Accept` negotiation, all
 //!   answered by the core's renderer from the current snapshot;
 //! - [`QuietProbesLayer`]: keeps probe traffic out of access logs, traces and request metrics;
+//! - [`ShedLayer`]: answers 503 + `Retry-After` without calling the handler while a check the
+//!   routes need fails or the service is still starting: nothing is processed, so the balancer
+//!   may retry the request elsewhere whatever its method;
 //! - [`CloseWhenUnreadyLayer`]: ends HTTP/1 keep-alive connections while readiness fails, so
 //!   clients reconnect to an instance in rotation instead of staying on this one;
 //! - [`RequestMetricsLayer`]: counts `http_requests_total{status}` through the `metrics` facade,
@@ -59,6 +62,7 @@ mod probes;
 mod quiet;
 mod request_metrics;
 mod serve;
+mod shed;
 
 pub use close_when_unready::{CloseWhenUnready, CloseWhenUnreadyFuture, CloseWhenUnreadyLayer};
 pub use probes::Probes;
@@ -69,6 +73,7 @@ pub use request_metrics::{
     DEFAULT_COUNTER, RequestMetrics, RequestMetricsFuture, RequestMetricsLayer,
 };
 pub use serve::{ServeConfig, ShutdownReport, serve, serve_with};
+pub use shed::{Shed, ShedFuture, ShedLayer};
 
 /// Re-exported so a service can set the detail policy with this crate alone.
 pub use probity::Details;

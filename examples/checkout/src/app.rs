@@ -5,6 +5,7 @@ use crate::cache::Cache;
 use crate::chaos::Chaos;
 use crate::db::{Database, DbError, Item};
 use crate::recommendations::Recommendations;
+use crate::wiring::DB_CHECK;
 use axum::extract::rejection::JsonRejection;
 use axum::extract::{Path, Query, State};
 use axum::http::{HeaderValue, StatusCode, header};
@@ -13,8 +14,10 @@ use axum::routing::{get, post};
 use axum::{Json, Router};
 use metrics_exporter_prometheus::PrometheusHandle;
 use probity::render::Details;
-use probity::{Health, Reporter};
-use probity_axum::{CloseWhenUnreadyLayer, Probes, QuietProbesLayer, RequestMetricsLayer};
+use probity::{Health, Reporter, UnknownName};
+use probity_axum::{
+    CloseWhenUnreadyLayer, Probes, QuietProbesLayer, RequestMetricsLayer, ShedLayer,
+};
 use probity_grpc::HealthService;
 use serde::Deserialize;
 use serde_json::json;
@@ -41,9 +44,21 @@ pub struct AppState {
 /// `details` says otherwise) and `grpc.health.v1` on the same port. Probes stay out of the
 /// access log and of `http_requests_total`. While readiness fails, HTTP/1 API responses close
 /// their connection, so keep-alive clients reconnect to an instance in rotation.
-pub fn public_router(state: AppState, health: &Health, details: Details) -> Router {
-    Router::new()
+///
+/// Writes need the database: `POST /orders` is shed (503 + `Retry-After`, the handler never
+/// runs, nothing is written) while the `db` check fails or the service is still starting, so a
+/// balancer can replay it on another instance instead of the client waiting out a pool
+/// timeout. Reads are not shed: a cached order can be served without the database.
+pub fn public_router(
+    state: AppState,
+    health: &Health,
+    details: Details,
+) -> Result<Router, UnknownName> {
+    let writes = Router::new()
         .route("/orders", post(create_order))
+        .layer(ShedLayer::new(health).needs(DB_CHECK)?);
+    Ok(Router::new()
+        .merge(writes)
         .route("/orders/{id}", get(get_order))
         .route("/recommendations", get(recommendations))
         .with_state(state)
@@ -64,7 +79,7 @@ pub fn public_router(state: AppState, health: &Health, details: Details) -> Rout
         .layer(CloseWhenUnreadyLayer::new(health.clone()))
         // The probes sit outside the access log and request metrics altogether: `Router::layer`
         // wraps only the routes present when it is called, so a probe pays for no middleware.
-        .merge(Probes::new(health.clone()).details(details).router())
+        .merge(Probes::new(health.clone()).details(details).router()))
 }
 
 /// The admin listener: `/metrics`, the probes with details, and `/chaos/*` when enabled.

@@ -110,7 +110,7 @@ pub async fn run(config: Config, metrics: PrometheusHandle) -> anyhow::Result<()
     } else {
         Details::Public
     };
-    let public = app::public_router(state, &health, details);
+    let public = app::public_router(state, &health, details)?;
     let chaos = config.chaos.then(|| Chaos::new(service.db.clone()));
     let admin = app::admin_router(&health, metrics, chaos);
 

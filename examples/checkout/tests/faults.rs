@@ -60,6 +60,19 @@ async fn a_leaked_pool_under_load_fails_readiness_naming_db_while_liveness_stays
     assert_eq!(order.header("retry-after"), Some("1"));
     // Out of rotation: the connection closes, so a keep-alive client reconnects elsewhere.
     assert_eq!(order.header("connection"), Some("close"));
+    // Writes are shed before their handler runs: nothing is written, and the balancer may
+    // replay the request on another instance (the handler's own 503 is JSON; this is not).
+    let write = post(
+        &checkout.url("/orders"),
+        Some(r#"{"customer":"ada","items":[{"sku":"x","quantity":1,"price_cents":1}]}"#),
+    )
+    .await;
+    assert_eq!(write.status, 503, "{}", write.body);
+    assert_eq!(write.header("retry-after"), Some("1"));
+    assert_eq!(
+        write.body,
+        "unavailable (db): the request was not processed; retry\n"
+    );
 
     let released = post(&checkout.admin_url("/chaos/release-connections"), None).await;
     let released_at = Instant::now();
