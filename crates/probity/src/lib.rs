@@ -96,6 +96,7 @@
 mod check;
 mod details;
 mod health;
+mod heartbeat;
 mod liveness;
 mod passive;
 mod paths;
@@ -118,13 +119,15 @@ pub use check::{
 };
 pub use details::Details;
 pub use health::{BuildError, Health, HealthBuilder, StartError, UnknownName};
+pub use heartbeat::{Heartbeat, WaitGuard, WaitTimedOut};
 pub use passive::Reporter;
 pub use paths::{PathError, ProbePaths};
 pub use poller::poll_once;
 pub use probity_contract::verdict::{Cause, CheckVerdict};
 pub use probity_contract::{Contract, ProbeKind, Status, Tier};
 pub use snapshot::{
-    CheckState, ConditionFailure, ConditionState, Entry, LastResult, Snapshot, StepState, Verdict,
+    CheckState, ConditionFailure, ConditionState, DeclaredWait, Entry, LastResult, Snapshot,
+    StepState, Verdict,
 };
 pub use spec::CheckSpec;
 pub use view::HealthView;
