@@ -604,6 +604,15 @@ impl fmt::Debug for Health {
                     .map(|cell| &cell.name)
                     .collect::<Vec<_>>(),
             )
+            .field(
+                "heartbeats",
+                &self
+                    .runtime
+                    .heartbeats
+                    .iter()
+                    .map(|cell| &cell.name)
+                    .collect::<Vec<_>>(),
+            )
             .field("drain_delay", &self.store.shutdown.drain_delay)
             .finish_non_exhaustive()
     }
