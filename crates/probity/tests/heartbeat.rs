@@ -309,6 +309,37 @@ async fn liveness_recovers_when_beats_resume() {
 }
 
 #[tokio::test(start_paused = true)]
+async fn a_restarted_watcher_clears_a_failure_the_worker_recovered_from() {
+    let health = started(BOUND);
+    let heartbeat = health.heartbeat("outbox").unwrap();
+    sleep(BOUND + PERIOD * 2).await;
+    assert_eq!(liveness(&health), Status::Fail);
+    health.stop();
+    heartbeat.beat();
+    health.start().unwrap();
+    sleep(PERIOD).await;
+    assert_eq!(liveness(&health), Status::Pass);
+}
+
+#[test]
+fn a_declared_wait_can_be_held_across_await_points_of_a_spawned_task() {
+    fn spawnable<T: Send + 'static>(_: &T) {}
+    let health = Health::builder()
+        .heartbeat("outbox", BOUND)
+        .build()
+        .unwrap();
+    let heartbeat = health.heartbeat("outbox").unwrap();
+    let worker = async move {
+        let _wait = heartbeat.waiting_on("broker", BOUND);
+        sleep(PERIOD).await;
+        heartbeat
+            .wait_on("broker", BOUND, async { sleep(PERIOD).await })
+            .await
+    };
+    spawnable(&worker);
+}
+
+#[tokio::test(start_paused = true)]
 async fn a_worker_stopped_for_the_drain_does_not_fail_liveness() {
     let health = started(BOUND);
     let _heartbeat = health.heartbeat("outbox").unwrap();
