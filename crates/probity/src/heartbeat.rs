@@ -382,7 +382,8 @@ pub(crate) fn spawn(
     let every = watch_period(shortest);
     let store: Weak<Store> = Arc::downgrade(store);
     Some(tokio::spawn(async move {
-        let mut published = vec![Reading::Alive; cells.len()];
+        // Unknown at first: the store may hold what a watcher stopped earlier published.
+        let mut published: Vec<Option<Reading>> = vec![None; cells.len()];
         let mut ticks = tokio::time::interval(every);
         ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
@@ -394,27 +395,32 @@ pub(crate) fn spawn(
             let draining = store.snapshot().shutting_down_since().is_some();
             for (cell, last) in cells.iter().zip(published.iter_mut()) {
                 let reading = cell.reading(now);
-                if reading == *last {
+                if last.as_ref() == Some(&reading) {
                     continue;
                 }
-                let newly_failing = matches!(reading, Reading::Silent { .. })
-                    && !matches!(last, Reading::Silent { .. });
-                if draining && newly_failing {
+                let was_failing = matches!(last, Some(Reading::Silent { .. }));
+                if draining && !was_failing && matches!(reading, Reading::Silent { .. }) {
                     continue;
                 }
-                publish(&store, cell, &reading, last, now);
-                *last = reading;
+                publish(&store, cell, &reading, was_failing, now);
+                *last = Some(reading);
             }
         }
     }))
 }
 
-fn publish(store: &Store, cell: &HeartbeatCell, reading: &Reading, last: &Reading, now: Instant) {
+fn publish(
+    store: &Store,
+    cell: &HeartbeatCell,
+    reading: &Reading,
+    was_failing: bool,
+    now: Instant,
+) {
     let condition = cell.condition;
     let bound = crate::check::human(cell.max_silence);
     match reading {
         Reading::Alive => {
-            if matches!(last, Reading::Silent { .. }) {
+            if was_failing {
                 tracing::warn!(target: "probity::liveness", condition = %cell.name, "heartbeat resumed");
             }
             store.observe(Observation::ConditionCleared { condition });
