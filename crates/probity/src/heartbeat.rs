@@ -218,6 +218,11 @@ impl HeartbeatCell {
 /// row; a worker that unwedged before then was not broken beyond what it recovers from, and a
 /// restart would have fixed nothing. A wedge that persists keeps failing, and is restarted.
 ///
+/// A consumer idle on an empty queue is waiting too: wrap the receive in a bounded wait
+/// ([`Heartbeat::wait_on`]) and loop, so an idle worker re-declares its wait at every timeout
+/// instead of going silent. A back-off sleep longer than `max_silence` between retries belongs
+/// inside a declared wait as well.
+///
 /// It has no network surface: only code holding the handle can beat, so no request, probe or
 /// dependency can keep a wedged worker looking alive. Cheap to clone (one `Arc`); every clone
 /// beats the same heartbeat.
