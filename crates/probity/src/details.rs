@@ -6,8 +6,9 @@
 //!
 //! - [`Details::Public`] (the default, for a listener clients reach): a failing entry shows its
 //!   name and a short class of failure — `timeout`, `refused`, `unreachable`, `exhausted`,
-//!   `rejected`, `unavailable`, `error`, `busy`, `stalled`, `deadlocked`, `declared broken` —
-//!   and the timing facts the service itself owns (`stale: last result 4s ago (bound 3s)`,
+//!   `rejected`, `unavailable`, `error`, `busy`, `stalled` (also a worker's silent heartbeat:
+//!   its dependency stays unnamed), `deadlocked`, `declared broken` — and the timing facts
+//!   the service itself owns (`stale: last result 4s ago (bound 3s)`,
 //!   `recovering: 1 of 3 successes`, `shutting down (2s ago)`). Never a host, a database name or
 //!   a driver's text;
 //! - [`Details::Admin`] (for a listener only operators reach, or a service that opts in): the
@@ -50,8 +51,18 @@ impl Entry<'_> {
                 })
             }
             Subject::Condition(_) => {
-                let failure = self.condition()?.failure()?;
-                Some(condition_reason(failure, details, now))
+                let condition = self.condition()?;
+                match (condition.failure(), condition.waiting(), details) {
+                    (Some(failure), _, _) => Some(condition_reason(failure, details, now)),
+                    // A worker inside a declared wait passes; an operator may see on what.
+                    (None, Some(wait), Details::Admin) => Some(Cow::Owned(format!(
+                        "waiting on {} for {} (timeout {})",
+                        wait.dependency(),
+                        human(now.saturating_duration_since(wait.since())),
+                        human(wait.timeout())
+                    ))),
+                    (None, _, _) => None,
+                }
             }
         }
     }
@@ -84,9 +95,9 @@ impl Entry<'_> {
                         let failure = condition.failure()?;
                         let reason = condition_reason(failure, details, now);
                         // Stall and deadlock reasons name themselves; a declared state's reason
-                        // is the application's own.
+                        // is the application's own, and a heartbeat's names its worker.
                         Some(match failure {
-                            ConditionFailure::Declared(_) => {
+                            ConditionFailure::Declared(_) | ConditionFailure::Silent { .. } => {
                                 format!("{}: {reason}", condition.name())
                             }
                             _ => reason.into_owned(),
@@ -164,5 +175,29 @@ fn condition_reason(
         )),
         (ConditionFailure::Declared(reason), Details::Admin) => Cow::Owned(reason.clone()),
         (ConditionFailure::Declared(_), Details::Public) => Cow::Borrowed("declared broken"),
+        (ConditionFailure::Silent { .. }, Details::Public) => Cow::Borrowed("stalled"),
+        (
+            ConditionFailure::Silent {
+                last_beat,
+                max_silence,
+                overdue,
+            },
+            Details::Admin,
+        ) => {
+            let silent = format!(
+                "worker silent for {} (bound {})",
+                human(now.saturating_duration_since(*last_beat)),
+                human(*max_silence)
+            );
+            Cow::Owned(match overdue {
+                None => silent,
+                Some(wait) => format!(
+                    "{silent}: waiting on {} for {}, past its timeout ({})",
+                    wait.dependency(),
+                    human(now.saturating_duration_since(wait.since())),
+                    human(wait.timeout())
+                ),
+            })
+        }
     }
 }

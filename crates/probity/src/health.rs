@@ -1,6 +1,7 @@
 //! A service's health: the handle the service keeps (it reports, completes boot steps, shuts
 //! down) and the builder that declares everything once, validated.
 
+use crate::heartbeat::{Heartbeat, HeartbeatCell};
 use crate::liveness::{self, Watchdog, Watched};
 use crate::passive::Reporter;
 use crate::paths::ProbePaths;
@@ -91,6 +92,12 @@ pub enum BuildError {
         /// The interval.
         interval: Duration,
     },
+    /// A heartbeat's longest silence is zero: every instant between two beats would be a wedge.
+    #[error("heartbeat `{heartbeat}`: max_silence must be greater than zero")]
+    ZeroMaxSilence {
+        /// The heartbeat.
+        heartbeat: String,
+    },
     /// `fail_open_for` set on a check that is not hard (soft checks always fail open).
     #[error(
         "check `{check}`: fail_open_for applies to hard checks only (a {tier} check never fails readiness)"
@@ -113,6 +120,7 @@ impl BuildError {
             | BuildError::StalenessBelowInterval { check, .. }
             | BuildError::JitterNotBelowInterval { check, .. }
             | BuildError::FailOpenOnNonHard { check, .. } => check,
+            BuildError::ZeroMaxSilence { heartbeat } => heartbeat,
             BuildError::ReadinessProbe { .. } => "",
         }
     }
@@ -126,6 +134,7 @@ impl BuildError {
             BuildError::StalenessBelowInterval { .. } => "staleness",
             BuildError::JitterNotBelowInterval { .. } => "jitter",
             BuildError::FailOpenOnNonHard { .. } => "fail_open_for",
+            BuildError::ZeroMaxSilence { .. } => "max_silence",
         }
     }
 }
@@ -141,11 +150,11 @@ pub enum StartError {
     Thread(#[from] std::io::Error),
 }
 
-/// A check or step named in a call was never declared.
+/// A check, step or heartbeat named in a call was never declared.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("unknown {kind} `{name}` (declared: {known})")]
 pub struct UnknownName {
-    /// `check` or `startup step`.
+    /// `check`, `startup step` or `heartbeat`.
     pub kind: &'static str,
     /// The name asked for.
     pub name: String,
@@ -221,6 +230,7 @@ pub struct HealthBuilder {
     steps: Vec<(String, Option<String>)>,
     watchdog: Option<Duration>,
     deadlock_interval: Option<Duration>,
+    heartbeats: Vec<(String, Duration)>,
     drain_delay: Option<Duration>,
     readiness_probe: Option<(Duration, u32)>,
     load_balancer_reaction: Option<Duration>,
@@ -291,6 +301,25 @@ impl HealthBuilder {
         self
     }
 
+    /// Declares a worker's heartbeat, a liveness condition named `name`: liveness fails when
+    /// the worker holding it ([`Health::heartbeat`]) has shown no sign of life for longer than
+    /// `max_silence`, unless it is inside declared waits on a dependency that are all still
+    /// within their own timeouts ([`Heartbeat::waiting_on`]). See [`Heartbeat`].
+    ///
+    /// Pick `max_silence` above the longest gap between two beats in normal work (the slowest
+    /// message, the idle poll of an empty queue): a busy worker is not a wedged one. It is
+    /// checked every tenth of the shortest heartbeat bound (between 10 ms and 1 s), from a task
+    /// on the runtime, so declare [`HealthBuilder::runtime_watchdog`] too: a stalled runtime
+    /// stalls that task with it.
+    ///
+    /// The contract lists it as a `heartbeat` liveness condition with `max_silence` as its
+    /// threshold. What the worker waits on belongs to readiness, as a check
+    /// ([`HealthBuilder::check`]), hard or soft as the service needs it.
+    pub fn heartbeat(mut self, name: impl Into<String>, max_silence: Duration) -> Self {
+        self.heartbeats.push((name.into(), max_silence));
+        self
+    }
+
     /// Declares the readiness probe that watches this service (its `periodSeconds` and
     /// `failureThreshold`): the drain delay is derived from it, unless set with
     /// [`HealthBuilder::drain_delay`].
@@ -327,6 +356,7 @@ impl HealthBuilder {
             .iter()
             .map(|spec| spec.name.as_str())
             .chain(self.steps.iter().map(|(name, _)| name.as_str()))
+            .chain(self.heartbeats.iter().map(|(name, _)| name.as_str()))
         {
             validate_name(name)?;
             if names.contains(&name) {
@@ -338,6 +368,15 @@ impl HealthBuilder {
         }
         for spec in &self.checks {
             validate_spec(spec)?;
+        }
+        if let Some((name, _)) = self
+            .heartbeats
+            .iter()
+            .find(|(_, max_silence)| max_silence.is_zero())
+        {
+            return Err(BuildError::ZeroMaxSilence {
+                heartbeat: name.clone(),
+            });
         }
         if let Some((period, threshold)) = self.readiness_probe {
             if period.is_zero() {
@@ -369,6 +408,20 @@ impl HealthBuilder {
                 name: "deadlock".into(),
                 kind: LivenessKind::Deadlock,
                 threshold: None,
+            });
+        }
+        let mut heartbeats = Vec::with_capacity(self.heartbeats.len());
+        for (name, max_silence) in self.heartbeats {
+            let name: Arc<str> = name.into();
+            heartbeats.push(Arc::new(HeartbeatCell::new(
+                name.clone(),
+                conditions.len(),
+                max_silence,
+            )));
+            conditions.push(ConditionSpec {
+                name,
+                kind: LivenessKind::Heartbeat,
+                threshold: Some(max_silence),
             });
         }
         let app_state = conditions.len();
@@ -422,6 +475,7 @@ impl HealthBuilder {
                 watchdog_threshold: self.watchdog,
                 watched,
                 app_state,
+                heartbeats: heartbeats.into(),
                 tasks: Mutex::new(Vec::new()),
                 started: AtomicBool::new(false),
                 stop_watch: Arc::new(AtomicBool::new(false)),
@@ -513,6 +567,7 @@ struct Runtime {
     watchdog_threshold: Option<Duration>,
     watched: Watched,
     app_state: usize,
+    heartbeats: Arc<[Arc<HeartbeatCell>]>,
     tasks: Mutex<Vec<Task>>,
     started: AtomicBool,
     stop_watch: Arc<AtomicBool>,
@@ -549,6 +604,15 @@ impl fmt::Debug for Health {
                     .map(|cell| &cell.name)
                     .collect::<Vec<_>>(),
             )
+            .field(
+                "heartbeats",
+                &self
+                    .runtime
+                    .heartbeats
+                    .iter()
+                    .map(|cell| &cell.name)
+                    .collect::<Vec<_>>(),
+            )
             .field("drain_delay", &self.store.shutdown.drain_delay)
             .finish_non_exhaustive()
     }
@@ -561,7 +625,8 @@ impl Health {
     }
 
     /// Starts one poller per check (each polls at once, then on its own jittered cadence), the
-    /// runtime heartbeat and the watchdog thread. Calling it again does nothing.
+    /// runtime heartbeat, the watchdog thread and the workers' heartbeat watcher. Calling it
+    /// again does nothing.
     pub fn start(&self) -> Result<(), StartError> {
         if tokio::runtime::Handle::try_current().is_err() {
             return Err(StartError::NoRuntime);
@@ -585,11 +650,14 @@ impl Health {
         )?;
         tasks.extend(heartbeat.map(Task::Async));
         tasks.extend(thread.map(Task::Thread));
+        tasks.extend(
+            crate::heartbeat::spawn(&self.store, self.runtime.heartbeats.clone()).map(Task::Async),
+        );
         self.runtime.tasks.lock().extend(tasks);
         Ok(())
     }
 
-    /// Stops the pollers, the heartbeat and the watchdog thread. The last snapshot stays
+    /// Stops the pollers, the heartbeat, the watchdog thread and the heartbeat watcher. The last snapshot stays
     /// readable (and goes stale).
     pub fn stop(&self) {
         self.runtime.stop_watch.store(true, Ordering::Release);
@@ -659,6 +727,27 @@ impl Health {
                     .collect::<Vec<_>>()
                     .join(", "),
             })
+    }
+
+    /// The handle of the worker heartbeat declared as `name` ([`HealthBuilder::heartbeat`]),
+    /// for the worker to beat and declare its waits with. Taking it is a sign of life, so
+    /// take it where the worker starts: silence counts from then, and a heartbeat nobody has
+    /// taken yet passes. Every handle of one name beats the same heartbeat.
+    pub fn heartbeat(&self, name: &str) -> Result<Heartbeat, UnknownName> {
+        let heartbeats = &self.runtime.heartbeats;
+        let cell = heartbeats
+            .iter()
+            .find(|cell| &*cell.name == name)
+            .ok_or_else(|| UnknownName {
+                kind: "heartbeat",
+                name: name.to_owned(),
+                known: heartbeats
+                    .iter()
+                    .map(|cell| &*cell.name)
+                    .collect::<Vec<_>>()
+                    .join(", "),
+            })?;
+        Ok(Heartbeat::take(cell.clone()))
     }
 
     /// A reporter of real outcomes for the check named `check` (see [`Reporter`]).

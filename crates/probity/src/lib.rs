@@ -6,7 +6,7 @@
 //!
 //! | probe | question | checks | on failure |
 //! |---|---|---|---|
-//! | liveness `/livez` | is this process broken beyond what a restart fixes? | internal state only: runtime stall, deadlock, declared unrecoverable state | restart |
+//! | liveness `/livez` | is this process broken beyond what a restart fixes? | internal state only: runtime stall, deadlock, declared unrecoverable state, a worker's silent heartbeat | restart |
 //! | readiness `/readyz` | can this instance serve a request now? | what a request needs, from a snapshot that background pollers fill | drain, keep running |
 //! | startup `/startupz` | has the slow boot finished? | named boot steps | hold the other probes off |
 //!
@@ -72,6 +72,9 @@
 //! - [`Health`] and [`HealthBuilder`]: declare checks ([`CheckSpec`], [`Check`]), boot steps,
 //!   liveness conditions, probe paths ([`ProbePaths`]) and the shutdown sequence; the handle
 //!   the service keeps to report real outcomes ([`Reporter`]), complete steps and shut down;
+//! - [`Heartbeat`]: a background worker's liveness — [`Heartbeat::beat`] on progress,
+//!   [`Heartbeat::waiting_on`] / [`Heartbeat::wait_on`] around a bounded wait on a dependency,
+//!   which is never a wedge;
 //! - [`HealthView`]: the read side the probe surfaces hold, and the [`Snapshot`] they read;
 //! - [`render`]: status code, content type and body for every format, under one details
 //!   policy ([`Details`]);
@@ -96,6 +99,7 @@
 mod check;
 mod details;
 mod health;
+mod heartbeat;
 mod liveness;
 mod passive;
 mod paths;
@@ -118,13 +122,15 @@ pub use check::{
 };
 pub use details::Details;
 pub use health::{BuildError, Health, HealthBuilder, StartError, UnknownName};
+pub use heartbeat::{Heartbeat, WaitGuard, WaitTimedOut};
 pub use passive::Reporter;
 pub use paths::{PathError, ProbePaths};
 pub use poller::poll_once;
 pub use probity_contract::verdict::{Cause, CheckVerdict};
 pub use probity_contract::{Contract, ProbeKind, Status, Tier};
 pub use snapshot::{
-    CheckState, ConditionFailure, ConditionState, Entry, LastResult, Snapshot, StepState, Verdict,
+    CheckState, ConditionFailure, ConditionState, DeclaredWait, Entry, LastResult, Snapshot,
+    StepState, Verdict,
 };
 pub use spec::CheckSpec;
 pub use view::HealthView;

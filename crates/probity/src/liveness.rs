@@ -13,7 +13,10 @@
 //!   storm's fix: "event-loop lag > 5000 ms");
 //! - a **deadlock detector** (cargo feature `deadlock`): `parking_lot`'s cycle detection, run
 //!   from the same OS thread;
-//! - an **app-declared unrecoverable state**: [`crate::Health::mark_broken`].
+//! - an **app-declared unrecoverable state**: [`crate::Health::mark_broken`];
+//! - a **worker's heartbeat** ([`crate::HealthBuilder::heartbeat`], [`crate::Heartbeat`]):
+//!   silent past its bound outside a declared, bounded wait on a dependency. Its watcher is a
+//!   task on the runtime (`crate::heartbeat`), so a stalled runtime is left to the watchdog.
 //!
 //! The watcher thread publishes what it sees to the store (stalled since, deadlocked, resumed);
 //! the snapshot never calls into it. Readiness also fails while liveness fails: a wedged

@@ -176,6 +176,41 @@ pub enum ConditionFailure {
     },
     /// The application declared a state only a restart clears (redacted).
     Declared(String),
+    /// A worker's heartbeat ([`crate::Heartbeat`]) has been silent past its bound, outside any
+    /// declared wait still within its own timeout.
+    Silent {
+        /// The worker's last sign of life (a beat, or the start or end of a declared wait).
+        last_beat: Instant,
+        /// The longest silence allowed outside a declared wait.
+        max_silence: Duration,
+        /// The declared wait the worker is still in past its own timeout, if any.
+        overdue: Option<DeclaredWait>,
+    },
+}
+
+/// A worker's declared, bounded wait on a dependency ([`crate::Heartbeat::waiting_on`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DeclaredWait {
+    pub(crate) dependency: Arc<str>,
+    pub(crate) since: Instant,
+    pub(crate) timeout: Duration,
+}
+
+impl DeclaredWait {
+    /// What the worker waits on (`broker`).
+    pub fn dependency(&self) -> &str {
+        &self.dependency
+    }
+
+    /// When the wait began.
+    pub fn since(&self) -> Instant {
+        self.since
+    }
+
+    /// The wait's own bound: past it, the wait excuses no silence.
+    pub fn timeout(&self) -> Duration {
+        self.timeout
+    }
 }
 
 /// One liveness condition's state.
@@ -185,6 +220,7 @@ pub struct ConditionState {
     pub(crate) kind: LivenessKind,
     pub(crate) threshold: Option<Duration>,
     pub(crate) failure: Option<ConditionFailure>,
+    pub(crate) waiting: Option<DeclaredWait>,
 }
 
 impl ConditionState {
@@ -198,7 +234,8 @@ impl ConditionState {
         self.kind
     }
 
-    /// The age that counts as a failure, for a watchdog.
+    /// The age that counts as a failure: a runtime watchdog's stall threshold, a heartbeat's
+    /// longest silence.
     pub fn threshold(&self) -> Option<Duration> {
         self.threshold
     }
@@ -206,6 +243,13 @@ impl ConditionState {
     /// Why it fails, when it does.
     pub fn failure(&self) -> Option<&ConditionFailure> {
         self.failure.as_ref()
+    }
+
+    /// For a heartbeat that passes only because its worker is inside a declared wait still
+    /// within its timeout, that wait (the one that began first). Published when the worker's
+    /// silence passes its bound, not on every wait.
+    pub fn waiting(&self) -> Option<&DeclaredWait> {
+        self.waiting.as_ref()
     }
 }
 

@@ -9,7 +9,7 @@
 use crate::check::{Check, FailureKind};
 use crate::paths::ProbePaths;
 use crate::snapshot::{
-    CheckState, ConditionFailure, ConditionState, LastResult, Snapshot, StepState,
+    CheckState, ConditionFailure, ConditionState, DeclaredWait, LastResult, Snapshot, StepState,
 };
 use arc_swap::ArcSwap;
 use parking_lot::Mutex;
@@ -92,6 +92,12 @@ pub(crate) enum Observation {
     },
     /// Liveness condition `condition` passes again.
     ConditionCleared { condition: usize },
+    /// Heartbeat condition `condition` passes only because its worker is inside a declared
+    /// wait still within its timeout.
+    ConditionWaiting {
+        condition: usize,
+        wait: DeclaredWait,
+    },
     /// Shutdown started.
     ShutdownStarted { at: Instant },
 }
@@ -184,6 +190,7 @@ impl Store {
                     kind: condition.kind,
                     threshold: condition.threshold,
                     failure: None,
+                    waiting: None,
                 })
                 .collect(),
             shutting_down: None,
@@ -361,12 +368,21 @@ fn apply(state: &mut State, cells: &[Cell], observation: Observation) -> Applied
             // A declared state keeps its first reason; watchdog reasons update.
             if !matches!(condition.failure, Some(ConditionFailure::Declared(_))) {
                 condition.failure = Some(failure);
+                condition.waiting = None;
             }
         }
         Observation::ConditionCleared { condition } => {
             let condition = &mut state.conditions[condition];
             if !matches!(condition.failure, Some(ConditionFailure::Declared(_))) {
                 condition.failure = None;
+                condition.waiting = None;
+            }
+        }
+        Observation::ConditionWaiting { condition, wait } => {
+            let condition = &mut state.conditions[condition];
+            if !matches!(condition.failure, Some(ConditionFailure::Declared(_))) {
+                condition.failure = None;
+                condition.waiting = Some(wait);
             }
         }
         Observation::ShutdownStarted { at } => {

@@ -1,6 +1,7 @@
 //! A probe that passes, asked plainly, allocates nothing: loading the snapshot, deciding and
 //! rendering `ok` stay off the heap, so a load balancer's probes cost no allocator traffic
-//! however often they arrive. Counted by a counting allocator (`stats_alloc`).
+//! however often they arrive. Nor does a worker's heartbeat, beaten for every message. Counted
+//! by a counting allocator (`stats_alloc`).
 
 use probity::render::{Clock, Details, Format, Query, Request, render};
 use probity::{CheckSpec, Detail, Health, ProbeKind, Tier};
@@ -38,7 +39,11 @@ fn a_plain_passing_probe_allocates_nothing() {
                 .timeout(Duration::from_secs(1)),
             );
         }
-        let health = builder.startup_step("warmup").build().unwrap();
+        let health = builder
+            .startup_step("warmup")
+            .heartbeat("outbox", Duration::from_secs(3600))
+            .build()
+            .unwrap();
         health.start().unwrap();
         health.complete_step("warmup").unwrap();
         tokio::time::sleep(Duration::from_millis(100)).await;
@@ -71,6 +76,17 @@ fn a_plain_passing_probe_allocates_nothing() {
             "{probe:?}: {counted} allocations in 1,000 plain answers"
         );
     }
+    // A worker's beat is an atomic store, and a retry loop re-declaring the same bounded wait
+    // allocates nothing after its first round: neither costs the allocator per message.
+    let heartbeat = health.heartbeat("outbox").unwrap();
+    drop(heartbeat.waiting_on("broker", Duration::from_secs(5)));
+    let counted = allocations(|| {
+        for _ in 0..1_000 {
+            heartbeat.beat();
+            drop(heartbeat.waiting_on("broker", Duration::from_secs(5)));
+        }
+    });
+    assert_eq!(counted, 0, "{counted} allocations in 1,000 beats and waits");
     // The counter counts: a verbose answer builds its body.
     let verbose = Query {
         verbose: true,

@@ -95,6 +95,7 @@ fn snapshot() -> impl Strategy<Value = (Snapshot, Instant)> {
                     kind: LivenessKind::AppState,
                     threshold: None,
                     failure: failing.then(|| ConditionFailure::Declared("wedged".to_owned())),
+                    waiting: None,
                 })
                 .collect();
             let snapshot = Snapshot {
