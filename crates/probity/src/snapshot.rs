@@ -263,6 +263,8 @@ pub struct Snapshot {
     pub(crate) conditions: Arc<[ConditionState]>,
     pub(crate) shutting_down: Option<Instant>,
     pub(crate) generation: u64,
+    /// Answers rendered from this snapshot, served again while they hold.
+    pub(crate) answers: Arc<crate::render::cache::Answers>,
 }
 
 /// One line of a probe's answer: a check, a startup step, a liveness condition, or one of the

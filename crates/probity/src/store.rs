@@ -318,6 +318,7 @@ fn snapshot_of(state: &State, service: &Option<Arc<str>>, paths: &Arc<ProbePaths
         conditions: state.conditions.clone().into(),
         shutting_down: state.shutting_down,
         generation: state.generation,
+        answers: Arc::default(),
     }
 }
 

@@ -27,8 +27,11 @@
 //!
 //! Rendering reads and formats; it records nothing (the surfaces count answers with
 //! [`crate::metrics::record_probe`]). A passing probe asked plainly — what a kubelet sends every
-//! few seconds — is answered without allocating.
+//! few seconds — is answered without allocating. Any other whole-probe answer is kept with the
+//! snapshot it came from and served again while it reads the same (`cache`): a dashboard
+//! polling `application/json` costs a copy of the body, not a render, between two polls.
 
+pub(crate) mod cache;
 mod json;
 mod text;
 
@@ -325,6 +328,20 @@ pub fn render(snapshot: &Snapshot, request: &Request<'_>, clock: Clock) -> Respo
     {
         return Response::new(200, Format::Text, "ok\n");
     }
+    // A whole probe asked without exclusions: kept with the snapshot ([`cache`]).
+    let key = (request.check.is_none() && request.query.exclude.is_empty()).then(|| {
+        cache::Key::new(
+            request.probe,
+            request.format,
+            request.query.verbose,
+            request.details,
+        )
+    });
+    if let Some(key) = key
+        && let Some((status, body)) = snapshot.answers.get(key, clock)
+    {
+        return Response::new(status, request.format, String::from(&*body));
+    }
     let path = snapshot.paths().get(request.probe);
     let known = snapshot.entry_names(request.probe);
     for name in &request.query.exclude {
@@ -376,7 +393,13 @@ pub fn render(snapshot: &Snapshot, request: &Request<'_>, clock: Clock) -> Respo
         Format::Json => json::body(snapshot, request, &entries, &verdict, clock),
         Format::HealthJson => json::health_body(snapshot, request, &entries, &verdict, clock),
     };
-    Response::new(verdict.status.http_code(), request.format, body)
+    let status = verdict.status.http_code();
+    if let Some(key) = key {
+        snapshot
+            .answers
+            .keep(key, snapshot, request.probe, clock, status, &body);
+    }
+    Response::new(status, request.format, body)
 }
 
 /// What kind of entry it is, in the JSON outputs.

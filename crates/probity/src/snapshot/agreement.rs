@@ -73,7 +73,7 @@ fn snapshot() -> impl Strategy<Value = (Snapshot, Instant)> {
                 .collect::<Vec<_>>()
         }),
         proptest::collection::vec((any::<bool>(), any::<bool>()), 0..4),
-        proptest::collection::vec(any::<bool>(), 0..3),
+        proptest::collection::vec(0u8..5, 0..3),
         proptest::option::of(0..NOW_MS),
     )
         .prop_map(move |(checks, steps, conditions, shutting_down)| {
@@ -90,12 +90,46 @@ fn snapshot() -> impl Strategy<Value = (Snapshot, Instant)> {
             let conditions: Vec<ConditionState> = conditions
                 .into_iter()
                 .enumerate()
-                .map(|(index, failing)| ConditionState {
-                    name: format!("condition-{index}").into(),
-                    kind: LivenessKind::AppState,
-                    threshold: None,
-                    failure: failing.then(|| ConditionFailure::Declared("wedged".to_owned())),
-                    waiting: None,
+                .map(|(index, state)| {
+                    let at = origin + Duration::from_millis(NOW_MS / 2);
+                    let wait = DeclaredWait {
+                        dependency: Arc::from("broker"),
+                        since: at,
+                        timeout: Duration::from_secs(30),
+                    };
+                    let (kind, failure, waiting) = match state {
+                        0 => (LivenessKind::AppState, None, None),
+                        1 => (
+                            LivenessKind::AppState,
+                            Some(ConditionFailure::Declared("wedged".to_owned())),
+                            None,
+                        ),
+                        2 => (
+                            LivenessKind::RuntimeStall,
+                            Some(ConditionFailure::Stalled {
+                                last_beat: at,
+                                threshold: Duration::from_secs(5),
+                            }),
+                            None,
+                        ),
+                        3 => (
+                            LivenessKind::Heartbeat,
+                            Some(ConditionFailure::Silent {
+                                last_beat: at,
+                                max_silence: Duration::from_secs(10),
+                                overdue: Some(wait),
+                            }),
+                            None,
+                        ),
+                        _ => (LivenessKind::Heartbeat, None, Some(wait)),
+                    };
+                    ConditionState {
+                        name: format!("condition-{index}").into(),
+                        kind,
+                        threshold: None,
+                        failure,
+                        waiting,
+                    }
                 })
                 .collect();
             let snapshot = Snapshot {
@@ -106,6 +140,7 @@ fn snapshot() -> impl Strategy<Value = (Snapshot, Instant)> {
                 conditions: conditions.into(),
                 shutting_down: shutting_down.map(|ms| origin + Duration::from_millis(ms)),
                 generation: 1,
+                answers: Arc::default(),
             };
             (snapshot, origin + Duration::from_millis(NOW_MS))
         })
@@ -137,6 +172,44 @@ proptest! {
                         clock,
                     );
                     prop_assert_eq!(answer.status, full.status.http_code());
+                }
+            }
+        }
+    }
+
+    /// An answer kept with its snapshot ([`crate::render::cache`]) is what a fresh render
+    /// would give, at any later instant and with a clock that maps time the same way or not.
+    #[test]
+    fn a_kept_answer_reads_as_a_fresh_render_would(
+        (snapshot, now) in snapshot(),
+        later_ms in 0u64..70_000,
+        skew_ms in prop_oneof![Just(0u64), 1u64..10_000],
+    ) {
+        let wall = SystemTime::now();
+        let first = Clock { now, wall };
+        let later = Duration::from_millis(later_ms);
+        let second = Clock {
+            now: now + later,
+            wall: wall + later + Duration::from_millis(skew_ms),
+        };
+        for probe in PROBES {
+            for format in [Format::Text, Format::Json, Format::HealthJson] {
+                for details in [Details::Public, Details::Admin] {
+                    for verbose in [false, true] {
+                        let query = Query { verbose, exclude: Vec::new() };
+                        let request = Request { probe, check: None, query: &query, format, details };
+                        let kept_first = render::render(&snapshot, &request, first);
+                        let kept_later = render::render(&snapshot, &request, second);
+                        let fresh = Snapshot { answers: Arc::default(), ..snapshot.clone() };
+                        prop_assert_eq!(&kept_first, &render::render(&fresh, &request, first));
+                        let fresh = Snapshot { answers: Arc::default(), ..snapshot.clone() };
+                        prop_assert_eq!(
+                            &kept_later,
+                            &render::render(&fresh, &request, second),
+                            "{:?} {:?} {:?} verbose={} {} ms later",
+                            probe, format, details, verbose, later_ms
+                        );
+                    }
                 }
             }
         }
