@@ -103,14 +103,15 @@ fn a_bad_scenario_exits_2_naming_file_and_field() {
     std::fs::remove_dir_all(&dir).ok();
 }
 
-/// A scenario that takes a few seconds to run: a large fleet for ten simulated minutes.
+/// A scenario that takes seconds to run however fast the machine (the bar waits a second
+/// before it shows): a large fleet for thirty simulated minutes.
 fn slow_scenario(dir: &std::path::Path) -> PathBuf {
     let path = dir.join("slow.yaml");
     std::fs::write(
         &path,
         r#"
 name: slow
-duration: 10m
+duration: 30m
 fleet: { replicas: 10000 }
 dependencies: { db: {} }
 app:
