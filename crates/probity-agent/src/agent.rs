@@ -1,16 +1,15 @@
 //! The agent: a core [`Health`] built from the configuration, the observers that feed its
 //! liveness, and the background tasks its checks need.
 
-use crate::adapter::{self, APP_STARTED_STEP, Heartbeats, PathMap};
+use crate::adapter::APP_STARTED_STEP;
 use crate::checks::{self, Context, Task};
 use crate::config::{Config, ConfigError, DetailsSetting};
 use crate::liveness::{self, Observer, StartupGate};
-use probity::{Contract, Health};
+use probity::{Contract, Health, ProbePaths};
 use probity_axum::Details;
 use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::path::Path;
-use std::time::Duration;
 
 /// Why an agent could not be built from a configuration.
 #[derive(Debug, thiserror::Error)]
@@ -33,14 +32,19 @@ pub enum AgentError {
         /// What is wrong.
         message: String,
     },
+    /// The `[paths]` cannot be served together (e.g. one under another).
+    #[error("{}: [paths]: {message}", file.display())]
+    Paths {
+        /// The configuration file.
+        file: std::path::PathBuf,
+        /// What is wrong.
+        message: String,
+    },
 }
 
 /// A configured agent, ready to start.
 pub struct Agent {
     pub(crate) health: Health,
-    pub(crate) heartbeats: Heartbeats,
-    pub(crate) heartbeat_kinds: Vec<(String, adapter::Kind, Duration)>,
-    pub(crate) paths: PathMap,
     pub(crate) details: Details,
     pub(crate) listen: SocketAddr,
     tasks: Vec<Task>,
@@ -50,7 +54,6 @@ impl std::fmt::Debug for Agent {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Agent")
             .field("health", &self.health)
-            .field("paths", &self.paths)
             .field("listen", &self.listen)
             .field("tasks", &self.tasks.len())
             .finish_non_exhaustive()
@@ -81,6 +84,10 @@ impl Agent {
                 name: error.check().to_owned(),
                 message: error.to_string(),
             },
+            BuildFailure::Paths(message) => AgentError::Paths {
+                file: path.to_owned(),
+                message,
+            },
         })
     }
 
@@ -94,7 +101,13 @@ impl Agent {
             tasks: Vec::new(),
             service: service.clone(),
         };
-        let mut builder = Health::builder().service(service);
+        let paths = ProbePaths::new(
+            config.paths.liveness.clone(),
+            config.paths.readiness.clone(),
+            config.paths.startup.clone(),
+        )
+        .map_err(|error| BuildFailure::Paths(error.to_string()))?;
+        let mut builder = Health::builder().service(service).paths(paths);
         for (name, entry) in &config.readiness.0 {
             let spec = checks::build(name, entry, &mut context).map_err(|message| {
                 BuildFailure::Entry {
@@ -115,6 +128,11 @@ impl Agent {
                 .startup_step(APP_STARTED_STEP)
                 .expected_boot(boot_timeout);
         }
+        // Each liveness condition is a heartbeat the agent's observer beats while the app looks
+        // alive.
+        for (name, entry) in &config.liveness.0 {
+            builder = builder.heartbeat(name.clone(), liveness::bound(entry));
+        }
         if let Some(delay) = config.shutdown.drain_delay {
             builder = builder.drain_delay(delay.0);
         }
@@ -123,36 +141,28 @@ impl Agent {
         }
         let health = builder.build().map_err(BuildFailure::Core)?;
 
-        let heartbeats = Heartbeats::default();
         let gate = StartupGate::new(health.clone(), config.liveness.0.len());
-        let mut heartbeat_kinds = Vec::new();
         for (name, entry) in &config.liveness.0 {
-            let observer = Observer::new(
-                name,
-                entry,
-                &mut context,
-                &heartbeats,
-                gate.clone(),
-                boot_timeout,
-            )
-            .map_err(|message| BuildFailure::Entry {
+            let entry_failure = |message: String| BuildFailure::Entry {
                 section: "liveness condition",
                 name: name.clone(),
                 message,
-            })?;
-            let (bound, kind) = liveness::bound(entry);
-            heartbeat_kinds.push((name.clone(), kind, bound));
+            };
+            let heartbeat = health
+                .heartbeat(name)
+                .map_err(|error| entry_failure(error.to_string()))?;
+            let observer = Observer::new(
+                entry,
+                &mut context,
+                heartbeat,
+                gate.clone(),
+                boot_timeout,
+            )
+            .map_err(entry_failure)?;
             context.tasks.push(observer.run());
         }
         Ok(Agent {
             health,
-            heartbeats,
-            heartbeat_kinds,
-            paths: PathMap {
-                liveness: config.paths.liveness.clone(),
-                readiness: config.paths.readiness.clone(),
-                startup: config.paths.startup.clone(),
-            },
             details: match config.listen.details {
                 DetailsSetting::Hidden => Details::Public,
                 DetailsSetting::Shown => Details::Admin,
@@ -174,7 +184,7 @@ impl Agent {
 
     /// What each probe checks, as the agent serves it (paths and liveness conditions included).
     pub fn contract(&self) -> Contract {
-        adapter::contract(&self.health, &self.paths, &self.heartbeat_kinds)
+        self.health.contract()
     }
 
     /// Starts the pollers and observers, and serves on `listener` until the shutdown sequence
@@ -218,4 +228,7 @@ pub enum BuildFailure {
     /// The core refused the registry.
     #[error(transparent)]
     Core(probity::BuildError),
+    /// The probe paths cannot be served together.
+    #[error("{0}")]
+    Paths(String),
 }

@@ -15,12 +15,12 @@
 //! restarted — and is declared a bounded wait (`[app] boot_timeout`): a boot is not a wedge,
 //! but a boot that outlives its bound is.
 
-use crate::adapter::{APP_STARTED_STEP, Heartbeat, Heartbeats};
+use crate::adapter::APP_STARTED_STEP;
 use crate::checks::{Context, Task};
 use crate::config::{LivenessEntry, LivenessKind};
 use crate::fetch::{self, FetchError};
 use crate::scrape::ScrapeError;
-use probity::Health;
+use probity::{Health, Heartbeat, WaitGuard};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, SystemTime};
@@ -61,6 +61,11 @@ impl StartupGate {
 /// One condition's settings, resolved.
 pub(crate) struct Observer {
     heartbeat: Heartbeat,
+    /// The wait declared while the app is not running (booting, restarting): held until it is
+    /// seen alive, so looking again does not extend it.
+    boot: Option<WaitGuard>,
+    /// What the last look saw, when it was not a sign of life (logged when it changes).
+    note: Option<String>,
     gate: Arc<StartupGate>,
     interval: Duration,
     timeout: Duration,
@@ -87,23 +92,16 @@ enum Source {
     },
 }
 
-/// The bound a condition's heartbeat gets, and how it shows in the contract.
-pub(crate) fn bound(entry: &LivenessEntry) -> (Duration, crate::adapter::Kind) {
+/// The longest silence a condition's heartbeat allows (its bound in the contract).
+pub(crate) fn bound(entry: &LivenessEntry) -> Duration {
     let (interval, _) = defaults(entry);
     let silence = entry.max_silence.map(|dur| dur.0);
     match &entry.kind {
-        LivenessKind::EventLoopLag(settings) => (
-            silence.unwrap_or(settings.max.map_or(DEFAULT_MAX_LAG, |dur| dur.0)),
-            crate::adapter::Kind::Stall,
-        ),
-        LivenessKind::HeartbeatFile(settings) => (
-            silence.unwrap_or(settings.max_age.0),
-            crate::adapter::Kind::Stall,
-        ),
-        LivenessKind::AppLiveness(_) => (
-            silence.unwrap_or(interval * 3),
-            crate::adapter::Kind::AppState,
-        ),
+        LivenessKind::EventLoopLag(settings) => {
+            silence.unwrap_or(settings.max.map_or(DEFAULT_MAX_LAG, |dur| dur.0))
+        }
+        LivenessKind::HeartbeatFile(settings) => silence.unwrap_or(settings.max_age.0),
+        LivenessKind::AppLiveness(_) => silence.unwrap_or(interval * 3),
     }
 }
 
@@ -128,10 +126,9 @@ fn defaults(entry: &LivenessEntry) -> (Duration, Duration) {
 
 impl Observer {
     pub(crate) fn new(
-        name: &str,
         entry: &LivenessEntry,
         context: &mut Context<'_>,
-        heartbeats: &Heartbeats,
+        heartbeat: Heartbeat,
         gate: Arc<StartupGate>,
         boot_timeout: Duration,
     ) -> Result<Observer, String> {
@@ -143,7 +140,7 @@ impl Observer {
                 humantime::format_duration(interval)
             ));
         }
-        let (max_silence, _) = bound(entry);
+        let max_silence = bound(entry);
         if max_silence < interval {
             return Err(format!(
                 "max_silence ({}) must be at least the interval ({}), or every pause between \
@@ -179,7 +176,9 @@ impl Observer {
             },
         };
         Ok(Observer {
-            heartbeat: heartbeats.heartbeat(name, max_silence),
+            heartbeat,
+            boot: None,
+            note: None,
             gate,
             interval,
             timeout,
@@ -204,17 +203,41 @@ impl Observer {
     async fn observe(&mut self) {
         match self.look().await {
             Look::Alive => {
+                self.boot = None;
                 self.heartbeat.beat();
+                if self.note.take().is_some() {
+                    tracing::info!(
+                        target: "probity::agent",
+                        condition = self.heartbeat.name(),
+                        "the app looks alive again"
+                    );
+                }
                 if !self.started {
                     self.started = true;
                     self.gate.first_beat();
                 }
             }
             Look::NotRunning(note) => {
-                self.heartbeat.waiting_on(BOOT, self.boot_timeout);
-                self.heartbeat.note(note);
+                if self.boot.is_none() {
+                    self.boot = Some(self.heartbeat.waiting_on(BOOT, self.boot_timeout));
+                }
+                self.noted(note);
             }
-            Look::NotAlive(note) => self.heartbeat.note(note),
+            Look::NotAlive(note) => self.noted(note),
+        }
+    }
+
+    /// Logs what a look saw when it was not a sign of life, once per change: the heartbeat's
+    /// silence says that the app is not alive, the log says what was seen.
+    fn noted(&mut self, note: String) {
+        if self.note.as_deref() != Some(note.as_str()) {
+            tracing::warn!(
+                target: "probity::agent",
+                condition = self.heartbeat.name(),
+                seen = %crate::adapter::redact(&note),
+                "no sign of life"
+            );
+            self.note = Some(note);
         }
     }
 

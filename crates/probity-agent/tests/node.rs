@@ -144,6 +144,7 @@ async fn a_blocked_event_loop_fails_liveness_and_recovers() {
         recovered.is_some(),
         "liveness did not recover after the block"
     );
-    // The details policy of the example: the reason is withheld on the public listener.
-    assert!(body.contains("reason withheld"), "{body}");
+    // The details policy of the example: a class of failure on the public listener, never
+    // the timings or what the agent saw.
+    assert!(body.contains("[-]event-loop failed: stalled"), "{body}");
 }

@@ -90,7 +90,7 @@ async fn configured_paths_and_a_heartbeat_file() {
     .await
     .expect("liveness never failed after the heartbeat stopped");
     assert!(
-        failed.1.contains("[-]worker failed: no sign of life"),
+        failed.1.contains("[-]worker failed: worker silent for"),
         "{}",
         failed.1
     );
