@@ -100,7 +100,7 @@ impl Outbox {
                 wake: Notify::new(),
                 wedged: AtomicBool::new(false),
                 connection: parking_lot::Mutex::new(None),
-                last_error: parking_lot::Mutex::new(Some("not connected yet".into())),
+                last_error: parking_lot::Mutex::new(Some("the relay has not connected yet".into())),
                 published: AtomicU64::new(0),
                 backlog: AtomicI64::new(0),
             }),

@@ -231,6 +231,78 @@ async fn every_order_is_published_once_with_its_number_as_message_id() {
     queue.delete().await;
 }
 
+/// The same relay on PostgreSQL: the outbox migration, the order's transaction, the reads and
+/// the marks in PostgreSQL's SQL.
+#[tokio::test]
+async fn orders_stored_in_postgres_are_published_once_each() {
+    const POSTGRES: &str = "127.0.0.1:5432";
+    if !support::require_service("RabbitMQ", RABBITMQ)
+        || !support::require_service("PostgreSQL", POSTGRES)
+    {
+        return;
+    }
+    use sqlx::Connection;
+    let name = format!("checkout_e2e_outbox_{}", std::process::id());
+    let admin = format!("postgres://postgres@{POSTGRES}/test");
+    let mut connection = sqlx::PgConnection::connect(&admin)
+        .await
+        .expect("connect to PostgreSQL as postgres");
+    for statement in [
+        format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"),
+        format!("CREATE DATABASE {name}"),
+    ] {
+        sqlx::raw_sql(sqlx::AssertSqlSafe(statement))
+            .execute(&mut connection)
+            .await
+            .expect("create the test database");
+    }
+    let url = format!("postgres://postgres@{POSTGRES}/{name}");
+
+    let mut queue = TestQueue::declare("postgres").await;
+    let checkout = Checkout::start(&[
+        "--database-url",
+        &url,
+        "--amqp-url",
+        &amqp_url(RABBITMQ),
+        "--amqp-queue",
+        &queue.name,
+    ]);
+    wait_ready(&checkout).await;
+    let mut orders = Vec::new();
+    for n in 0..10 {
+        orders.push(order(&checkout, &format!("pg-{n}")).await);
+    }
+    queue
+        .wait_for(&orders, Duration::from_secs(20), &checkout)
+        .await;
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    queue.drain().await;
+    assert!(queue.malformed.is_empty(), "{:?}", queue.malformed);
+    assert_eq!(queue.received.len(), orders.len(), "{:?}", queue.received);
+    assert_eq!(queue.duplicates(), 0, "{:?}", queue.received);
+    let unpublished = poll_until(Duration::from_secs(10), "every row marked", || {
+        let url = url.clone();
+        async move {
+            let mut database = sqlx::PgConnection::connect(&url).await.expect("connect");
+            let (count,): (i64,) =
+                sqlx::query_as("SELECT COUNT(*) FROM outbox WHERE published_at IS NULL")
+                    .fetch_one(&mut database)
+                    .await
+                    .expect("count the outbox");
+            (count == 0).then_some(count)
+        }
+    })
+    .await;
+    assert_eq!(unpublished, 0);
+    drop(checkout);
+    queue.delete().await;
+    let _ = sqlx::raw_sql(sqlx::AssertSqlSafe(format!(
+        "DROP DATABASE IF EXISTS {name} WITH (FORCE)"
+    )))
+    .execute(&mut connection)
+    .await;
+}
+
 /// Without `--amqp-url` nothing changes: no relay, no `broker` check, no `outbox` heartbeat,
 /// and the wedge fault says there is nothing to wedge. The outbox row is still written with
 /// the order, in its transaction, for a relay started later.
