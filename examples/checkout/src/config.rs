@@ -570,6 +570,26 @@ mod tests {
     }
 
     #[test]
+    fn the_idle_poll_stays_below_the_heartbeat_bound() {
+        let outbox = |extra: &[&str]| {
+            let mut argv = vec!["--amqp-url", "amqp://broker"];
+            argv.extend_from_slice(extra);
+            Config::from_args(args(&argv)).map(|config| config.outbox.unwrap())
+        };
+        assert_eq!(outbox(&[]).unwrap().poll_interval, Duration::from_secs(1));
+        assert_eq!(
+            outbox(&["--outbox-max-silence", "1s"])
+                .unwrap()
+                .poll_interval,
+            Duration::from_millis(500)
+        );
+        let error = outbox(&["--outbox-max-silence", "2s", "--outbox-poll-interval", "2s"])
+            .unwrap_err()
+            .to_string();
+        assert!(error.contains("below --outbox-max-silence"), "{error}");
+    }
+
+    #[test]
     fn rejects_one_port_for_both_listeners() {
         let error = Config::from_args(args(&[
             "--listen",

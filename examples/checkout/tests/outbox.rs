@@ -529,6 +529,11 @@ async fn a_broker_outage_ten_times_the_heartbeat_bound_fails_no_liveness_probe()
     let livez_url = checkout.url("/livez");
     let livez = support::poll_statuses(&livez_url, Duration::from_millis(100), outage);
     let during = async {
+        // Orders keep being taken at once: they wait in the outbox.
+        let mut orders = Vec::new();
+        for _ in 0..10 {
+            orders.push(order(&checkout, &format!("during-{}", orders.len())).await);
+        }
         let degraded = poll_until(
             Duration::from_secs(8),
             "/readyz degraded on the broker",
@@ -560,7 +565,6 @@ async fn a_broker_outage_ten_times_the_heartbeat_bound_fails_no_liveness_probe()
             tokio::time::sleep(Duration::from_millis(20)).await;
         };
         assert_eq!(excused.status, 200, "{}", excused.body);
-        let mut orders = Vec::new();
         while cut_at.elapsed() < outage - Duration::from_secs(1) {
             orders.push(order(&checkout, &format!("during-{}", orders.len())).await);
             tokio::time::sleep(Duration::from_millis(250)).await;
