@@ -4,6 +4,7 @@
 use crate::cache::Cache;
 use crate::chaos::Chaos;
 use crate::db::{Database, DbError, Item};
+use crate::outbox::Outbox;
 use crate::recommendations::Recommendations;
 use crate::wiring::DB_CHECK;
 use axum::extract::rejection::JsonRejection;
@@ -38,6 +39,8 @@ pub struct AppState {
     pub cache: Option<Cache>,
     /// The recommendations service, if configured.
     pub recommendations: Option<Recommendations>,
+    /// The outbox relay, if configured: woken after each order.
+    pub outbox: Option<Outbox>,
 }
 
 /// The public listener: the API, `/livez` `/readyz` `/startupz` (details withheld unless
@@ -213,6 +216,9 @@ async fn create_order(
     state.db.report(&state.db_reporter, &stored);
     match stored {
         Ok(stored) => {
+            if let Some(outbox) = &state.outbox {
+                outbox.wake();
+            }
             if let Some(cache) = &state.cache {
                 cache.store(&stored).await;
             }

@@ -6,8 +6,10 @@
 //! | `POST /chaos/release-connections` | returns them | `/readyz` 200 again after the rise count |
 //! | `POST /chaos/stall?seconds=N` | blocks every runtime worker thread for N seconds | `/livez` times out, then fails once the stall is past the threshold |
 //! | `POST /chaos/deadlock` | two threads take two locks in opposite order | `/livez` 503 naming `deadlock`, for good (feature `deadlock`) |
+//! | `POST /chaos/wedge-worker` | the outbox relay awaits a future that never completes, outside any declared wait (`--amqp-url`) | `/livez` 503 naming `outbox` within `--outbox-max-silence`, `/readyz` 503 with it; orders keep being taken and wait in the outbox; a restart drains it |
 
 use crate::db::{Database, HeldConnection};
+use crate::outbox::Outbox;
 use axum::extract::{Query, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
@@ -25,14 +27,16 @@ const MAX_STALL_SECONDS: u64 = 300;
 #[derive(Debug, Clone)]
 pub struct Chaos {
     db: Database,
+    outbox: Option<Outbox>,
     held: Arc<tokio::sync::Mutex<Vec<HeldConnection>>>,
 }
 
 impl Chaos {
-    /// Fault injection against `db`.
-    pub fn new(db: Database) -> Self {
+    /// Fault injection against `db` and the outbox relay, if there is one.
+    pub fn new(db: Database, outbox: Option<Outbox>) -> Self {
         Self {
             db,
+            outbox,
             held: Arc::new(tokio::sync::Mutex::new(Vec::new())),
         }
     }
@@ -42,7 +46,8 @@ impl Chaos {
         let router = Router::new()
             .route("/chaos/leak-connections", post(leak))
             .route("/chaos/release-connections", post(release))
-            .route("/chaos/stall", post(stall));
+            .route("/chaos/stall", post(stall))
+            .route("/chaos/wedge-worker", post(wedge_worker));
         #[cfg(feature = "deadlock")]
         let router = router.route("/chaos/deadlock", post(deadlock));
         router.with_state(self)
@@ -96,6 +101,31 @@ async fn release(State(chaos): State<Chaos>) -> Response {
     held.clear();
     tracing::warn!(released, "chaos: released pool connections");
     Json(json!({ "released": released })).into_response()
+}
+
+async fn wedge_worker(State(chaos): State<Chaos>) -> Response {
+    let Some(outbox) = &chaos.outbox else {
+        return (
+            StatusCode::CONFLICT,
+            Json(json!({ "error": "no outbox relay runs: start checkout with --amqp-url" })),
+        )
+            .into_response();
+    };
+    let already = outbox.is_wedged();
+    outbox.wedge();
+    tracing::warn!(
+        max_silence = ?outbox.max_silence(),
+        "chaos: wedging the outbox relay; liveness fails once its heartbeat is silent past the bound"
+    );
+    (
+        StatusCode::ACCEPTED,
+        Json(json!({
+            "wedged": "outbox",
+            "already_wedged": already,
+            "max_silence_ms": outbox.max_silence().as_millis() as u64,
+        })),
+    )
+        .into_response()
 }
 
 /// `?seconds=N`.

@@ -1,6 +1,6 @@
 //! Command-line flags, validated into a [`Config`].
 //!
-//! URLs that may hold credentials (`--database-url`, `--redis-url`) are taken as plain strings
+//! URLs that may hold credentials (`--database-url`, `--redis-url`, `--amqp-url`) are taken as plain strings
 //! and validated here, not by clap: clap's own errors repeat the offending value, and a
 //! database password must never reach a terminal or a log.
 
@@ -89,8 +89,33 @@ pub struct Args {
     #[arg(long, default_value = "2s", value_name = "DURATION", value_parser = parse_duration)]
     pub recommendations_timeout: Duration,
 
+    /// RabbitMQ URL, `amqp://USER:PASSWORD@HOST[:PORT]/VHOST`: runs the outbox relay, which
+    /// publishes every order to --amqp-queue (soft: orders wait in the outbox while the
+    /// broker is down). Without it, orders are stored and nothing is published.
+    #[arg(
+        long,
+        env = "CHECKOUT_AMQP_URL",
+        value_name = "URL",
+        hide_env_values = true
+    )]
+    pub amqp_url: Option<String>,
+
+    /// The durable queue the relay publishes orders to (through the default exchange).
+    #[arg(long, default_value = "checkout.orders", value_name = "NAME")]
+    pub amqp_queue: String,
+
+    /// The relay's heartbeat bound: silent longer than this outside a declared wait on the
+    /// broker or the database, it is wedged and liveness fails.
+    #[arg(long, default_value = "10s", value_name = "DURATION", value_parser = parse_duration)]
+    pub outbox_max_silence: Duration,
+
+    /// How often an idle relay looks for outbox rows it was not woken for (orders written by
+    /// another instance). Default: 1s, or half of --outbox-max-silence if that is shorter.
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    pub outbox_poll_interval: Option<Duration>,
+
     /// Serve fault injection on the admin listener: /chaos/leak-connections,
-    /// /chaos/release-connections, /chaos/stall, /chaos/deadlock.
+    /// /chaos/release-connections, /chaos/stall, /chaos/deadlock, /chaos/wedge-worker.
     #[arg(long)]
     pub chaos: bool,
 
@@ -179,6 +204,33 @@ impl std::fmt::Debug for DatabaseTarget {
     }
 }
 
+/// The outbox relay's settings.
+#[derive(Clone)]
+pub struct OutboxConfig {
+    /// The broker URL as given (it may hold a password: never print it).
+    pub url: String,
+    /// `HOST:PORT` of the broker, for people: no credentials.
+    pub target: String,
+    /// The queue orders go to.
+    pub queue: String,
+    /// The heartbeat bound.
+    pub max_silence: Duration,
+    /// The idle poll interval.
+    pub poll_interval: Duration,
+}
+
+impl std::fmt::Debug for OutboxConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OutboxConfig")
+            .field("url", &redact(&self.url))
+            .field("target", &self.target)
+            .field("queue", &self.queue)
+            .field("max_silence", &self.max_silence)
+            .field("poll_interval", &self.poll_interval)
+            .finish()
+    }
+}
+
 /// Validated settings.
 #[derive(Debug, Clone)]
 pub struct Config {
@@ -202,6 +254,8 @@ pub struct Config {
     pub recommendations_url: Option<String>,
     /// Recommendations call timeout.
     pub recommendations_timeout: Duration,
+    /// The outbox relay, when `--amqp-url` is set.
+    pub outbox: Option<OutboxConfig>,
     /// Fault injection on.
     pub chaos: bool,
     /// Extra warm-up time.
@@ -245,6 +299,11 @@ impl Config {
                 redact(url)
             );
         }
+        let outbox = args
+            .amqp_url
+            .as_deref()
+            .map(|url| parse_amqp_url(url, &args))
+            .transpose()?;
         let recommendations_url = match args.recommendations_url {
             Some(url) => {
                 let parsed = reqwest::Url::parse(&url).with_context(|| {
@@ -318,6 +377,7 @@ impl Config {
             redis_url: args.redis_url,
             recommendations_url,
             recommendations_timeout: args.recommendations_timeout,
+            outbox,
             chaos: args.chaos,
             boot_delay: args.boot_delay,
             drain_delay: args.drain_delay,
@@ -355,6 +415,50 @@ fn parse_database_url(url: &str) -> anyhow::Result<DatabaseTarget> {
         "--database-url `{}`: unsupported scheme; expected sqlite://PATH or postgres://USER[:PASSWORD]@HOST[:PORT]/DB",
         redact(url)
     )
+}
+
+fn parse_amqp_url(url: &str, args: &Args) -> anyhow::Result<OutboxConfig> {
+    let usage = "expected amqp://USER:PASSWORD@HOST[:PORT]/VHOST";
+    // Not a URL: nothing tells which part is a password, so the value is not repeated.
+    let parsed =
+        reqwest::Url::parse(url).map_err(|_| anyhow::anyhow!("--amqp-url: not a URL; {usage}"))?;
+    let port = match parsed.scheme() {
+        "amqp" => 5672,
+        "amqps" => 5671,
+        _ => bail!("--amqp-url `{}`: unsupported scheme; {usage}", redact(url)),
+    };
+    let Some(host) = parsed.host_str().filter(|host| !host.is_empty()) else {
+        bail!("--amqp-url `{}`: no host; {usage}", redact(url));
+    };
+    // lapin reads the URL with its own parser: it must accept it too, and its error must not
+    // repeat the password.
+    if let Err(error) = url.parse::<lapin::uri::AMQPUri>() {
+        bail!(
+            "--amqp-url `{}`: {}; {usage}",
+            redact(url),
+            redact(&error.to_string())
+        );
+    }
+    let queue = args.amqp_queue.trim();
+    if queue.is_empty() || queue.len() > 255 || queue.starts_with("amq.") {
+        bail!("--amqp-queue must be 1 to 255 bytes and not start with `amq.` (reserved)");
+    }
+    if args.outbox_max_silence < Duration::from_millis(500) {
+        bail!("--outbox-max-silence must be at least 500ms");
+    }
+    let poll_interval = args
+        .outbox_poll_interval
+        .unwrap_or_else(|| Duration::from_secs(1).min(args.outbox_max_silence / 2));
+    if poll_interval < Duration::from_millis(10) || poll_interval >= args.outbox_max_silence {
+        bail!("--outbox-poll-interval must be at least 10ms and below --outbox-max-silence");
+    }
+    Ok(OutboxConfig {
+        url: url.to_owned(),
+        target: format!("{host}:{}", parsed.port().unwrap_or(port)),
+        queue: queue.to_owned(),
+        max_silence: args.outbox_max_silence,
+        poll_interval,
+    })
 }
 
 /// Parses `500ms`, `5s`, `2m`, `1h`, or a bare number of seconds (`1.5`).
@@ -440,6 +544,49 @@ mod tests {
             .unwrap()
             .database;
         assert!(!format!("{target:?}").contains("hunter2"));
+    }
+
+    #[test]
+    fn amqp_url_errors_never_repeat_the_password() {
+        for url in [
+            "http://app:hunter2@broker/%2f",
+            "amqp://app:hunter2@/%2f",
+            "not a url hunter2",
+        ] {
+            let error = Config::from_args(args(&["--amqp-url", url]))
+                .unwrap_err()
+                .to_string();
+            assert!(error.contains("--amqp-url"), "{error}");
+            assert!(!error.contains("hunter2"), "{error}");
+        }
+        let config = Config::from_args(args(&["--amqp-url", "amqp://app:hunter2@broker/%2f"]))
+            .unwrap()
+            .outbox
+            .unwrap();
+        assert_eq!(config.target, "broker:5672");
+        assert_eq!(config.queue, "checkout.orders");
+        assert!(!format!("{config:?}").contains("hunter2"));
+        assert!(Config::from_args(args(&[])).unwrap().outbox.is_none());
+    }
+
+    #[test]
+    fn the_idle_poll_stays_below_the_heartbeat_bound() {
+        let outbox = |extra: &[&str]| {
+            let mut argv = vec!["--amqp-url", "amqp://broker"];
+            argv.extend_from_slice(extra);
+            Config::from_args(args(&argv)).map(|config| config.outbox.unwrap())
+        };
+        assert_eq!(outbox(&[]).unwrap().poll_interval, Duration::from_secs(1));
+        assert_eq!(
+            outbox(&["--outbox-max-silence", "1s"])
+                .unwrap()
+                .poll_interval,
+            Duration::from_millis(500)
+        );
+        let error = outbox(&["--outbox-max-silence", "2s", "--outbox-poll-interval", "2s"])
+            .unwrap_err()
+            .to_string();
+        assert!(error.contains("below --outbox-max-silence"), "{error}");
     }
 
     #[test]

@@ -52,6 +52,17 @@ pub struct Order {
     pub created_at: String,
 }
 
+/// An order's event in the outbox, waiting for the relay.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OutboxRow {
+    /// The row's number: rows are published in this order.
+    pub id: i64,
+    /// The order it announces (the message id, so consumers can drop duplicates).
+    pub order_id: i64,
+    /// The order as stored, JSON.
+    pub payload: String,
+}
+
 /// A product and how many units were ordered, for the popular-items fallback.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Popular {
@@ -245,14 +256,20 @@ impl Database {
     pub async fn migrate(&self) -> Result<(), sqlx::migrate::MigrateError> {
         let applied = match &self.pool {
             Backend::Sqlite(pool) => {
-                migrator(include_str!("../migrations/sqlite/0001_orders.sql"))
-                    .run(pool)
-                    .await
+                migrator([
+                    include_str!("../migrations/sqlite/0001_orders.sql"),
+                    include_str!("../migrations/sqlite/0002_outbox.sql"),
+                ])
+                .run(pool)
+                .await
             }
             Backend::Postgres(pool) => {
-                migrator(include_str!("../migrations/postgres/0001_orders.sql"))
-                    .run(pool)
-                    .await
+                migrator([
+                    include_str!("../migrations/postgres/0001_orders.sql"),
+                    include_str!("../migrations/postgres/0002_outbox.sql"),
+                ])
+                .run(pool)
+                .await
             }
         };
         if applied.is_ok() {
@@ -261,14 +278,14 @@ impl Database {
         applied
     }
 
-    /// Stores an order; returns it as stored.
+    /// Stores an order and its outbox row in one transaction; returns the order as stored.
     pub async fn create_order(&self, customer: &str, items: &[Item]) -> Result<Order, DbError> {
         let total: i64 = items
             .iter()
             .map(|item| item.quantity.saturating_mul(item.price_cents))
             .fold(0, i64::saturating_add);
         let query = |error: sqlx::Error| DbError::from_sqlx(&error, false);
-        let (id, created_at) = with_pool!(self, pool => {
+        let order = with_pool!(self, pool => {
             let mut connection = self.acquire(pool).await?;
             let mut transaction = connection.begin().await.map_err(query)?;
             let (id, created_at): (i64, String) = sqlx::query_as(
@@ -292,16 +309,73 @@ impl Database {
                 .await
                 .map_err(query)?;
             }
+            let order = Order {
+                id,
+                customer: customer.to_owned(),
+                items: items.to_vec(),
+                total_cents: total,
+                created_at,
+            };
+            // The event the relay publishes: committed with the order or not at all.
+            let payload = serde_json::to_string(&order)
+                .map_err(|error| DbError::Query(format!("cannot encode the order: {error}")))?;
+            sqlx::query("INSERT INTO outbox (order_id, payload) VALUES ($1, $2)")
+                .bind(id)
+                .bind(payload)
+                .execute(&mut *transaction)
+                .await
+                .map_err(query)?;
             transaction.commit().await.map_err(query)?;
-            (id, created_at)
+            order
         });
-        Ok(Order {
-            id,
-            customer: customer.to_owned(),
-            items: items.to_vec(),
-            total_cents: total,
-            created_at,
-        })
+        Ok(order)
+    }
+
+    /// Up to `limit` outbox rows not yet published, oldest first.
+    pub async fn unpublished(&self, limit: i64) -> Result<Vec<OutboxRow>, DbError> {
+        let rows: Vec<(i64, i64, String)> = with_pool!(self, pool => {
+            let mut connection = self.acquire(pool).await?;
+            sqlx::query_as(
+                "SELECT id, order_id, payload FROM outbox WHERE published_at IS NULL ORDER BY id LIMIT $1",
+            )
+            .bind(limit)
+            .fetch_all(&mut **connection)
+            .await
+            .map_err(|error| DbError::from_sqlx(&error, false))?
+        });
+        Ok(rows
+            .into_iter()
+            .map(|(id, order_id, payload)| OutboxRow {
+                id,
+                order_id,
+                payload,
+            })
+            .collect())
+    }
+
+    /// Marks outbox row `id` published (the broker confirmed it).
+    pub async fn mark_published(&self, id: i64) -> Result<(), DbError> {
+        with_pool!(self, pool => {
+            let mut connection = self.acquire(pool).await?;
+            sqlx::query("UPDATE outbox SET published_at = CURRENT_TIMESTAMP WHERE id = $1")
+                .bind(id)
+                .execute(&mut **connection)
+                .await
+                .map_err(|error| DbError::from_sqlx(&error, false))?;
+        });
+        Ok(())
+    }
+
+    /// How many outbox rows wait to be published.
+    pub async fn outbox_backlog(&self) -> Result<i64, DbError> {
+        let (count,): (i64,) = with_pool!(self, pool => {
+            let mut connection = self.acquire(pool).await?;
+            sqlx::query_as("SELECT COUNT(*) FROM outbox WHERE published_at IS NULL")
+                .fetch_one(&mut **connection)
+                .await
+                .map_err(|error| DbError::from_sqlx(&error, false))?
+        });
+        Ok(count)
     }
 
     /// The order numbered `id`, if there is one.
@@ -424,14 +498,24 @@ pub fn postgres_options(url: &str) -> anyhow::Result<PgConnectOptions> {
     })
 }
 
-fn migrator(sql: &'static str) -> Migrator {
-    Migrator::with_migrations(vec![Migration::new(
-        1,
-        "orders".into(),
-        MigrationType::Simple,
-        sql.into_sql_str(),
-        false,
-    )])
+/// The migrations, in order: `0001_orders`, `0002_outbox`.
+fn migrator(sql: [&'static str; 2]) -> Migrator {
+    let names = ["orders", "outbox"];
+    Migrator::with_migrations(
+        sql.into_iter()
+            .zip(names)
+            .zip(1..)
+            .map(|((sql, name), version)| {
+                Migration::new(
+                    version,
+                    name.into(),
+                    MigrationType::Simple,
+                    sql.into_sql_str(),
+                    false,
+                )
+            })
+            .collect(),
+    )
 }
 
 /// Whether an error means the database (or the pool) cannot serve, as opposed to a problem

@@ -5,6 +5,7 @@ use crate::cache::Cache;
 use crate::chaos::Chaos;
 use crate::config::Config;
 use crate::db::Database;
+use crate::outbox::{OUTBOX_HEARTBEAT, Outbox};
 use crate::recommendations::Recommendations;
 use crate::{boot, wiring};
 use anyhow::Context;
@@ -29,6 +30,8 @@ pub struct Service {
     pub cache: Option<Cache>,
     /// The recommendations client, if configured.
     pub recommendations: Option<Recommendations>,
+    /// The outbox relay's state, if configured (`--amqp-url`).
+    pub outbox: Option<Outbox>,
     /// The health registry.
     pub health: Health,
 }
@@ -52,12 +55,20 @@ impl Service {
             .as_deref()
             .map(|url| Recommendations::new(url, config.recommendations_timeout))
             .transpose()?;
-        let health = wiring::health(config, &db, cache.as_ref(), recommendations.as_ref())
-            .context("invalid health wiring")?;
+        let outbox = config.outbox.clone().map(Outbox::new);
+        let health = wiring::health(
+            config,
+            &db,
+            cache.as_ref(),
+            recommendations.as_ref(),
+            outbox.as_ref(),
+        )
+        .context("invalid health wiring")?;
         Ok(Service {
             db,
             cache,
             recommendations,
+            outbox,
             health,
         })
     }
@@ -104,6 +115,7 @@ pub async fn run(config: Config, metrics: PrometheusHandle) -> anyhow::Result<()
         db: service.db.clone(),
         cache: service.cache.clone(),
         recommendations: service.recommendations.clone(),
+        outbox: service.outbox.clone(),
     };
     let details = if config.public_details {
         Details::Admin
@@ -111,7 +123,9 @@ pub async fn run(config: Config, metrics: PrometheusHandle) -> anyhow::Result<()
         Details::Public
     };
     let public = app::public_router(state, &health, details)?;
-    let chaos = config.chaos.then(|| Chaos::new(service.db.clone()));
+    let chaos = config
+        .chaos
+        .then(|| Chaos::new(service.db.clone(), service.outbox.clone()));
     let admin = app::admin_router(&health, metrics, chaos);
 
     tracing::info!(
@@ -119,6 +133,7 @@ pub async fn run(config: Config, metrics: PrometheusHandle) -> anyhow::Result<()
         admin = %admin_address,
         database = %service.db.describe(),
         chaos = config.chaos,
+        outbox = service.outbox.as_ref().map(|outbox| format!("{} queue {}", outbox.target(), outbox.queue())),
         drain_delay = %format_duration(health.view().drain_delay()),
         probes = %config.paths,
         "checkout listening; probes and gRPC grpc.health.v1.Health"
@@ -144,7 +159,16 @@ pub async fn run(config: Config, metrics: PrometheusHandle) -> anyhow::Result<()
     let mut booting = tokio::spawn({
         let health = health.clone();
         let db = service.db.clone();
-        async move { boot::run(&config, &db, &health).await }
+        let outbox = service.outbox.clone();
+        async move {
+            boot::run(&config, &db, &health).await?;
+            // The relay reads the outbox table: it starts once the schema is in place, and
+            // takes its heartbeat then (a heartbeat never taken is not silent).
+            Ok(match outbox {
+                Some(outbox) => Some(outbox.spawn(db, health.heartbeat(OUTBOX_HEARTBEAT)?)),
+                None => None,
+            })
+        }
     });
 
     let servers = async {
@@ -152,10 +176,11 @@ pub async fn run(config: Config, metrics: PrometheusHandle) -> anyhow::Result<()
         (flatten(public), flatten(admin))
     };
     tokio::pin!(servers);
+    let mut relay = None;
     let (public, admin) = tokio::select! {
         booted = &mut booting => {
             match booted {
-                Ok(Ok(())) => {}
+                Ok(Ok(started)) => relay = started,
                 Ok(Err(error)) => return Err(error),
                 Err(panic) => return Err(anyhow::anyhow!("boot task failed: {panic}")),
             }
@@ -166,6 +191,10 @@ pub async fn run(config: Config, metrics: PrometheusHandle) -> anyhow::Result<()
             reports
         }
     };
+    // Rows it had not marked stay in the outbox for the next process.
+    if let Some(relay) = relay {
+        relay.abort();
+    }
     let public = public.context("public listener")?;
     admin.context("admin listener")?;
     log_report(&public);

@@ -11,13 +11,17 @@
 //!   why, instead of killing them into a crash loop (the restart storm);
 //! - **liveness** (`/livez`): the runtime-stall watchdog (and deadlock detection with the
 //!   `deadlock` feature) — never a dependency, so a database outage drains the fleet instead
-//!   of restarting it;
+//!   of restarting it; with `--amqp-url`, the outbox relay's heartbeat `outbox`, which fails
+//!   when the relay is silent past `--outbox-max-silence` outside a declared wait, and never
+//!   while it waits on the broker or the database (the soft `broker` readiness check reports
+//!   that);
 //! - **shutdown**: the drain delay is derived from the readiness probe the deployment declares
 //!   (`--readiness-period` × `--readiness-failure-threshold` + `--lb-reaction`), unless set.
 
 use crate::cache::Cache;
 use crate::config::Config;
 use crate::db::Database;
+use crate::outbox::{OUTBOX_HEARTBEAT, Outbox};
 use crate::recommendations::Recommendations;
 use probity::Health;
 use std::time::Duration;
@@ -42,6 +46,7 @@ pub fn health(
     db: &Database,
     cache: Option<&Cache>,
     recommendations: Option<&Recommendations>,
+    outbox: Option<&Outbox>,
 ) -> Result<Health, probity::BuildError> {
     let interval = config.db_check_interval;
     let mut builder = Health::builder().service("checkout").check(
@@ -56,6 +61,11 @@ pub fn health(
     }
     if let Some(recommendations) = recommendations {
         builder = builder.check(recommendations.check_spec("recommendations"));
+    }
+    if let Some(outbox) = outbox {
+        builder = builder
+            .check(outbox.check_spec())
+            .heartbeat(OUTBOX_HEARTBEAT, outbox.max_silence());
     }
     let database = db.dependency();
     builder = builder
