@@ -418,7 +418,7 @@ impl Row {
         self.last = check.last().map(|last| LastPoll {
             ok: last.ok,
             duration_ms: millis(last.duration),
-            age_secs: now.saturating_duration_since(last.at).as_secs_f64(),
+            age_secs: secs_of(now.saturating_duration_since(last.at)),
             message: last
                 .message
                 .as_deref()
@@ -427,7 +427,7 @@ impl Row {
         });
         self.in_state_secs = check
             .last_transition()
-            .map(|at| now.saturating_duration_since(at).as_secs_f64());
+            .map(|at| secs_of(now.saturating_duration_since(at)));
         let history = check.history();
         self.polls = history
             .polls()
@@ -604,6 +604,11 @@ fn cut(text: &str, max: usize) -> String {
         Some((end, _)) => format!("{}…", &text[..end]),
         None => text.to_owned(),
     }
+}
+
+/// Seconds, to the millisecond.
+fn secs_of(duration: Duration) -> f64 {
+    (duration.as_secs_f64() * 1_000.0).round() / 1_000.0
 }
 
 /// Milliseconds, to the microsecond.

@@ -197,3 +197,28 @@ async fn the_router_serves_html_and_json_uncached() {
         assert!(text.contains("db"), "{path}");
     }
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_huge_reason_keeps_the_page_bounded() {
+    let health = Health::builder()
+        .check(
+            CheckSpec::new("db", Tier::Hard, || async {
+                Err(CheckError::new("<&>\"'".repeat(50_000)))
+            })
+            .interval(secs(1.0))
+            .timeout(secs(0.5)),
+        )
+        .build()
+        .unwrap();
+    health.start().unwrap();
+    // Longer than the history: the rings are full.
+    tokio::time::sleep(secs(40.0)).await;
+    let report = report(&health);
+    let db = &report.rows[0];
+    assert_eq!(db.polls.len(), probity::HISTORY_LEN);
+    assert!(db.reason.as_ref().unwrap().chars().count() <= MAX_REASON_CHARS + 1);
+    let html = report.to_html();
+    // Each reason character escapes to at most six bytes; the page stays a few tens of KB.
+    assert!(html.len() < 32 * 1024, "{} bytes", html.len());
+    assert!(!html.contains("<&>"));
+}
