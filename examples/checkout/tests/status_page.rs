@@ -1,6 +1,7 @@
 //! The admin listener's status page in a real browser: headless Chromium, driven over
 //! WebDriver (`chromedriver`), watches `/status` while the pool leaks, and the page — left
-//! open, not reloaded — moves `db` to the top, red, with its fall listed.
+//! open, not reloaded — moves `db` to the top, red, with its fall listed, and back among the
+//! passing rows once the connections are given back.
 //!
 //! Needs Debian's `chromium` and `chromium-driver` (`scripts/setup.sh` installs them). Without
 //! them the test fails under `CI=true` and otherwise skips, saying so.
@@ -340,6 +341,30 @@ async fn the_open_status_page_puts_a_leaking_db_first_with_its_fall_listed() {
         "status page during the pool leak: {} (before: {})",
         screenshot.display(),
         artefact("before-leak.png").display()
+    );
+
+    // Given back: db rises after three good polls and drops back among the passing rows,
+    // its rise listed newest.
+    let released = post(&checkout.admin_url("/chaos/release-connections"), None).await;
+    assert_eq!(released.status, 200, "{}", released.body);
+    let recovered = wait_for(
+        &browser,
+        Duration::from_secs(45),
+        "db healthy again with its rise listed",
+        |page| {
+            page.row("db").is_some_and(|db| {
+                db.severity == "passing"
+                    && db
+                        .transitions
+                        .first()
+                        .is_some_and(|newest| newest.contains("unhealthy → healthy"))
+            })
+        },
+    )
+    .await;
+    assert!(
+        recovered.rows.iter().all(|row| row.severity == "passing"),
+        "{recovered:#?}"
     );
     browser.close().await;
 }
