@@ -7,7 +7,7 @@ use axum::http::{HeaderValue, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use probity::{CheckState, Details, Entry, HealthView, ProbeKind, Snapshot, Status, Tier};
-use probity_contract::verdict::{Cause, Effect, Subject};
+use probity_contract::verdict::{Cause, Effect, Gate, Subject};
 use serde::Serialize;
 use std::fmt::Write as _;
 use std::sync::Arc;
@@ -234,15 +234,15 @@ impl StatusReport {
                 // The startup and liveness gates restate rows listed below; shutdown has
                 // no row of its own, so it is listed while it fails.
                 Subject::Gate(_) if entry.status == Status::Pass => {}
-                Subject::Gate(gate) if gate.name() != "shutdown" => {}
-                _ => rows.push(Row::of(&entry, "readiness", now)),
+                Subject::Gate(gate) if gate != Gate::Shutdown => {}
+                _ => rows.push(Row::of(&entry, now)),
             }
         }
         for entry in snapshot.entries(ProbeKind::Liveness, now, &[]) {
-            rows.push(Row::of(&entry, "liveness", now));
+            rows.push(Row::of(&entry, now));
         }
         for entry in snapshot.entries(ProbeKind::Startup, now, &[]) {
-            rows.push(Row::of(&entry, "startup", now));
+            rows.push(Row::of(&entry, now));
         }
         rows.sort_by_key(|row| row.severity);
         let rows_left_off = rows.len().saturating_sub(MAX_ROWS);
@@ -263,7 +263,7 @@ impl StatusReport {
     pub fn to_html(&self) -> String {
         let mut html = String::with_capacity(8 * 1024 + self.rows.len() * 4 * 1024);
         let service = self.service.as_deref().unwrap_or("service");
-        let worst = self.readiness.min_with(self.liveness);
+        let worst = worse(self.readiness, self.liveness);
         let _ = write!(
             html,
             "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\
@@ -311,23 +311,14 @@ impl StatusReport {
     }
 }
 
-trait Worst {
-    fn min_with(self, other: Status) -> Status;
-}
-
-impl Worst for Status {
-    fn min_with(self, other: Status) -> Status {
-        let rank = |status: Status| match status {
-            Status::Fail => 0,
-            Status::Warn => 1,
-            Status::Pass => 2,
-        };
-        if rank(other) < rank(self) {
-            other
-        } else {
-            self
-        }
-    }
+/// The worse of two statuses: the page's title.
+fn worse(one: Status, other: Status) -> Status {
+    let rank = |status: Status| match status {
+        Status::Fail => 0,
+        Status::Warn => 1,
+        Status::Pass => 2,
+    };
+    if rank(other) < rank(one) { other } else { one }
 }
 
 fn badge(probe: &str, status: Status) -> String {
@@ -340,7 +331,7 @@ fn badge(probe: &str, status: Status) -> String {
 }
 
 impl Row {
-    fn of(entry: &Entry<'_>, probe: &'static str, now: Instant) -> Row {
+    fn of(entry: &Entry<'_>, now: Instant) -> Row {
         let severity = match (entry.effect(), entry.status) {
             (Effect::Fails, _) => Severity::Failing,
             (Effect::Degrades, _) | (Effect::None, Status::Fail | Status::Warn) => {
@@ -352,10 +343,7 @@ impl Row {
             Subject::Check(_) => "readiness check",
             Subject::Condition(_) => "liveness condition",
             Subject::Step(_) => "startup step",
-            Subject::Gate(_) => match probe {
-                "readiness" => "readiness gate",
-                _ => "gate",
-            },
+            Subject::Gate(_) => "readiness gate",
         };
         let reason = entry
             .reason(Details::Admin, now)

@@ -222,3 +222,34 @@ async fn a_huge_reason_keeps_the_page_bounded() {
     assert!(html.len() < 32 * 1024, "{} bytes", html.len());
     assert!(!html.contains("<&>"));
 }
+
+#[tokio::test(start_paused = true)]
+async fn shutdown_is_listed_first_while_liveness_passes() {
+    let health = Health::builder()
+        .check(
+            CheckSpec::new("db", Tier::Hard, || async { Ok(Detail::new()) })
+                .interval(secs(1.0))
+                .timeout(secs(0.5)),
+        )
+        .heartbeat("outbox", secs(3600.0))
+        .build()
+        .unwrap();
+    health.start().unwrap();
+    tokio::time::sleep(secs(1.5)).await;
+    let healthy = report(&health);
+    assert!(
+        healthy.rows.iter().all(|row| row.name != "shutdown"),
+        "a passing gate is not a row"
+    );
+    health.shutdown();
+    let draining = report(&health);
+    let first = &draining.rows[0];
+    assert_eq!(
+        (first.name.as_str(), first.kind),
+        ("shutdown", "readiness gate")
+    );
+    assert_eq!(first.severity, Severity::Failing);
+    assert!(first.reason.as_deref().unwrap().contains("shutting down"));
+    assert_eq!(draining.liveness, Status::Pass);
+    assert!(draining.to_html().contains("<title>service: fail</title>"));
+}
