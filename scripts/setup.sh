@@ -12,7 +12,8 @@ log() { printf '\033[1m==> %s\033[0m\n' "$*" >&2; }
 packages=(
   haproxy            # probity drill: the load balancer in front of the fleet
   prometheus         # promtool: unit tests of the alert rules
-  chromium           # probity simulate: the HTML chart rendered headless
+  chromium           # probity simulate: the HTML chart rendered headless; checkout's status page test
+  chromium-driver    # ... which drives the page over WebDriver
   fonts-dejavu-core  # ... with a font to render
   wrk                # scripts/bench-http.sh
   protobuf-compiler  # grpc.health.v1 code generation

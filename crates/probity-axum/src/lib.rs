@@ -13,6 +13,9 @@
 //!   clients reconnect to an instance in rotation instead of staying on this one;
 //! - [`RequestMetricsLayer`]: counts `http_requests_total{status}` through the `metrics` facade,
 //!   for the per-instance error-rate alert;
+//! - [`StatusPage`]: `GET /status`, a live page for operators (every check, condition and
+//!   step worst first, with reasons, time in state, recent poll latencies and transitions), and
+//!   `GET /status.json` with the same rows; for an admin listener only;
 //! - [`serve()`]: the server with the shutdown sequence — readiness fails, the drain delay
 //!   passes, the listener closes, in-flight requests finish up to a deadline — and with limits
 //!   no client can turn into a liveness failure: a header-read (and idle keep-alive) timeout, a
@@ -63,6 +66,7 @@ mod quiet;
 mod request_metrics;
 mod serve;
 mod shed;
+mod status;
 
 pub use close_when_unready::{CloseWhenUnready, CloseWhenUnreadyFuture, CloseWhenUnreadyLayer};
 pub use probes::Probes;
@@ -74,6 +78,10 @@ pub use request_metrics::{
 };
 pub use serve::{ServeConfig, ShutdownReport, serve, serve_with};
 pub use shed::{Shed, ShedFuture, ShedLayer};
+pub use status::{
+    LastPoll, MAX_NAME_CHARS, MAX_REASON_CHARS, MAX_ROWS, PollPoint, Row, Severity, StatusPage,
+    StatusReport, TransitionPoint, escape,
+};
 
 /// Re-exported so a service can set the detail policy with this crate alone.
 pub use probity::Details;

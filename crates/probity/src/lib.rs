@@ -100,6 +100,7 @@ mod check;
 mod details;
 mod health;
 mod heartbeat;
+mod history;
 mod liveness;
 mod passive;
 mod paths;
@@ -123,6 +124,7 @@ pub use check::{
 pub use details::Details;
 pub use health::{BuildError, Health, HealthBuilder, StartError, UnknownName};
 pub use heartbeat::{Heartbeat, WaitGuard, WaitTimedOut};
+pub use history::{HISTORY_LEN, History, PollRecord, TransitionRecord};
 pub use passive::Reporter;
 pub use paths::{PathError, ProbePaths};
 pub use poller::poll_once;

@@ -9,6 +9,7 @@
 //! should have refreshed it is stuck.
 
 use crate::check::{FailureKind, Measurement};
+use crate::history::History;
 use crate::paths::ProbePaths;
 use probity_contract::contract::LivenessKind;
 use probity_contract::verdict::{self, CheckVerdict, Effect, Evidence, Gate, Gates, Subject};
@@ -46,6 +47,7 @@ pub struct CheckState {
     pub(crate) consecutive_failures: u32,
     pub(crate) last_transition: Option<Instant>,
     pub(crate) last_success: Option<Instant>,
+    pub(crate) history: History,
 }
 
 impl CheckState {
@@ -122,6 +124,17 @@ impl CheckState {
     /// What the verdict knows of the check.
     pub fn evidence(&self) -> &Evidence<std::time::Instant> {
         &self.evidence
+    }
+
+    /// The check's recent transitions and poll latencies, oldest first, bounded
+    /// ([`crate::HISTORY_LEN`] of each): what a status page shows.
+    pub fn history(&self) -> &History {
+        &self.history
+    }
+
+    /// Successes in a row needed to turn healthy again (the hysteresis' rise count).
+    pub fn rise(&self) -> u32 {
+        self.evidence.rise
     }
 }
 

@@ -7,6 +7,7 @@
 //! into them. Probes never take the writers' lock: they load the published snapshot.
 
 use crate::check::{Check, FailureKind};
+use crate::history::History;
 use crate::paths::ProbePaths;
 use crate::snapshot::{
     CheckState, ConditionFailure, ConditionState, DeclaredWait, LastResult, Snapshot, StepState,
@@ -19,7 +20,7 @@ use probity_contract::hysteresis::{Hysteresis, Transition};
 use probity_contract::verdict::{Evidence, Sample};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU32};
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 use tokio::sync::{Notify, watch};
 use tokio::time::Instant;
 
@@ -171,6 +172,7 @@ impl Store {
                         consecutive_failures: 0,
                         last_transition: None,
                         last_success: None,
+                        history: History::default(),
                     })
                 })
                 .collect(),
@@ -420,6 +422,19 @@ fn record(
         machine.consecutive_failures()
     };
     let at = result.at;
+    // Wall clock for the page a person reads; the decisions above use the monotonic clock.
+    let wall = SystemTime::now();
+    if !forced {
+        next.history.record_poll(wall, result.duration, result.ok);
+    }
+    if let Some(transition) = transition {
+        next.history.record_transition(
+            wall,
+            matches!(transition, Transition::Rose),
+            result.kind,
+            forced,
+        );
+    }
     if result.ok && !forced {
         next.last_success = Some(at);
     }

@@ -85,7 +85,8 @@ pub fn public_router(
         .merge(Probes::new(health.clone()).details(details).router()))
 }
 
-/// The admin listener: `/metrics`, the probes with details, and `/chaos/*` when enabled.
+/// The admin listener: `/metrics`, the probes with details, the status page (`/status`,
+/// `/status.json`), and `/chaos/*` when enabled.
 pub fn admin_router(health: &Health, metrics: PrometheusHandle, chaos: Option<Chaos>) -> Router {
     let mut router = Router::new()
         .route(
@@ -113,7 +114,8 @@ pub fn admin_router(health: &Health, metrics: PrometheusHandle, chaos: Option<Ch
                 }
             }),
         )
-        .merge(Probes::admin(health.clone()).router());
+        .merge(Probes::admin(health.clone()).router())
+        .merge(probity_axum::StatusPage::new(health.clone()).router());
     if let Some(chaos) = chaos {
         router = router.merge(chaos.router());
     }

@@ -59,6 +59,7 @@ fn check(index: usize, origin: Instant) -> impl Strategy<Value = CheckState> {
                     consecutive_failures: 0,
                     last_transition: None,
                     last_success: None,
+                    history: crate::history::History::default(),
                 }
             },
         )
