@@ -151,14 +151,9 @@ impl Agent {
             let heartbeat = health
                 .heartbeat(name)
                 .map_err(|error| entry_failure(error.to_string()))?;
-            let observer = Observer::new(
-                entry,
-                &mut context,
-                heartbeat,
-                gate.clone(),
-                boot_timeout,
-            )
-            .map_err(entry_failure)?;
+            let observer =
+                Observer::new(entry, &mut context, heartbeat, gate.clone(), boot_timeout)
+                    .map_err(entry_failure)?;
             context.tasks.push(observer.run());
         }
         Ok(Agent {

@@ -49,7 +49,11 @@ async fn metrics_page(State(shared): State<Arc<Shared>>) -> Response {
     };
     for condition in shared.health.snapshot().conditions() {
         metrics::gauge!("probity_agent_liveness_up", "condition" => condition.name().to_owned())
-            .set(if condition.failure().is_none() { 1.0 } else { 0.0 });
+            .set(if condition.failure().is_none() {
+                1.0
+            } else {
+                0.0
+            });
     }
     let mut response = handle.render().into_response();
     response.headers_mut().insert(

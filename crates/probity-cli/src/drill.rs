@@ -18,7 +18,10 @@ connection pool), sigterm (stop one instance and start its replacement), flap (t
 database up and down every second; needs --database-url), outage (cut the shared database \
 off; needs --database-url), stall (block one instance's runtime), slow-boot (boot longer than \
 the liveness window), rollout-during-outage (replace one instance while the shared database is \
-down for longer than the new instance's startup budget; needs --database-url). Every drill but busy runs under the background load.
+down for longer than the new instance's startup budget; needs --database-url), worker-wedge \
+(wedge one instance's outbox relay: liveness fails, the instance restarts, and the broker \
+receives every stored order once; needs --amqp-url), broker-outage (cut the broker off: nothing \
+restarts, orders wait in the outboxes and reach the broker once after; needs --amqp-url). Every drill but busy runs under the background load.
 
 Exit codes: 0 every target met, 1 a target missed (each is named on stderr), 2 the drill could \
 not run, 130 interrupted.
@@ -33,11 +36,21 @@ pub(crate) struct Args {
     /// A shared PostgreSQL for the fleet (each instance uses its own SQLite without it).
     #[arg(long, value_name = "URL")]
     database_url: Option<String>,
+    /// A RabbitMQ for the instances' outbox relays (each publishes to a queue of its own,
+    /// deleted after the run); the worker-wedge drill needs it.
+    #[arg(long, value_name = "URL")]
+    amqp_url: Option<String>,
+    /// The outbox relay's heartbeat bound in the worker-wedge drill.
+    #[arg(long, default_value = "5s", value_parser = parse_duration)]
+    worker_bound: Duration,
+    /// How long the broker-outage drill cuts the broker off.
+    #[arg(long, default_value = "60s", value_parser = parse_duration)]
+    broker_outage: Duration,
     /// Drills to run, comma-separated, in order.
     #[arg(
         long,
         value_delimiter = ',',
-        default_value = "busy,pool,sigterm,flap,outage,stall,slow-boot,rollout-during-outage"
+        default_value = "busy,pool,sigterm,flap,outage,stall,slow-boot,rollout-during-outage,worker-wedge,broker-outage"
     )]
     drills: Vec<String>,
     /// The checkout binary (default: next to this binary, then target/release, target/debug).
@@ -232,6 +245,9 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
     config.haproxy = args.haproxy;
     config.instances = args.instances as usize;
     config.database_url = args.database_url;
+    config.amqp_url = args.amqp_url;
+    config.worker_bound = args.worker_bound;
+    config.broker_outage = args.broker_outage;
     config.pool_size = args.pool_size;
     config.drills = drills;
     let shipped = CheckTiming::shipped().context("reading deploy/haproxy/haproxy.cfg")?;

@@ -72,6 +72,22 @@ fn postgres_available() -> bool {
     open
 }
 
+fn rabbitmq_available() -> bool {
+    let open = std::net::TcpStream::connect_timeout(
+        &"127.0.0.1:5672".parse().expect("address"),
+        Duration::from_secs(3),
+    )
+    .is_ok();
+    if !open {
+        assert!(
+            std::env::var("CI").as_deref() != Ok("true"),
+            "RabbitMQ is not running on 127.0.0.1:5672 (scripts/setup.sh starts it)"
+        );
+        eprintln!("SKIPPED: RabbitMQ is not running on 127.0.0.1:5672");
+    }
+    open
+}
+
 /// A unique scratch file name.
 fn scratch(name: &str) -> PathBuf {
     std::env::temp_dir().join(format!("probity-drill-test-{}-{name}", std::process::id()))
@@ -561,4 +577,58 @@ fn missing_tools_and_databases_are_clear_errors() {
         xml.contains(r#"<error message="HAProxy not found at `/nonexistent/haproxy`"#),
         "{xml}"
     );
+}
+
+#[test]
+fn under_load_a_wedged_relay_restarts_its_instance_a_broker_outage_restarts_nothing_and_the_broker_gets_every_order_once()
+ {
+    if !haproxy_available() || !rabbitmq_available() {
+        return;
+    }
+    let (report, _) = gated_drill(
+        &[
+            "--amqp-url",
+            "amqp://guest:guest@127.0.0.1:5672/%2f",
+            "--drills",
+            "worker-wedge,broker-outage",
+            "--worker-bound",
+            "2s",
+            // Five times the bound: a heartbeat that did not excuse the waits would fail.
+            "--broker-outage",
+            "10s",
+            "--liveness-period",
+            "1s",
+        ],
+        false,
+    );
+    let wedge = &report["worker_wedge"];
+    let failed = seconds(&wedge["time_to_liveness_failure_s"], "liveness failure");
+    let restarted = seconds(&wedge["time_to_restart_s"], "restart");
+    seconds(&wedge["time_back_in_rotation_s"], "back in rotation");
+    assert!(
+        failed >= 1.0 && failed <= restarted,
+        "liveness failed after the bound, before the restart: {wedge}"
+    );
+    assert_eq!(wedge["restarts"], 1, "exactly the wedged instance: {wedge}");
+    assert!(wedge["orders"].as_u64().unwrap() > 0, "{wedge}");
+    assert_eq!(wedge["orders"], wedge["published"], "{wedge}");
+    assert_eq!(wedge["lost"], 0, "{wedge}");
+    assert_eq!(wedge["duplicated"], 0, "{wedge}");
+    assert_eq!(wedge["unpublished"], 0, "{wedge}");
+
+    let outage = &report["broker_outage"];
+    assert_eq!(
+        outage["restarts"], 0,
+        "a broker outage restarts nothing: {outage}"
+    );
+    assert_eq!(outage["liveness_failures"], 0, "{outage}");
+    assert!(
+        outage["requests_served"].as_u64().unwrap() > 0,
+        "orders taken meanwhile: {outage}"
+    );
+    seconds(&outage["time_to_drained_s"], "outboxes drained");
+    assert!(outage["orders"].as_u64().unwrap() > 0, "{outage}");
+    assert_eq!(outage["orders"], outage["published"], "{outage}");
+    assert_eq!(outage["lost"], 0, "{outage}");
+    assert_eq!(outage["duplicated"], 0, "{outage}");
 }

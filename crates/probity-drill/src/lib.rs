@@ -58,11 +58,15 @@ pub enum DrillKind {
     /// Replace one instance while the shared database is down for longer than the new
     /// instance's startup budget (needs PostgreSQL).
     RolloutDuringOutage,
+    /// Wedge one instance's outbox relay (needs RabbitMQ).
+    WorkerWedge,
+    /// Cut the broker off the fleet (needs RabbitMQ).
+    BrokerOutage,
 }
 
 impl DrillKind {
     /// Every drill, in the order they run.
-    pub const ALL: [DrillKind; 8] = [
+    pub const ALL: [DrillKind; 10] = [
         DrillKind::Busy,
         DrillKind::PoolExhaustion,
         DrillKind::Sigterm,
@@ -71,6 +75,8 @@ impl DrillKind {
         DrillKind::Stall,
         DrillKind::SlowBoot,
         DrillKind::RolloutDuringOutage,
+        DrillKind::WorkerWedge,
+        DrillKind::BrokerOutage,
     ];
 
     /// Drills named but not available yet, with what they wait for.
@@ -90,12 +96,19 @@ impl DrillKind {
             DrillKind::Stall => "stall",
             DrillKind::SlowBoot => "slow-boot",
             DrillKind::RolloutDuringOutage => "rollout-during-outage",
+            DrillKind::WorkerWedge => "worker-wedge",
+            DrillKind::BrokerOutage => "broker-outage",
         }
     }
 
     /// Parses a drill name.
     pub fn parse(name: &str) -> Option<DrillKind> {
         DrillKind::ALL.into_iter().find(|kind| kind.name() == name)
+    }
+
+    /// Whether the drill needs a message broker (`--amqp-url`).
+    pub fn needs_broker(self) -> bool {
+        matches!(self, DrillKind::WorkerWedge | DrillKind::BrokerOutage)
     }
 
     /// Whether the drill cuts the shared database (and so needs one).
@@ -120,6 +133,12 @@ pub struct DrillConfig {
     pub instances: usize,
     /// A shared PostgreSQL; each instance uses its own SQLite without it.
     pub database_url: Option<String>,
+    /// A RabbitMQ for the instances' outbox relays (each publishes to a queue of its own).
+    pub amqp_url: Option<String>,
+    /// The outbox relay's heartbeat bound (`--outbox-max-silence`).
+    pub worker_bound: Duration,
+    /// How long the broker outage lasts.
+    pub broker_outage: Duration,
     /// The pool size of each instance (the leak takes all of it).
     pub pool_size: u32,
     /// Which drills, in order.
@@ -167,6 +186,9 @@ impl DrillConfig {
             haproxy: PathBuf::from("haproxy"),
             instances: 3,
             database_url: None,
+            amqp_url: None,
+            worker_bound: Duration::from_secs(5),
+            broker_outage: Duration::from_secs(60),
             pool_size: 5,
             drills: DrillKind::ALL.to_vec(),
             lb_timing: haproxy::CheckTiming::default(),
@@ -207,6 +229,14 @@ pub enum DrillError {
         "the database at {0} is unreachable: start PostgreSQL or drop --database-url to run on SQLite"
     )]
     DatabaseUnreachable(String),
+    /// The broker URL is not an `amqp://host:port` URL.
+    #[error("cannot read the broker URL (expected amqp://user:password@host:port/vhost)")]
+    BrokerUrl,
+    /// The broker does not accept connections.
+    #[error(
+        "the broker at {0} is unreachable: start RabbitMQ or drop --amqp-url (and the drills that need it)"
+    )]
+    BrokerUnreachable(String),
     /// An instance did not start.
     #[error("{name} did not start: {reason}\n--- last lines of its log ---\n{log}")]
     InstanceFailed {

@@ -115,9 +115,15 @@ pub fn redirect_url(url: &str, address: SocketAddr) -> Option<String> {
     Some(format!("{scheme}://{userinfo}{address}{tail}"))
 }
 
-/// The host and port a `postgres://` URL points at (port 5432 when absent).
+/// The host and port a `postgres://` or `amqp://` URL points at (the scheme's port when
+/// absent: 5432, 5672, 5671 for `amqps`).
 pub fn url_target(url: &str) -> Option<(String, u16)> {
-    let (_, rest) = url.split_once("://")?;
+    let (scheme, rest) = url.split_once("://")?;
+    let default_port = match scheme {
+        "amqp" => 5672,
+        "amqps" => 5671,
+        _ => 5432,
+    };
     let authority_end = rest.find(['/', '?']).unwrap_or(rest.len());
     let authority = &rest[..authority_end];
     let host_port = authority.rsplit_once('@').map_or(authority, |(_, hp)| hp);
@@ -128,7 +134,7 @@ pub fn url_target(url: &str) -> Option<(String, u16)> {
         Some((host, port)) if !host.ends_with(']') || host.starts_with('[') => {
             Some((host.trim_matches(['[', ']']).to_owned(), port.parse().ok()?))
         }
-        _ => Some((host_port.trim_matches(['[', ']']).to_owned(), 5432)),
+        _ => Some((host_port.trim_matches(['[', ']']).to_owned(), default_port)),
     }
 }
 

@@ -1,6 +1,7 @@
 //! What a drill run measured: JSON for machines, a table beside the published figures for
 //! people, and the targets judged.
 
+use crate::drills::broker_outage::BrokerOutage;
 use crate::drills::busy::{Busy, BusyLeg};
 use crate::drills::flap::Flap;
 use crate::drills::outage::DatabaseOutage;
@@ -9,6 +10,7 @@ use crate::drills::rollout::RolloutDuringOutage;
 use crate::drills::sigterm::Sigterm;
 use crate::drills::slow_boot::SlowBoot;
 use crate::drills::stall::Stall;
+use crate::drills::worker_wedge::WorkerWedge;
 use crate::haproxy::CheckTiming;
 use crate::kubelet::Probes;
 use crate::targets::{Targets, Verdict};
@@ -76,6 +78,10 @@ pub struct Report {
     pub slow_boot: Option<SlowBoot>,
     /// One instance replaced during a shared database outage.
     pub rollout_during_outage: Option<RolloutDuringOutage>,
+    /// One instance's outbox relay wedged.
+    pub worker_wedge: Option<WorkerWedge>,
+    /// The broker cut off from the fleet.
+    pub broker_outage: Option<BrokerOutage>,
     /// Drills not run, with the reason.
     pub skipped: Vec<String>,
     /// The targets this run was held to.
@@ -547,6 +553,108 @@ impl Report {
                     "",
                     "",
                     &at(rollout.time_to_full_fleet_after_recovery_s),
+                ],
+            );
+        }
+        if let Some(wedge) = &self.worker_wedge {
+            let _ = writeln!(
+                out,
+                "one instance's outbox relay wedged, heartbeat bound {:.0}s (a wedged worker)",
+                wedge.max_silence_s
+            );
+            row(
+                &mut out,
+                [
+                    "liveness fails",
+                    "never (runtime healthy)",
+                    "",
+                    &at(wedge.time_to_liveness_failure_s),
+                ],
+            );
+            row(
+                &mut out,
+                ["restarted", "", "", &at(wedge.time_to_restart_s)],
+            );
+            row(
+                &mut out,
+                [
+                    "back in rotation",
+                    "",
+                    "",
+                    &at(wedge.time_back_in_rotation_s),
+                ],
+            );
+            row(
+                &mut out,
+                [
+                    "orders stored / received by the broker",
+                    "",
+                    "",
+                    &format!("{} / {}", wedge.orders, wedge.published),
+                ],
+            );
+            row(
+                &mut out,
+                [
+                    "lost / duplicated",
+                    "",
+                    "",
+                    &format!("{} / {}", wedge.lost, wedge.duplicated),
+                ],
+            );
+        }
+        if let Some(outage) = &self.broker_outage {
+            let _ = writeln!(
+                out,
+                "broker unreachable for {:.0}s, relays' heartbeat bound {:.0}s",
+                outage.outage_s, outage.max_silence_s
+            );
+            row(
+                &mut out,
+                [
+                    "restarts",
+                    "fleet restarted (heartbeat without waits)",
+                    "0",
+                    &outage.restarts.to_string(),
+                ],
+            );
+            row(
+                &mut out,
+                [
+                    "liveness probes failed",
+                    "",
+                    "",
+                    &outage.liveness_failures.to_string(),
+                ],
+            );
+            row(
+                &mut out,
+                [
+                    "requests served / failed meanwhile",
+                    "",
+                    "",
+                    &format!("{} / {}", outage.requests_served, outage.requests_failed),
+                ],
+            );
+            row(
+                &mut out,
+                [
+                    "outboxes drained after recovery",
+                    "",
+                    "",
+                    &at(outage.time_to_drained_s),
+                ],
+            );
+            row(
+                &mut out,
+                [
+                    "orders stored / received / lost / duplicated",
+                    "",
+                    "",
+                    &format!(
+                        "{} / {} / {} / {}",
+                        outage.orders, outage.published, outage.lost, outage.duplicated
+                    ),
                 ],
             );
         }

@@ -50,6 +50,8 @@ pub struct RigSpec<'a> {
     pub database_url: Option<&'a str>,
     /// With health checking as shipped, or bare.
     pub health_checks: bool,
+    /// The broker URL for the instances' outbox relays (through the drill's proxy), if any.
+    pub amqp_url: Option<&'a str>,
 }
 
 fn log_tail(path: &Path) -> String {
@@ -93,6 +95,17 @@ impl Rig {
             if let Some(url) = spec.database_url {
                 args.push("--database-url".to_owned());
                 args.push(url.to_owned());
+            }
+            if let Some(url) = spec.amqp_url {
+                let name = format!("{}-{}", spec.name, index + 1);
+                args.extend([
+                    "--amqp-url".to_owned(),
+                    url.to_owned(),
+                    "--amqp-queue".to_owned(),
+                    crate::drills::worker_wedge::queue_name(work_path, &name),
+                    "--outbox-max-silence".to_owned(),
+                    format!("{}ms", config.worker_bound.as_millis()),
+                ]);
             }
             let instance = Arc::new(Instance::new(
                 spec.name,

@@ -74,6 +74,28 @@ pub async fn run(config: &DrillConfig, progress: &dyn Progress) -> Result<Report
     result
 }
 
+/// The broker behind a proxy the drill can cut, and the URL through it.
+async fn broker_proxy(url: &str) -> Result<(FaultProxy, String), DrillError> {
+    let (host, port) = url_target(url).ok_or(DrillError::BrokerUrl)?;
+    let unreachable = || DrillError::BrokerUnreachable(format!("{host}:{port}"));
+    let upstream = tokio::net::lookup_host((host.as_str(), port))
+        .await
+        .ok()
+        .and_then(|mut addresses| addresses.next())
+        .ok_or_else(unreachable)?;
+    let connected = tokio::time::timeout(
+        Duration::from_secs(3),
+        tokio::net::TcpStream::connect(upstream),
+    )
+    .await;
+    if !matches!(connected, Ok(Ok(_))) {
+        return Err(unreachable());
+    }
+    let proxy = FaultProxy::start(upstream).await.map_err(DrillError::Io)?;
+    let through = redirect_url(url, proxy.listen_addr()).ok_or(DrillError::BrokerUrl)?;
+    Ok((proxy, through))
+}
+
 /// The shared database behind a proxy the drill can cut, and the URL through it.
 async fn database_proxy(url: &str) -> Result<(FaultProxy, String), DrillError> {
     let (host, port) = url_target(url).ok_or_else(|| DrillError::DatabaseUrl(url.to_owned()))?;
@@ -109,6 +131,13 @@ async fn run_in(
         }
         None => (None, None),
     };
+    let (broker, amqp_url) = match &config.amqp_url {
+        Some(url) => {
+            let (proxy, through) = broker_proxy(url).await?;
+            (Some(proxy), Some(through))
+        }
+        None => (None, None),
+    };
     let events = Events::default();
     let rig = Rig::start(
         config,
@@ -116,6 +145,7 @@ async fn run_in(
             name: "checkout",
             database_url: database_url.as_deref(),
             health_checks: true,
+            amqp_url: amqp_url.as_deref(),
         },
         work_path,
         &events,
@@ -131,6 +161,7 @@ async fn run_in(
         work_path,
         progress,
     );
+    context.broker = broker;
     context.rig.wait_healthy(Duration::from_secs(30)).await?;
 
     let mut report = Report {
@@ -155,6 +186,8 @@ async fn run_in(
         stall: None,
         slow_boot: None,
         rollout_during_outage: None,
+        worker_wedge: None,
+        broker_outage: None,
         skipped: Vec::new(),
         targets: config.targets,
         verdicts: Vec::new(),
@@ -163,6 +196,13 @@ async fn run_in(
         if drill.needs_shared_database() && context.proxy.is_none() {
             report.skipped.push(format!(
                 "{}: needs a shared database (--database-url postgres://…)",
+                drill.name()
+            ));
+            continue;
+        }
+        if drill.needs_broker() && config.amqp_url.is_none() {
+            report.skipped.push(format!(
+                "{}: needs a message broker (--amqp-url amqp://…)",
                 drill.name()
             ));
             continue;
@@ -185,6 +225,12 @@ async fn run_in(
                 DrillKind::RolloutDuringOutage => {
                     report.rollout_during_outage = Some(context.rollout_during_outage().await?);
                 }
+                DrillKind::WorkerWedge => {
+                    report.worker_wedge = Some(context.worker_wedge().await?);
+                }
+                DrillKind::BrokerOutage => {
+                    report.broker_outage = Some(context.broker_outage().await?);
+                }
                 DrillKind::Busy => {}
             }
             context.stop_load();
@@ -195,6 +241,15 @@ async fn run_in(
     context.stop_load();
     for instance in &context.rig.fleet {
         instance.kill().await;
+    }
+    if let Some(url) = &config.amqp_url {
+        let queues: Vec<String> = context
+            .rig
+            .fleet
+            .iter()
+            .map(|instance| crate::drills::worker_wedge::queue_name(work_path, &instance.name))
+            .collect();
+        crate::drills::worker_wedge::delete_queues(url, &queues).await;
     }
     Ok(report)
 }

@@ -270,6 +270,61 @@ impl Targets {
                 boot.time_to_started_s.is_some(),
             ));
         }
+        if let Some(wedge) = &report.worker_wedge {
+            let drill = "worker-wedge";
+            verdicts.push(exactly(
+                drill,
+                "restarts (the wedged instance)",
+                wedge.restarts.into(),
+                1,
+            ));
+            verdicts.push(Verdict::new(
+                drill,
+                "back in rotation after the restart".to_owned(),
+                wedge
+                    .time_back_in_rotation_s
+                    .map_or_else(|| "never".to_owned(), duration),
+                wedge.time_back_in_rotation_s.is_some(),
+            ));
+            verdicts.push(exactly(drill, "orders lost", wedge.lost, 0));
+            verdicts.push(exactly(
+                drill,
+                "orders published twice",
+                wedge.duplicated,
+                0,
+            ));
+            verdicts.push(exactly(
+                drill,
+                "orders left in an outbox",
+                wedge.unpublished,
+                0,
+            ));
+        }
+        if let Some(outage) = &report.broker_outage {
+            let drill = "broker-outage";
+            verdicts.push(exactly(drill, "restarts", outage.restarts.into(), 0));
+            verdicts.push(exactly(
+                drill,
+                "liveness probes failed",
+                outage.liveness_failures.into(),
+                0,
+            ));
+            verdicts.push(Verdict::new(
+                drill,
+                "outboxes drained after the broker's return".to_owned(),
+                outage
+                    .time_to_drained_s
+                    .map_or_else(|| "never".to_owned(), duration),
+                outage.time_to_drained_s.is_some(),
+            ));
+            verdicts.push(exactly(drill, "orders lost", outage.lost, 0));
+            verdicts.push(exactly(
+                drill,
+                "orders published twice",
+                outage.duplicated,
+                0,
+            ));
+        }
         if let Some(rollout) = &report.rollout_during_outage {
             let drill = "rollout-during-outage";
             verdicts.push(exactly(drill, "restarts", rollout.restarts.into(), 0));

@@ -6,6 +6,7 @@
 //! | `POST /chaos/release-connections` | returns them | `/readyz` 200 again after the rise count |
 //! | `POST /chaos/stall?seconds=N` | blocks every runtime worker thread for N seconds | `/livez` times out, then fails once the stall is past the threshold |
 //! | `POST /chaos/deadlock` | two threads take two locks in opposite order | `/livez` 503 naming `deadlock`, for good (feature `deadlock`) |
+//! | `GET /chaos/outbox` | nothing: reads how many orders the database holds and how many wait in the outbox | what `probity drill`'s `worker-wedge` compares with the broker |
 //! | `POST /chaos/wedge-worker` | the outbox relay awaits a future that never completes, outside any declared wait (`--amqp-url`) | `/livez` 503 naming `outbox` within `--outbox-max-silence`, `/readyz` 503 with it; orders keep being taken and wait in the outbox; a restart drains it |
 
 use crate::db::{Database, HeldConnection};
@@ -47,7 +48,8 @@ impl Chaos {
             .route("/chaos/leak-connections", post(leak))
             .route("/chaos/release-connections", post(release))
             .route("/chaos/stall", post(stall))
-            .route("/chaos/wedge-worker", post(wedge_worker));
+            .route("/chaos/wedge-worker", post(wedge_worker))
+            .route("/chaos/outbox", axum::routing::get(outbox_counts));
         #[cfg(feature = "deadlock")]
         let router = router.route("/chaos/deadlock", post(deadlock));
         router.with_state(self)
@@ -101,6 +103,21 @@ async fn release(State(chaos): State<Chaos>) -> Response {
     held.clear();
     tracing::warn!(released, "chaos: released pool connections");
     Json(json!({ "released": released })).into_response()
+}
+
+/// What the database holds: orders, and those still waiting in the outbox. The drill compares it
+/// with what the broker received.
+async fn outbox_counts(State(chaos): State<Chaos>) -> Response {
+    match tokio::try_join!(chaos.db.order_count(), chaos.db.outbox_backlog()) {
+        Ok((orders, unpublished)) => {
+            Json(json!({ "orders": orders, "unpublished": unpublished })).into_response()
+        }
+        Err(_) => (
+            StatusCode::SERVICE_UNAVAILABLE,
+            Json(json!({ "error": "the database cannot be read" })),
+        )
+            .into_response(),
+    }
 }
 
 async fn wedge_worker(State(chaos): State<Chaos>) -> Response {

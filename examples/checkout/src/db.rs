@@ -378,6 +378,18 @@ impl Database {
         Ok(count)
     }
 
+    /// How many orders are stored.
+    pub async fn order_count(&self) -> Result<i64, DbError> {
+        let (count,): (i64,) = with_pool!(self, pool => {
+            let mut connection = self.acquire(pool).await?;
+            sqlx::query_as("SELECT COUNT(*) FROM orders")
+                .fetch_one(&mut **connection)
+                .await
+                .map_err(|error| DbError::from_sqlx(&error, false))?
+        });
+        Ok(count)
+    }
+
     /// The order numbered `id`, if there is one.
     pub async fn order(&self, id: i64) -> Result<Option<Order>, DbError> {
         let query = |error: sqlx::Error| DbError::from_sqlx(&error, false);

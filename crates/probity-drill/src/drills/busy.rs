@@ -193,6 +193,7 @@ impl Context<'_> {
                 name: "bare",
                 database_url: self.database_url.as_deref(),
                 health_checks: false,
+                amqp_url: None,
             },
             self.work_path,
             &Events::default(),

@@ -4,6 +4,7 @@
 //! `--concurrency` connections of `POST /orders` through HAProxy (or a fixed `--rate`). `busy`
 //! is that load alone, without a fault.
 
+pub mod broker_outage;
 pub mod busy;
 pub mod flap;
 pub mod outage;
@@ -12,6 +13,7 @@ pub mod rollout;
 pub mod sigterm;
 pub mod slow_boot;
 pub mod stall;
+pub mod worker_wedge;
 
 use crate::fleet::{Event, EventKind, Events, Instance};
 use crate::load::{LoadHandle, LoadSpec, Timeline};
@@ -82,6 +84,11 @@ pub struct Context<'a> {
     pub work_path: &'a Path,
     /// Where progress goes.
     pub progress: &'a dyn Progress,
+    /// The cuttable path to the broker, if there is one.
+    pub broker: Option<FaultProxy>,
+    /// Orders the fleet held at the last count against the broker (whose queues were emptied
+    /// then).
+    pub tallied_orders: u64,
     load: Option<LoadHandle>,
 }
 
@@ -111,6 +118,8 @@ impl<'a> Context<'a> {
             database_url,
             work_path,
             progress,
+            broker: None,
+            tallied_orders: 0,
             load: None,
         }
     }
