@@ -613,7 +613,7 @@ impl Report {
                 &mut out,
                 [
                     "restarts",
-                    "fleet restarted (heartbeat without waits)",
+                    "fleet restarted",
                     "0",
                     &outage.restarts.to_string(),
                 ],

@@ -86,8 +86,9 @@ impl Context<'_> {
         // that "empty" means the backlog of the outage is gone, not that no order is new.
         self.stop_load();
         let fleet = self.rig.fleet.clone();
+        // Every order of the outage waits in an outbox: give the relays time in proportion.
         let drained = poll_until(
-            Duration::from_secs(60),
+            Duration::from_secs(60) + outage * 3,
             Duration::from_millis(100),
             || async {
                 let mut empty = true;
