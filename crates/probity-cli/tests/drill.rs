@@ -630,5 +630,9 @@ fn under_load_a_wedged_relay_restarts_its_instance_a_broker_outage_restarts_noth
     assert!(outage["orders"].as_u64().unwrap() > 0, "{outage}");
     assert_eq!(outage["orders"], outage["published"], "{outage}");
     assert_eq!(outage["lost"], 0, "{outage}");
-    assert_eq!(outage["duplicated"], 0, "{outage}");
+    // At least once: the publish in flight when the broker went away may arrive twice.
+    assert!(
+        outage["duplicated"].as_u64().unwrap() <= report["instances"].as_u64().unwrap(),
+        "at most one in flight per relay: {outage}"
+    );
 }
