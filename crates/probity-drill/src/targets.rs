@@ -318,11 +318,13 @@ impl Targets {
                 outage.time_to_drained_s.is_some(),
             ));
             verdicts.push(exactly(drill, "orders lost", outage.lost, 0));
-            verdicts.push(exactly(
+            // Delivery is at least once: a publish whose confirm the cut swallowed is sent again
+            // (consumers drop it by message id). Each relay has one publish in flight.
+            verdicts.push(at_most(
                 drill,
-                "orders published twice",
+                "orders published twice (one in flight per relay)",
                 outage.duplicated,
-                0,
+                report.instances as u64,
             ));
         }
         if let Some(rollout) = &report.rollout_during_outage {

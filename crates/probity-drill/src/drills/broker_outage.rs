@@ -37,7 +37,8 @@ pub struct BrokerOutage {
     pub published: u64,
     /// Orders stored but never received (must be 0).
     pub lost: u64,
-    /// Deliveries beyond the first of an order (must be 0).
+    /// Deliveries beyond the first of an order: at most one per relay, the publish in flight
+    /// when the broker went away, whose confirm never came (delivery is at least once).
     pub duplicated: u64,
 }
 
