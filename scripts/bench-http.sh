@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # HTTP benchmark (not a test): how much does an honest /readyz cost?
 #
-#   scripts/bench-http.sh [seconds per run, default 5]   (READYZ_ONLY=1: only part 1)
+#   scripts/bench-http.sh [seconds per run, default 5]   (READYZ_ONLY=1: only part 1; AGENT_ONLY=1: only part 3)
 #
 # 1. wrk against checkout's /readyz (plain, ?verbose, application/json, application/health+json)
 #    and, in the same run, against a bare axum handler returning a static 200 and against
@@ -87,6 +87,8 @@ run_wrk() { # name url [header] → appends "rps p99" to $work/$name
 # Interleaved rounds, so drift in what else the machine does hits every target alike; each
 # target's median round is reported.
 rounds=${ROUNDS:-7}
+median() { sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
+if [ "${AGENT_ONLY:-0}" != 1 ]; then
 echo "wrk -t$threads -c$connections -d${duration}s, $rounds interleaved rounds, on $(nproc) cores"
 for _ in $(seq "$rounds"); do
   run_wrk bare-axum "http://127.0.0.1:$bare_port/readyz"
@@ -99,7 +101,6 @@ for _ in $(seq "$rounds"); do
   run_wrk bare-json-body "http://127.0.0.1:$bare_port/static/readyz.json"
   run_wrk bare-health-json-body "http://127.0.0.1:$bare_port/static/readyz.health.json"
 done
-median() { sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
 # Each round's ratio to the bare handler of the same round (drift cancels), then the median.
 # The last column compares each format with the bare handler sending the same bytes.
 same_body() { # name → the bare target that sends its body
@@ -169,6 +170,8 @@ echo "health-check queries/s on the database, /readyz idle:        $idle"
 echo "health-check queries/s on the database, /readyz at $probes req/s: $loaded"
 awk -v i="$interval_ms" 'BEGIN { printf "expected from the db check alone:                %.2f (one per %d ms)\n", 1000 / i, i }'
 psql -h 127.0.0.1 -U postgres -d postgres -qtAc "drop database if exists $database with (force)" >/dev/null || true
+
+fi # AGENT_ONLY
 
 # --- probity agent ------------------------------------------------------------------------------
 # The agent's /readyz against the bare axum handler (same target as the library: ≥ 0.90 × bare),

@@ -1,5 +1,6 @@
 //! The agent's listener: the probes (at the configured paths), gRPC health, `/metrics`,
-//! `/contract` and the agent's own liveness, on one port.
+//! `/contract`, the agent's own liveness and — when the listener shows details, so it is an
+//! operators' one — the status page (`/status`, `/status.json`), on one port.
 
 use crate::agent::Agent;
 use axum::Router;
@@ -9,7 +10,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use metrics_exporter_prometheus::PrometheusHandle;
 use probity::Health;
-use probity_axum::Probes;
+use probity_axum::{Details, Probes, StatusPage};
 use probity_grpc::HealthService;
 use std::sync::Arc;
 
@@ -26,7 +27,7 @@ pub(crate) fn router(agent: &Agent, metrics: Option<PrometheusHandle>) -> Router
         contract: agent.contract().to_json_pretty(),
         metrics,
     });
-    Router::new()
+    let router = Router::new()
         .route("/metrics", get(metrics_page))
         .route("/contract", get(contract))
         .route("/agent/livez", get(|| async { "ok\n" }))
@@ -36,7 +37,13 @@ pub(crate) fn router(agent: &Agent, metrics: Option<PrometheusHandle>) -> Router
             Probes::new(agent.health.clone())
                 .details(agent.details)
                 .router(),
-        )
+        );
+    // The page shows full reasons: only where the listener already does.
+    if agent.details == Details::Admin {
+        router.merge(StatusPage::new(agent.health.clone()).router())
+    } else {
+        router
+    }
 }
 
 async fn metrics_page(State(shared): State<Arc<Shared>>) -> Response {

@@ -67,6 +67,12 @@ async fn a_leaked_pool_drains_the_instance_and_it_returns_after_the_rise_count()
     eprintln!("drained {drained_after:?} after the leak:\n{body}");
     // Liveness does not care: a leaked pool is the app's to fix, a restart would hide it.
     let (status, livez) = get(&http, &format!("{}/livez", agent.url)).await.unwrap();
+    // Details are withheld on this listener, so the status page (full reasons) is not served.
+    let (page, _) = get(&http, &format!("{}/status", agent.url)).await.unwrap();
+    assert_eq!(
+        page, 404,
+        "the status page on a listener that hides details"
+    );
     assert_eq!(status, 200, "{livez}");
 
     // Release: back in rotation after three good polls in a row (rise = 3, interval 1 s).

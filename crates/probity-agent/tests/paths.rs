@@ -79,6 +79,10 @@ async fn configured_paths_and_a_heartbeat_file() {
         paths,
         ["/internal/live", "/internal/ready", "/internal/started"]
     );
+    // A listener that shows details serves the status page, with the agent's own entries.
+    let (status, page) = get(&http, &url("/status")).await.unwrap();
+    assert_eq!(status, 200, "{page}");
+    assert!(page.contains("queue") && page.contains("worker"), "{page}");
 
     // The worker stops beating: liveness fails once the file is older than its bound.
     beating.abort();
