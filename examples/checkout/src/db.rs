@@ -368,9 +368,15 @@ impl Database {
 
     /// How many outbox rows wait to be published.
     pub async fn outbox_backlog(&self) -> Result<i64, DbError> {
+        self.count("SELECT COUNT(*) FROM outbox WHERE published_at IS NULL")
+            .await
+    }
+
+    /// The one number a `SELECT COUNT(*) …` answers.
+    async fn count(&self, query: &'static str) -> Result<i64, DbError> {
         let (count,): (i64,) = with_pool!(self, pool => {
             let mut connection = self.acquire(pool).await?;
-            sqlx::query_as("SELECT COUNT(*) FROM outbox WHERE published_at IS NULL")
+            sqlx::query_as(query)
                 .fetch_one(&mut **connection)
                 .await
                 .map_err(|error| DbError::from_sqlx(&error, false))?
@@ -380,14 +386,7 @@ impl Database {
 
     /// How many orders are stored.
     pub async fn order_count(&self) -> Result<i64, DbError> {
-        let (count,): (i64,) = with_pool!(self, pool => {
-            let mut connection = self.acquire(pool).await?;
-            sqlx::query_as("SELECT COUNT(*) FROM orders")
-                .fetch_one(&mut **connection)
-                .await
-                .map_err(|error| DbError::from_sqlx(&error, false))?
-        });
-        Ok(count)
+        self.count("SELECT COUNT(*) FROM orders").await
     }
 
     /// The order numbered `id`, if there is one.

@@ -6,9 +6,8 @@
 //! outage), orders must keep being taken and wait in the outbox, and every one must reach the
 //! broker once it returns.
 
-use super::{Context, fmt_at, poll_until, since};
+use super::{Context, fmt_at, liveness_failed, poll_until, since};
 use crate::DrillError;
-use crate::fleet::EventKind;
 use crate::report::seconds;
 use serde::Serialize;
 use std::time::Duration;
@@ -67,16 +66,7 @@ impl Context<'_> {
             .events
             .since(start)
             .iter()
-            .filter(|event| {
-                event.at <= recovered
-                    && matches!(
-                        event.kind,
-                        EventKind::ProbeFailed {
-                            probe: "liveness",
-                            ..
-                        }
-                    )
-            })
+            .filter(|event| event.at <= recovered && liveness_failed(&event.kind))
             .count() as u32;
         self.progress.step(&format!(
             "broker outage: broker back; {} of {} requests failed meanwhile, {liveness_failures} \

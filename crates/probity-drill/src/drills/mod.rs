@@ -51,6 +51,17 @@ where
     }
 }
 
+/// Whether an event is a failed liveness probe.
+pub fn liveness_failed(kind: &EventKind) -> bool {
+    matches!(
+        kind,
+        EventKind::ProbeFailed {
+            probe: "liveness",
+            ..
+        }
+    )
+}
+
 /// Seconds from `start` to `at`.
 pub fn since(start: Instant, at: Option<Instant>) -> Option<f64> {
     at.map(|at| seconds(at.saturating_duration_since(start)))
@@ -219,6 +230,31 @@ impl<'a> Context<'a> {
             .since(since)
             .into_iter()
             .find(|event| event.instance == instance && matches(&event.kind))
+    }
+
+    /// Startup probes of `instance` that failed from `since` until it started (`until`), or
+    /// since then at all when it never did.
+    pub fn startup_probe_failures(
+        &self,
+        since: Instant,
+        instance: usize,
+        until: Option<Instant>,
+    ) -> u32 {
+        self.events
+            .since(since)
+            .iter()
+            .filter(|event| {
+                event.instance == instance
+                    && matches!(
+                        event.kind,
+                        EventKind::ProbeFailed {
+                            probe: "startup",
+                            ..
+                        }
+                    )
+                    && until.is_none_or(|until| event.at <= until)
+            })
+            .count() as u32
     }
 
     /// Waits up to `within` for the first such event.

@@ -133,22 +133,8 @@ impl Context<'_> {
             fmt_at(since(recovered, in_rotation)),
             fmt_at(since(recovered, full))
         ));
-        let startup_probe_failures = self
-            .events
-            .since(start)
-            .iter()
-            .filter(|event| {
-                event.instance == index
-                    && matches!(
-                        event.kind,
-                        EventKind::ProbeFailed {
-                            probe: "startup",
-                            ..
-                        }
-                    )
-                    && started.as_ref().is_none_or(|s| event.at <= s.at)
-            })
-            .count() as u32;
+        let startup_probe_failures =
+            self.startup_probe_failures(start, index, started.as_ref().map(|event| event.at));
         Ok(RolloutDuringOutage {
             outage_s: seconds(recovered - cut),
             startup_budget_s: seconds(startup_budget),

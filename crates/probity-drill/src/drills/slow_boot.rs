@@ -65,22 +65,8 @@ impl Context<'_> {
             "slow boot: started at {}",
             fmt_at(super::since(start, started.as_ref().map(|e| e.at)))
         ));
-        let startup_probe_failures = self
-            .events
-            .since(start)
-            .iter()
-            .filter(|event| {
-                event.instance == index
-                    && matches!(
-                        event.kind,
-                        EventKind::ProbeFailed {
-                            probe: "startup",
-                            ..
-                        }
-                    )
-                    && started.as_ref().is_none_or(|s| event.at <= s.at)
-            })
-            .count() as u32;
+        let startup_probe_failures =
+            self.startup_probe_failures(start, index, started.as_ref().map(|event| event.at));
         // Back in rotation before the next drill (the caller waits for the whole fleet).
         let _ = poll_until(
             Duration::from_secs(30),

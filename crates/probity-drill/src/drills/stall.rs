@@ -4,7 +4,7 @@
 //! restart fixes. Liveness must fail, the prober must restart exactly that instance, and the
 //! new process must come back into rotation.
 
-use super::{Context, fmt_at, poll_until, since};
+use super::{Context, fmt_at, liveness_failed, poll_until, since};
 use crate::DrillError;
 use crate::fleet::EventKind;
 use crate::load::LoadReport;
@@ -30,16 +30,6 @@ pub struct Stall {
     pub window: LoadReport,
     /// Restarts in the fleet (1 expected: the stalled instance).
     pub restarts: u32,
-}
-
-fn liveness_failed(kind: &EventKind) -> bool {
-    matches!(
-        kind,
-        EventKind::ProbeFailed {
-            probe: "liveness",
-            ..
-        }
-    )
 }
 
 impl Context<'_> {

@@ -7,7 +7,7 @@
 //! its outbox — none lost, none published twice. What the broker received is counted in the
 //! broker itself, against what each instance's database holds.
 
-use super::{Context, fmt_at, poll_until, since};
+use super::{Context, fmt_at, liveness_failed, poll_until, since};
 use crate::DrillError;
 use crate::fleet::EventKind;
 use lapin::options::BasicGetOptions;
@@ -89,17 +89,7 @@ impl Context<'_> {
         self.chaos(&victim, "/chaos/wedge-worker").await?;
         let index = victim.index;
         let window = bound + self.config.probes.liveness.period * 10 + Duration::from_secs(30);
-        let failed = self
-            .wait_event(start, index, window, |kind| {
-                matches!(
-                    kind,
-                    EventKind::ProbeFailed {
-                        probe: "liveness",
-                        ..
-                    }
-                )
-            })
-            .await;
+        let failed = self.wait_event(start, index, window, liveness_failed).await;
         let restarted = self
             .wait_event(start, index, window, |kind| {
                 matches!(kind, EventKind::Spawned)
