@@ -153,7 +153,8 @@ fn benches(c: &mut Criterion) {
                 b.iter(|| render(black_box(&snapshot), black_box(&request), clock))
             });
             // Rendered: every iteration's clock maps wall time differently, so no kept answer
-            // applies and the whole answer is built.
+            // applies and the whole answer is built — for JSON, from the pieces each check's
+            // result was published with (`render::fragments`), as every real answer is.
             c.bench_function(&format!("{label} (rendered)"), |b| {
                 let mut skew = 0_u64;
                 b.iter(|| {

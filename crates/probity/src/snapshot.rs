@@ -11,6 +11,7 @@
 use crate::check::{FailureKind, Measurement};
 use crate::history::History;
 use crate::paths::ProbePaths;
+use crate::render::fragments::Prerendered;
 use probity_contract::contract::LivenessKind;
 use probity_contract::verdict::{self, CheckVerdict, Effect, Evidence, Gate, Gates, Subject};
 use probity_contract::{ProbeKind, Status, Tier};
@@ -48,6 +49,8 @@ pub struct CheckState {
     pub(crate) last_transition: Option<Instant>,
     pub(crate) last_success: Option<Instant>,
     pub(crate) history: History,
+    /// Its JSON, as far as the state alone decides it: written when the state is published.
+    pub(crate) prerendered: Prerendered,
 }
 
 impl CheckState {

@@ -173,6 +173,7 @@ impl Store {
                         last_transition: None,
                         last_success: None,
                         history: History::default(),
+                        prerendered: Default::default(),
                     })
                 })
                 .collect(),
@@ -455,6 +456,7 @@ fn record(
         warning: result.warning.is_some(),
     });
     next.last = Some(result);
+    next.prerendered.fill(&next);
     state.checks[index] = Arc::new(next);
     transition
 }

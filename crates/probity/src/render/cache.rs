@@ -110,10 +110,16 @@ impl Answers {
         status: u16,
         body: &str,
     ) {
+        // Kept already: the answer at hand was rendered for a clock the kept one does not
+        // serve (another mapping of time, or past its deadline), and the first one stays.
+        let cell = &self.cells[key.0];
+        if cell.get().is_some() {
+            return;
+        }
         let Steady::Until(until) = steady(snapshot, probe, clock.now) else {
             return;
         };
-        let _ = self.cells[key.0].set(Kept {
+        let _ = cell.set(Kept {
             clock,
             until,
             status,

@@ -32,7 +32,10 @@
 //! polling `application/json` costs a copy of the body, not a render, between two polls.
 
 pub(crate) mod cache;
-mod json;
+pub(crate) mod fragments;
+pub(crate) mod json;
+#[cfg(test)]
+pub(crate) mod json_reference;
 mod text;
 
 pub use crate::details::Details;
@@ -254,11 +257,6 @@ impl Clock {
             now: Instant::now(),
             wall: SystemTime::now(),
         }
-    }
-
-    /// The wall-clock time of monotonic instant `at`.
-    pub(crate) fn wall_at(&self, at: Instant) -> SystemTime {
-        self.wall - self.now.saturating_duration_since(at)
     }
 }
 

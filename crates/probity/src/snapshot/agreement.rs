@@ -15,8 +15,63 @@ fn tier() -> impl Strategy<Value = Tier> {
 /// Milliseconds relative to the evaluation instant, which sits 100 s after the origin.
 const NOW_MS: u64 = 100_000;
 
+/// What a check shows besides its verdict: its dependency, its figures (some without a JSON
+/// number), when it last passed and changed, how long its poll took.
+#[derive(Debug, Clone)]
+struct Looks {
+    dependency: Option<&'static str>,
+    measurements: Vec<Measurement>,
+    last_success_ms: Option<u64>,
+    last_transition_ms: Option<u64>,
+    duration_us: u64,
+}
+
+fn looks() -> impl Strategy<Value = Looks> {
+    let measurement = (
+        prop_oneof![
+            Just("connections"),
+            Just("utilization"),
+            Just("a \"quoted\"\nname")
+        ],
+        prop_oneof![
+            Just(3.0),
+            Just(60.5),
+            Just(1e-7),
+            Just(f64::NAN),
+            Just(f64::INFINITY)
+        ],
+        proptest::option::of(prop_oneof![Just("percent"), Just("ms")]),
+    )
+        .prop_map(|(name, value, unit)| Measurement {
+            name: name.to_owned(),
+            value,
+            unit: unit.map(str::to_owned),
+        });
+    (
+        proptest::option::of(prop_oneof![
+            Just("postgres"),
+            Just("redis"),
+            Just("pricing \"api\"")
+        ]),
+        proptest::collection::vec(measurement, 0..3),
+        proptest::option::of(0..NOW_MS),
+        proptest::option::of(0..NOW_MS),
+        0u64..5_000_000,
+    )
+        .prop_map(
+            |(dependency, measurements, last_success_ms, last_transition_ms, duration_us)| Looks {
+                dependency,
+                measurements,
+                last_success_ms,
+                last_transition_ms,
+                duration_us,
+            },
+        )
+}
+
 fn check(index: usize, origin: Instant) -> impl Strategy<Value = CheckState> {
     (
+        looks(),
         tier(),
         any::<bool>(),
         proptest::option::of((0..NOW_MS + 5_000, any::<bool>(), any::<bool>())),
@@ -27,7 +82,17 @@ fn check(index: usize, origin: Instant) -> impl Strategy<Value = CheckState> {
         1u32..5,
     )
         .prop_map(
-            move |(tier, healthy, last, unhealthy_since, staleness, fail_open, successes, rise)| {
+            move |(
+                looks,
+                tier,
+                healthy,
+                last,
+                unhealthy_since,
+                staleness,
+                fail_open,
+                successes,
+                rise,
+            )| {
                 let at = |ms: u64| origin + Duration::from_millis(ms);
                 let evidence = Evidence {
                     tier,
@@ -45,21 +110,22 @@ fn check(index: usize, origin: Instant) -> impl Strategy<Value = CheckState> {
                 };
                 CheckState {
                     name: format!("check-{index}").into(),
-                    dependency: None,
+                    dependency: looks.dependency.map(Arc::from),
                     last: last.map(|(ms, ok, warning)| LastResult {
                         ok,
                         at: at(ms),
-                        duration: Duration::from_millis(3),
+                        duration: Duration::from_micros(looks.duration_us),
                         message: (!ok).then(|| "connection refused".to_owned()),
                         kind: (!ok).then_some(FailureKind::Refused),
-                        measurements: Vec::new(),
+                        measurements: looks.measurements.clone(),
                         warning: (ok && warning).then(|| "pool busy".to_owned()),
                     }),
                     evidence,
                     consecutive_failures: 0,
-                    last_transition: None,
-                    last_success: None,
+                    last_transition: looks.last_transition_ms.map(at),
+                    last_success: looks.last_success_ms.map(at),
                     history: crate::history::History::default(),
+                    prerendered: Default::default(),
                 }
             },
         )
@@ -76,8 +142,9 @@ fn snapshot() -> impl Strategy<Value = (Snapshot, Instant)> {
         proptest::collection::vec((any::<bool>(), any::<bool>()), 0..4),
         proptest::collection::vec(0u8..5, 0..3),
         proptest::option::of(0..NOW_MS),
+        proptest::option::of(prop_oneof![Just("checkout"), Just("a \"service\"\t")]),
     )
-        .prop_map(move |(checks, steps, conditions, shutting_down)| {
+        .prop_map(move |(checks, steps, conditions, shutting_down, service)| {
             let steps: Vec<StepState> = steps
                 .into_iter()
                 .enumerate()
@@ -134,7 +201,7 @@ fn snapshot() -> impl Strategy<Value = (Snapshot, Instant)> {
                 })
                 .collect();
             let snapshot = Snapshot {
-                service: None,
+                service: service.map(Into::into),
                 paths: Arc::new(ProbePaths::default()),
                 checks: checks.into_iter().map(Arc::new).collect(),
                 steps: steps.into(),
@@ -222,6 +289,51 @@ proptest! {
             let entry = snapshot.entry(ProbeKind::Readiness, check.name(), now).unwrap();
             let serves = check.serves_alone(now);
             prop_assert_eq!(entry.status == Status::Fail, !serves);
+        }
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(1_000))]
+
+    /// The JSON answers written from each check's prerendered pieces
+    /// ([`crate::render::fragments`]) are, byte for byte, what serializing every entry whole
+    /// gives — with any exclusion, at any instant, with any clock.
+    #[test]
+    fn json_from_prerendered_pieces_reads_as_serde_writes_it(
+        (snapshot, now) in snapshot(),
+        skew_ms in prop_oneof![Just(0u64), 1u64..100_000_000],
+        exclude_first in any::<bool>(),
+    ) {
+        use crate::render::json;
+        let clock = Clock {
+            now,
+            wall: SystemTime::now() - Duration::from_millis(skew_ms),
+        };
+        let query = Query::default();
+        for probe in PROBES {
+            let names = snapshot.entry_names(probe);
+            let excluded: Vec<&str> = names.iter().copied().take(usize::from(exclude_first)).collect();
+            let entries = snapshot.entries(probe, now, &excluded);
+            let verdict = Verdict::of(&entries);
+            for details in [Details::Public, Details::Admin] {
+                for format in [Format::Json, Format::HealthJson] {
+                    let request = Request { probe, check: None, query: &query, format, details };
+                    let (written, reference) = if format == Format::Json {
+                        (
+                            json::body(&snapshot, &request, &entries, &verdict, clock),
+                            crate::render::json_reference::body(&snapshot, &request, &entries, &verdict, clock),
+                        )
+                    } else {
+                        (
+                            json::health_body(&snapshot, &request, &entries, &verdict, clock),
+                            crate::render::json_reference::health_body(&snapshot, &request, &entries, &verdict, clock),
+                        )
+                    };
+                    prop_assert_eq!(&written, &reference, "{:?} {:?} {:?}", probe, format, details);
+                    prop_assert!(serde_json::from_str::<serde_json::Value>(&written).is_ok());
+                }
+            }
         }
     }
 }

@@ -1,0 +1,314 @@
+//! The JSON answers as serde writes them whole, value by value: the oracle that the answers
+//! written from prerendered pieces ([`super::fragments`]) must equal byte for byte
+//! (`snapshot::agreement`'s property test).
+
+use super::json::{component_type, finite, millis};
+use super::{Clock, Request, entry_kind};
+use crate::check::Measurement;
+use crate::snapshot::{CheckState, Entry, Snapshot, Verdict};
+use probity_contract::{Status, Tier};
+use serde::Serialize;
+use serde::ser::{SerializeMap, SerializeSeq};
+use std::borrow::Cow;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+/// A timestamp as RFC 3339 with milliseconds, UTC; a time before the epoch as the epoch.
+struct Timestamp(SystemTime);
+
+/// The wall-clock time of monotonic instant `at`, by `clock`.
+fn wall_at(clock: Clock, at: tokio::time::Instant) -> SystemTime {
+    clock.wall - clock.now.saturating_duration_since(at)
+}
+
+impl Serialize for Timestamp {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_str(&humantime::format_rfc3339_millis(self.0.max(UNIX_EPOCH)))
+    }
+}
+
+fn to_string(value: &impl Serialize, size_hint: usize) -> String {
+    let mut out = Vec::with_capacity(size_hint);
+    serde_json::to_writer(&mut out, value).unwrap();
+    String::from_utf8(out).unwrap()
+}
+
+#[derive(Serialize)]
+struct Body<'a> {
+    status: Status,
+    probe: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    service: Option<&'a str>,
+    failing: &'a [String],
+    degraded: &'a [String],
+    checks: JsonEntries<'a>,
+}
+
+/// The `checks` array, each entry built as it is written.
+struct JsonEntries<'a> {
+    entries: &'a [Entry<'a>],
+    request: &'a Request<'a>,
+    clock: Clock,
+}
+
+impl Serialize for JsonEntries<'_> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_seq(self.entries.iter().map(|entry| self.entry(entry)))
+    }
+}
+
+/// One entry; the fields from `dependency` on are a check's only.
+#[derive(Serialize)]
+struct JsonEntry<'a> {
+    name: &'a str,
+    kind: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tier: Option<Tier>,
+    status: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    reason: Option<Cow<'a, str>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    dependency: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    healthy: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    stale: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    duration_ms: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    consecutive_successes: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    consecutive_failures: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    last_checked: Option<Timestamp>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    last_success: Option<Timestamp>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    last_transition: Option<Timestamp>,
+    #[serde(skip_serializing_if = "JsonMeasurements::is_empty")]
+    measurements: JsonMeasurements<'a>,
+}
+
+/// A check's measurements, as `{name, value, unit}` objects.
+struct JsonMeasurements<'a>(&'a [Measurement]);
+
+impl JsonMeasurements<'_> {
+    fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+}
+
+impl Serialize for JsonMeasurements<'_> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_seq(self.0.iter().map(|measurement| JsonMeasurement {
+            name: &measurement.name,
+            value: finite(measurement.value),
+            unit: measurement.unit.as_deref(),
+        }))
+    }
+}
+
+#[derive(Serialize)]
+struct JsonMeasurement<'a> {
+    name: &'a str,
+    value: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    unit: Option<&'a str>,
+}
+
+impl<'a> JsonEntries<'a> {
+    fn entry(&self, entry: &'a Entry<'a>) -> JsonEntry<'a> {
+        let clock = self.clock;
+        let check = entry.check();
+        let last = check.and_then(CheckState::last);
+        JsonEntry {
+            name: entry.name,
+            kind: entry_kind(self.request.probe, entry),
+            tier: entry.tier,
+            status: if entry.excluded {
+                "excluded"
+            } else {
+                entry.status.as_str()
+            },
+            reason: entry.reason(self.request.details, clock.now),
+            dependency: check.and_then(CheckState::dependency),
+            healthy: check.map(CheckState::is_healthy),
+            stale: check.map(|check| check.is_stale(clock.now)),
+            duration_ms: last.map(|last| millis(last.duration)),
+            consecutive_successes: check.map(CheckState::consecutive_successes),
+            consecutive_failures: check.map(CheckState::consecutive_failures),
+            last_checked: last.map(|last| Timestamp(wall_at(clock, last.at))),
+            last_success: check
+                .and_then(CheckState::last_success)
+                .map(|at| Timestamp(wall_at(clock, at))),
+            last_transition: check
+                .and_then(CheckState::last_transition)
+                .map(|at| Timestamp(wall_at(clock, at))),
+            measurements: JsonMeasurements(last.map_or(&[], |last| last.measurements.as_slice())),
+        }
+    }
+}
+
+pub(crate) fn body(
+    snapshot: &Snapshot,
+    request: &Request<'_>,
+    entries: &[Entry<'_>],
+    verdict: &Verdict,
+    clock: Clock,
+) -> String {
+    let body = Body {
+        status: verdict.status,
+        probe: request.probe.as_str(),
+        service: snapshot.service(),
+        failing: &verdict.failing,
+        degraded: &verdict.degraded,
+        checks: JsonEntries {
+            entries,
+            request,
+            clock,
+        },
+    };
+    to_string(&body, 256 + entries.len() * 512)
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct HealthBody<'a> {
+    status: Status,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    service_id: Option<&'a str>,
+    description: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    output: Option<String>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    notes: Vec<String>,
+    checks: HealthChecks<'a>,
+}
+
+/// The `checks` object: `name:measurement` keys in entry order, each an array of one item.
+struct HealthChecks<'a> {
+    entries: &'a [Entry<'a>],
+    request: &'a Request<'a>,
+    clock: Clock,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct HealthItem<'a> {
+    component_type: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    observed_value: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    observed_unit: Option<&'a str>,
+    status: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    time: Option<Timestamp>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    output: Option<Cow<'a, str>>,
+}
+
+/// One item as the one element of an array.
+struct One<T>(T);
+
+impl<T: Serialize> Serialize for One<T> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut seq = serializer.serialize_seq(Some(1))?;
+        seq.serialize_element(&self.0)?;
+        seq.end()
+    }
+}
+
+impl Serialize for HealthChecks<'_> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut map = serializer.serialize_map(None)?;
+        for entry in self.entries {
+            let status = if entry.excluded {
+                "pass"
+            } else {
+                entry.status.as_str()
+            };
+            let output = if entry.excluded {
+                Some(Cow::Borrowed("excluded"))
+            } else {
+                entry.reason(self.request.details, self.clock.now)
+            };
+            let Some(check) = entry.check() else {
+                map.serialize_entry(
+                    entry.name,
+                    &One(HealthItem {
+                        component_type: "system",
+                        observed_value: None,
+                        observed_unit: None,
+                        status,
+                        time: None,
+                        output,
+                    }),
+                )?;
+                continue;
+            };
+            let last = check.last();
+            let kind = component_type(check.dependency());
+            let time = || last.map(|last| Timestamp(wall_at(self.clock, last.at)));
+            map.serialize_entry(
+                &format_args!("{}:responseTime", entry.name),
+                &One(HealthItem {
+                    component_type: kind,
+                    observed_value: last.map(|last| millis(last.duration)),
+                    observed_unit: last.map(|_| "ms"),
+                    status,
+                    time: time(),
+                    output,
+                }),
+            )?;
+            for measurement in last.map(|last| last.measurements.as_slice()).unwrap_or(&[]) {
+                map.serialize_entry(
+                    &format_args!("{}:{}", entry.name, measurement.name),
+                    &One(HealthItem {
+                        component_type: kind,
+                        observed_value: finite(measurement.value),
+                        observed_unit: measurement.unit.as_deref(),
+                        status,
+                        time: time(),
+                        output: None,
+                    }),
+                )?;
+            }
+        }
+        map.end()
+    }
+}
+
+pub(crate) fn health_body(
+    snapshot: &Snapshot,
+    request: &Request<'_>,
+    entries: &[Entry<'_>],
+    verdict: &Verdict,
+    clock: Clock,
+) -> String {
+    let description = match snapshot.service() {
+        Some(service) => format!("{} of {service}", request.probe.as_str()),
+        None => request.probe.as_str().to_owned(),
+    };
+    let output = match verdict.status {
+        Status::Pass => None,
+        Status::Warn => Some(format!("degraded: {}", verdict.degraded.join(", "))),
+        Status::Fail => Some(format!("failing: {}", verdict.failing.join(", "))),
+    };
+    let notes = if verdict.status == Status::Fail && !verdict.degraded.is_empty() {
+        vec![format!("degraded: {}", verdict.degraded.join(", "))]
+    } else {
+        Vec::new()
+    };
+    let body = HealthBody {
+        status: verdict.status,
+        service_id: snapshot.service(),
+        description,
+        output,
+        notes,
+        checks: HealthChecks {
+            entries,
+            request,
+            clock,
+        },
+    };
+    to_string(&body, 256 + entries.len() * 3 * 512 / 2)
+}
