@@ -341,15 +341,20 @@ pub fn render(snapshot: &Snapshot, request: &Request<'_>, clock: Clock) -> Respo
         return Response::new(status, request.format, String::from(&*body));
     }
     let path = snapshot.paths().get(request.probe);
-    let known = snapshot.entry_names(request.probe);
-    for name in &request.query.exclude {
-        if !known.contains(&name.as_str()) {
-            return render_error(
-                400,
-                request.format,
-                &format!("cannot exclude `{name}`: no such entry in {path}"),
-                &known,
-            );
+    // The names, for an exclusion to be checked against or an error to list; a probe asking
+    // plainly needs neither.
+    let known = || snapshot.entry_names(request.probe);
+    if !request.query.exclude.is_empty() {
+        let known = known();
+        for name in &request.query.exclude {
+            if !known.contains(&name.as_str()) {
+                return render_error(
+                    400,
+                    request.format,
+                    &format!("cannot exclude `{name}`: no such entry in {path}"),
+                    &known,
+                );
+            }
         }
     }
     let (entries, verdict) = match request.check {
@@ -372,7 +377,7 @@ pub fn render(snapshot: &Snapshot, request: &Request<'_>, clock: Clock) -> Respo
                     404,
                     request.format,
                     &format!("no {noun} `{name}` in {path}"),
-                    &known,
+                    &known(),
                 );
             };
             let entries = vec![entry];
