@@ -363,17 +363,25 @@ fn write_items(out: &mut Out, entry: &Entry<'_>, request: &Request<'_>, stamps: 
     };
     let pieces = check.prerendered.get(check);
     let polled = check.last().map(|last| last.at);
+    // Every item of a check has the same status and time: written once, then repeated.
+    let mut shared: Option<Range<usize>> = None;
     for (index, item) in pieces.items.iter().enumerate() {
         if index > 0 {
             out.raw(",");
         }
         out.raw(item);
-        out.raw("\"");
-        out.raw(status);
-        out.raw("\"");
-        if let Some(at) = polled {
-            out.raw(",\"time\":");
-            stamps.write(out, at);
+        if let Some(range) = &shared {
+            out.repeat(range.clone());
+        } else {
+            let start = out.len();
+            out.raw("\"");
+            out.raw(status);
+            out.raw("\"");
+            if let Some(at) = polled {
+                out.raw(",\"time\":");
+                stamps.write(out, at);
+            }
+            shared = Some(start..out.len());
         }
         // The reason goes with the check's response time, not with each of its figures.
         if index == 0
