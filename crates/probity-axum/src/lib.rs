@@ -9,6 +9,9 @@
 //! - [`ShedLayer`]: answers 503 + `Retry-After` without calling the handler while a check the
 //!   routes need fails or the service is still starting: nothing is processed, so the balancer
 //!   may retry the request elsewhere whatever its method;
+//! - [`HealthState`]: an extractor for handlers — the current snapshot, and whether a check is
+//!   failing while its fallback serves ([`HealthState::degraded`]), so a handler answers from
+//!   the fallback and marks the answer degraded; from the router's state, no globals;
 //! - [`CloseWhenUnreadyLayer`]: ends HTTP/1 keep-alive connections while readiness fails, so
 //!   clients reconnect to an instance in rotation instead of staying on this one;
 //! - [`RequestMetricsLayer`]: counts `http_requests_total{status}` through the `metrics` facade,
@@ -61,6 +64,7 @@
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
 mod close_when_unready;
+mod extract;
 mod probes;
 mod quiet;
 mod request_metrics;
@@ -69,6 +73,7 @@ mod shed;
 mod status;
 
 pub use close_when_unready::{CloseWhenUnready, CloseWhenUnreadyFuture, CloseWhenUnreadyLayer};
+pub use extract::{Degraded, HealthState};
 pub use probes::Probes;
 pub use quiet::{
     DEFAULT_PROBE_PATHS, GRPC_HEALTH_PATH, QuietFuture, QuietProbes, QuietProbesLayer,

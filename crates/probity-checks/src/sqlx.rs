@@ -191,8 +191,10 @@ impl<DB: PoolDatabase> PoolCheck<DB> {
             .policy
             .budget(Some(self.pool.options().get_acquire_timeout()));
         let evidence = self.policy.evidence();
-        if let Some(evidence) = &evidence {
-            self.policy.check_evidence(&capacity, evidence, budget)?;
+        if let Some(evidence) = &evidence
+            && let Err(starved) = self.policy.check_evidence(&capacity, evidence, budget)
+        {
+            return Err(self.unless_unreachable(starved, &capacity).await);
         }
         let success = |waited| {
             self.policy
@@ -268,15 +270,65 @@ impl<DB: PoolDatabase> PoolCheck<DB> {
                     }
                 }
             }
-            Ok(Err(sqlx::Error::PoolTimedOut)) | Err(_) => {
-                Err(self.policy.exhausted(&capacity, budget))
-            }
+            Ok(Err(sqlx::Error::PoolTimedOut)) | Err(_) => Err(self
+                .unless_unreachable(self.policy.exhausted(&capacity, budget), &capacity)
+                .await),
             Ok(Err(error)) => Err(capacity.measure_error(with_kind(
                 CheckError::new(describe(&error, &target)),
                 &error,
             ))),
         }
     }
+}
+
+impl<DB: PoolDatabase> PoolCheck<DB> {
+    /// A pool that hands out no connection is this instance's own fault (`exhausted`, which a
+    /// fallback never covers: draining the instance is the cure) only while the database
+    /// answers. sqlx retries a refused connect until the acquire timeout, so a database that
+    /// is down starves the pool's waiters too — a fault every instance shares. One direct
+    /// connection, within what is left of the poll, tells the two apart: it fails, and the
+    /// check reports why the database does not answer instead.
+    async fn unless_unreachable(&self, exhausted: CheckError, capacity: &Capacity) -> CheckError {
+        let options = self.pool.connect_options();
+        let target = DB::target(&options);
+        let left = probity::poll_deadline()
+            .map(|deadline| {
+                deadline
+                    .saturating_duration_since(Instant::now())
+                    .saturating_sub(DIRECT_CONNECT_MARGIN)
+            })
+            .unwrap_or(WARM_UP_WAIT);
+        match tokio::time::timeout(left, options.connect()).await {
+            Ok(Ok(connection)) => {
+                // The database answers: the starvation is the pool's own.
+                drop(connection);
+                exhausted.kind(probity::FailureKind::Exhausted)
+            }
+            Ok(Err(error)) => capacity.measure_error(with_kind(
+                CheckError::new(format!(
+                    "{}; the pool hands out no connection either",
+                    describe(&error, &target)
+                )),
+                &error,
+            )),
+            Err(_) => capacity.measure_error(
+                CheckError::new(format!(
+                    "{}; a direct connection to {target} did not answer within {} either",
+                    exhausted.message(),
+                    format_millis(left)
+                ))
+                .kind(probity::FailureKind::Timeout),
+            ),
+        }
+    }
+}
+
+/// Time kept back from a poll's deadline when confirming exhaustion with a direct connection,
+/// so the answer is the check's and not the poller's cut.
+const DIRECT_CONNECT_MARGIN: Duration = Duration::from_millis(10);
+
+fn format_millis(duration: Duration) -> String {
+    format!("{}ms", duration.as_millis())
 }
 
 /// Acquires a connection from `pool` through `tracker`, so the pool check sees how long it

@@ -69,6 +69,8 @@ async fn exhausted_pool_fails_naming_the_figures_and_recovers_on_release() {
 
     let error = failure(poll(&check, TIMEOUT).await);
     assert_eq!(error.message(), "no connection within 1.5s: 3 of 3 in use");
+    // The database answers a direct connection: the exhaustion is this instance's own.
+    assert_eq!(error.failure_kind(), probity::FailureKind::Exhausted);
     assert_eq!(figure(error.measurements(), "connections"), Some(3.0));
     assert_eq!(figure(error.measurements(), "available"), Some(0.0));
     assert_eq!(figure(error.measurements(), "utilization"), Some(100.0));
@@ -114,6 +116,42 @@ async fn closed_port_is_refused_by_address() {
         format!("connection refused (127.0.0.1:{port})")
     );
     assert_eq!(figure(error.measurements(), "max"), Some(2.0));
+}
+
+#[tokio::test]
+async fn a_pool_starved_by_a_refusing_database_says_refused_not_exhausted() {
+    // sqlx retries a refused connect until the acquire timeout, holding the pool's slots:
+    // requests and the check's own wait both time out, as with an exhausted pool. But every
+    // instance shares this fault, so it must not read as this instance's own.
+    let port = support::closed_port().await;
+    let options = PgConnectOptions::new()
+        .host("127.0.0.1")
+        .port(port)
+        .username("postgres");
+    let pool = PgPoolOptions::new()
+        .max_connections(2)
+        .acquire_timeout(Duration::from_secs(5))
+        .connect_lazy_with(options);
+    let waiters: Vec<_> = (0..2)
+        .map(|_| {
+            let pool = pool.clone();
+            tokio::spawn(async move { pool.acquire().await.map(drop) })
+        })
+        .collect();
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(2);
+    while pool.size() < 2 && tokio::time::Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert_eq!(pool.size(), 2, "both slots connecting");
+    let error = failure(poll(&PoolCheck::new(pool), TIMEOUT).await);
+    assert_eq!(
+        error.message(),
+        format!("connection refused (127.0.0.1:{port}); the pool hands out no connection either")
+    );
+    assert_eq!(error.failure_kind(), probity::FailureKind::Refused);
+    for waiter in waiters {
+        waiter.abort();
+    }
 }
 
 #[tokio::test]

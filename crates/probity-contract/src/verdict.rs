@@ -9,6 +9,13 @@
 //!   `warn` and an `info` one only reported; a hard check fails open (`warn`) for its window
 //!   after it turned unhealthy, then closed; a healthy check whose last poll passed with a
 //!   warning (a busy pool) is `warn` whatever its tier;
+//! - **a fallback** ([`Evidence::fallback`]): a hard check that fails while the check it names
+//!   as its fallback serves is `warn` (degraded, in rotation) instead of `fail` — drain for a
+//!   local fault, degrade for a shared one. It degrades only on evidence that the dependency
+//!   itself fails (a failed poll, or successes not yet `rise` in a row); a fault that is this
+//!   instance's own ([`Sample::local`]: its pool exhausted while the database answers), no
+//!   result yet, or a stale result still fails: draining is the cure for those, and no other
+//!   instance shares them;
 //! - **readiness** ([`readiness`]): fails while shutting down, while any internal startup step
 //!   is pending (the `startup` gate), while a step that waits on a dependency is pending (each
 //!   its own entry, so the answer names what the boot waits for), and while liveness fails;
@@ -102,6 +109,10 @@ pub struct Sample<M> {
     pub ok: bool,
     /// Whether it succeeded with a warning (a busy pool).
     pub warning: bool,
+    /// For a failure: whether its cause is this instance's own capacity (its pool exhausted
+    /// while the dependency answers), which no other instance shares and draining cures. A
+    /// fallback never covers it.
+    pub local: bool,
 }
 
 /// What the verdict knows of one check at one instant.
@@ -124,6 +135,10 @@ pub struct Evidence<M> {
     pub consecutive_successes: u32,
     /// Successes in a row needed to turn healthy again.
     pub rise: u32,
+    /// For a hard check: the index (among the readiness checks) of the check that serves
+    /// instead while this one fails. Resolved and validated when the checks are declared: it
+    /// names another check, which has no fallback of its own.
+    pub fallback: Option<usize>,
 }
 
 /// Why a check has the status it has.
@@ -169,6 +184,9 @@ pub struct CheckVerdict {
     pub cause: Cause,
     /// For a hard check failing open: how long it still fails open.
     pub failing_open: Option<Duration>,
+    /// For a hard check failing while its fallback serves: the fallback's index. The check is
+    /// then `warn` (degraded) instead of `fail`.
+    pub served_by: Option<usize>,
 }
 
 impl<M: Moment> Evidence<M> {
@@ -197,6 +215,7 @@ impl<M: Moment> Evidence<M> {
                     Cause::Passing
                 },
                 failing_open: None,
+                served_by: None,
             };
         }
         let cause = if last.ok {
@@ -240,6 +259,49 @@ impl<M: Moment> Evidence<M> {
             status,
             cause,
             failing_open,
+            served_by: None,
+        }
+    }
+
+    /// Whether a fallback may serve for this check's failure: the failure says the dependency
+    /// itself fails (a failed poll that is not this instance's own capacity fault, or polls
+    /// passing again but not yet `rise` in a row). No result and a stale result are not
+    /// evidence about the dependency — the instance may be the one in trouble — so they fail.
+    fn fallback_may_serve(&self, verdict: &CheckVerdict) -> bool {
+        match verdict.cause {
+            Cause::Failed => !self.last.is_some_and(|last| last.local),
+            Cause::Recovering { .. } => true,
+            Cause::Passing | Cause::Warning | Cause::NoResult | Cause::Stale { .. } => false,
+        }
+    }
+
+    /// The check's status at `now` among `checks` (which holds it, and the check its
+    /// [`fallback`](Evidence::fallback) names): its own verdict, except that a hard check
+    /// failing while its fallback serves ([`Evidence::serves_alone`]) is `warn`, served by
+    /// it. A fallback index outside `checks` serves nothing.
+    pub fn verdict_among<'a, C: 'a>(
+        &self,
+        checks: &'a [C],
+        evidence: impl Fn(&'a C) -> &'a Evidence<M>,
+        now: M,
+    ) -> CheckVerdict
+    where
+        M: 'a,
+    {
+        let own = self.verdict(now);
+        let Some(index) = self.fallback else {
+            return own;
+        };
+        if self.tier != Tier::Hard || own.status != Status::Fail || !self.fallback_may_serve(&own) {
+            return own;
+        }
+        match checks.get(index).map(evidence) {
+            Some(fallback) if fallback.serves_alone(now) => CheckVerdict {
+                status: Status::Warn,
+                served_by: Some(index),
+                ..own
+            },
+            _ => own,
         }
     }
 }
@@ -330,11 +392,13 @@ impl Entry {
 
 /// Every entry of the readiness answer at `now`: the gates that apply, the startup steps that
 /// wait on a dependency (each `(step, complete)`, numbered as the caller numbers them), then
-/// each check.
-pub fn readiness<'a, M: Moment + 'a>(
+/// each check of `checks` (its [`Evidence`] read through `evidence`), judged with its fallback
+/// ([`Evidence::verdict_among`]).
+pub fn readiness<'a, M: Moment + 'a, C: 'a>(
     gates: Gates<M>,
     dependency_steps: impl IntoIterator<Item = (usize, bool)> + 'a,
-    checks: impl IntoIterator<Item = &'a Evidence<M>> + 'a,
+    checks: &'a [C],
+    evidence: impl Fn(&'a C) -> &'a Evidence<M> + Copy + 'a,
     now: M,
 ) -> impl Iterator<Item = Entry> + 'a {
     let gate = |gate, failing: bool| Entry {
@@ -356,18 +420,16 @@ pub fn readiness<'a, M: Moment + 'a>(
         tier: None,
         check: None,
     });
-    let checks = checks
-        .into_iter()
-        .enumerate()
-        .map(move |(index, evidence)| {
-            let verdict = evidence.verdict(now);
-            Entry {
-                subject: Subject::Check(index),
-                status: verdict.status,
-                tier: Some(evidence.tier),
-                check: Some(verdict),
-            }
-        });
+    let checks = checks.iter().enumerate().map(move |(index, check)| {
+        let own = evidence(check);
+        let verdict = own.verdict_among(checks, evidence, now);
+        Entry {
+            subject: Subject::Check(index),
+            status: verdict.status,
+            tier: Some(own.tier),
+            check: Some(verdict),
+        }
+    });
     shutdown
         .into_iter()
         .chain(startup)
@@ -436,12 +498,14 @@ mod tests {
                 at: at(0),
                 ok: true,
                 warning: false,
+                local: false,
             }),
             unhealthy_since: None,
             staleness: Duration::from_secs(3),
             fail_open_for: None,
             consecutive_successes: 3,
             rise: 3,
+            fallback: None,
         }
     }
 
@@ -480,6 +544,7 @@ mod tests {
             at: at(0),
             ok: true,
             warning: true,
+            local: false,
         });
         assert_eq!(check.verdict(at(10)).cause, Cause::Warning);
         assert_eq!(check.status(at(10)), Status::Warn);
@@ -494,6 +559,7 @@ mod tests {
             at: at(9_000),
             ok: false,
             warning: false,
+            local: false,
         });
         check.unhealthy_since = Some(at(0));
         check.fail_open_for = Some(Duration::from_secs(10));
@@ -514,28 +580,28 @@ mod tests {
             steps_pending: false,
             liveness_failing: false,
         };
-        let entries: Vec<Entry> = readiness(gates, [], &checks, at(10)).collect();
+        let entries: Vec<Entry> = readiness(gates, [], &checks, |e| e, at(10)).collect();
         assert_eq!(entries[0].subject, Subject::Gate(Gate::Startup));
         assert_eq!(entries.len(), 3);
         assert_eq!(status(entries.iter().map(|e| (*e, false))), Status::Pass);
 
         gates.steps_pending = true;
-        let entries = readiness(gates, [], &checks, at(10)).map(|entry| (entry, false));
+        let entries = readiness(gates, [], &checks, |e| e, at(10)).map(|entry| (entry, false));
         assert_eq!(status(entries), Status::Fail);
         // Excluded, the pending startup gate no longer counts.
-        let entries = readiness(gates, [], &checks, at(10))
+        let entries = readiness(gates, [], &checks, |e| e, at(10))
             .map(|entry| (entry, entry.subject == Subject::Gate(Gate::Startup)));
         assert_eq!(status(entries), Status::Pass);
         gates.steps_pending = false;
 
         // A step that waits on a dependency is an entry of its own, failing while pending.
-        let entries: Vec<Entry> = readiness(gates, [(4, false)], &checks, at(10)).collect();
+        let entries: Vec<Entry> = readiness(gates, [(4, false)], &checks, |e| e, at(10)).collect();
         assert_eq!(entries[1].subject, Subject::Step(4));
         assert_eq!(entries[1].status, Status::Fail);
         assert_eq!(status(entries.iter().map(|e| (*e, false))), Status::Fail);
 
         gates.shutting_down_since = Some(at(5));
-        let first = readiness(gates, [], &checks, at(10)).next().unwrap();
+        let first = readiness(gates, [], &checks, |e| e, at(10)).next().unwrap();
         assert_eq!(first.subject, Subject::Gate(Gate::Shutdown));
     }
 
@@ -547,6 +613,7 @@ mod tests {
             at: at(0),
             ok: false,
             warning: false,
+            local: false,
         });
         let entry = readiness(
             Gates {
@@ -556,7 +623,8 @@ mod tests {
                 liveness_failing: false,
             },
             [],
-            [&info],
+            std::slice::from_ref(&info),
+            |e| e,
             at(1),
         )
         .next()
@@ -564,6 +632,126 @@ mod tests {
         assert_eq!(entry.status, Status::Warn);
         assert_eq!(entry.effect(), Effect::None);
         assert_eq!(status([(entry, false)]), Status::Pass);
+    }
+
+    fn open() -> Gates<Duration> {
+        Gates {
+            shutting_down_since: None,
+            has_steps: false,
+            steps_pending: false,
+            liveness_failing: false,
+        }
+    }
+
+    fn failed(mut check: Evidence<Duration>, local: bool) -> Evidence<Duration> {
+        check.healthy = false;
+        check.consecutive_successes = 0;
+        check.last = Some(Sample {
+            at: at(0),
+            ok: false,
+            warning: false,
+            local,
+        });
+        check
+    }
+
+    fn db_and_cache(db: Evidence<Duration>, cache: Evidence<Duration>) -> [Evidence<Duration>; 2] {
+        [
+            Evidence {
+                fallback: Some(1),
+                ..db
+            },
+            cache,
+        ]
+    }
+
+    #[test]
+    fn a_hard_check_failing_while_its_fallback_serves_degrades() {
+        let checks = db_and_cache(failed(evidence(Tier::Hard), false), evidence(Tier::Soft));
+        let verdict = checks[0].verdict_among(&checks, |e| e, at(10));
+        assert_eq!(verdict.status, Status::Warn);
+        assert_eq!(verdict.served_by, Some(1));
+        assert_eq!(verdict.cause, Cause::Failed);
+        // Asked alone, the check still tells the truth: it does not serve.
+        assert!(!checks[0].serves_alone(at(10)));
+        let entries = readiness(open(), [], &checks, |e| e, at(10));
+        assert_eq!(status(entries.map(|entry| (entry, false))), Status::Warn);
+    }
+
+    #[test]
+    fn a_check_recovering_is_still_served_by_its_fallback() {
+        let mut db = failed(evidence(Tier::Hard), false);
+        db.last = Some(Sample {
+            at: at(0),
+            ok: true,
+            warning: false,
+            local: false,
+        });
+        db.consecutive_successes = 1;
+        let checks = db_and_cache(db, evidence(Tier::Soft));
+        let verdict = checks[0].verdict_among(&checks, |e| e, at(10));
+        assert_eq!(verdict.status, Status::Warn);
+        assert_eq!(verdict.served_by, Some(1));
+    }
+
+    #[test]
+    fn when_the_fallback_fails_too_readiness_fails() {
+        let checks = db_and_cache(
+            failed(evidence(Tier::Hard), false),
+            failed(evidence(Tier::Soft), false),
+        );
+        let verdict = checks[0].verdict_among(&checks, |e| e, at(10));
+        assert_eq!(verdict.status, Status::Fail);
+        assert_eq!(verdict.served_by, None);
+        let entries = readiness(open(), [], &checks, |e| e, at(10));
+        assert_eq!(status(entries.map(|entry| (entry, false))), Status::Fail);
+    }
+
+    #[test]
+    fn a_local_fault_no_result_or_a_stale_result_fails_whatever_the_fallback() {
+        let cache = evidence(Tier::Soft);
+        let local = db_and_cache(failed(evidence(Tier::Hard), true), cache.clone());
+        assert_eq!(
+            local[0].verdict_among(&local, |e| e, at(10)).status,
+            Status::Fail
+        );
+
+        let mut none = evidence(Tier::Hard);
+        none.last = None;
+        none.healthy = false;
+        let none = db_and_cache(none, cache.clone());
+        assert_eq!(
+            none[0].verdict_among(&none, |e| e, at(10)).status,
+            Status::Fail
+        );
+
+        let mut cache_fresh = cache;
+        cache_fresh.last = Some(Sample {
+            at: at(9_000),
+            ok: true,
+            warning: false,
+            local: false,
+        });
+        let stale = db_and_cache(evidence(Tier::Hard), cache_fresh);
+        let verdict = stale[0].verdict_among(&stale, |e| e, at(9_500));
+        assert!(matches!(verdict.cause, Cause::Stale { .. }));
+        assert_eq!(verdict.status, Status::Fail);
+    }
+
+    #[test]
+    fn a_passing_check_with_a_fallback_is_its_own_verdict() {
+        let checks = db_and_cache(evidence(Tier::Hard), failed(evidence(Tier::Soft), false));
+        let verdict = checks[0].verdict_among(&checks, |e| e, at(10));
+        assert_eq!(verdict, checks[0].verdict(at(10)));
+        // A fallback index that names nothing serves nothing.
+        let lonely = [Evidence {
+            fallback: Some(7),
+            ..failed(evidence(Tier::Hard), false)
+        }];
+        assert_eq!(
+            lonely[0].verdict_among(&lonely, |e| e, at(10)).status,
+            Status::Fail
+        );
     }
 
     #[test]

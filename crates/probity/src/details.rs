@@ -9,8 +9,9 @@
 //!   `rejected`, `unavailable`, `error`, `busy`, `stalled` (also a worker's silent heartbeat:
 //!   its dependency stays unnamed), `deadlocked`, `declared broken` — and the timing facts
 //!   the service itself owns (`stale: last result 4s ago (bound 3s)`,
-//!   `recovering: 1 of 3 successes`, `shutting down (2s ago)`). Never a host, a database name or
-//!   a driver's text;
+//!   `recovering: 1 of 3 successes`, `shutting down (2s ago)`), and for a hard check served by
+//!   its fallback what serves instead (`refused (degraded: cache serves instead)`). Never a
+//!   host, a database name or a driver's text;
 //! - [`Details::Admin`] (for a listener only operators reach, or a service that opts in): the
 //!   full reason, as the check, step or watcher wrote it.
 
@@ -146,6 +147,22 @@ impl Entry<'_> {
                 ),
             },
         };
+        if let Some(fallback) = self.fallback() {
+            return Some(Cow::Owned(format!(
+                "{reason} (degraded: {} serves instead)",
+                fallback.name()
+            )));
+        }
+        // A fault of this instance's own is not covered by the fallback: say why it drains.
+        if let Some(fallback) = self.snapshot.fallback_of(check.name())
+            && verdict.status == probity_contract::Status::Fail
+            && check.is_local_fault()
+        {
+            return Some(Cow::Owned(format!(
+                "{reason} (this instance's own fault: {} does not serve for it)",
+                fallback.name()
+            )));
+        }
         Some(match verdict.failing_open {
             Some(left) => Cow::Owned(format!("{reason} (failing open, {} left)", human(left))),
             None => reason,

@@ -108,6 +108,46 @@ pub enum BuildError {
         /// Its tier.
         tier: Tier,
     },
+    /// A fallback named on a check that is not hard (a soft or info check never fails
+    /// readiness, so nothing needs to serve instead).
+    #[error(
+        "check `{check}`: a fallback applies to hard checks only (a {tier} check never fails readiness)"
+    )]
+    FallbackOnNonHard {
+        /// The check.
+        check: String,
+        /// Its tier.
+        tier: Tier,
+    },
+    /// A fallback names no declared check.
+    #[error("check `{check}`: fallback `{fallback}` is not a declared check (known: {known})")]
+    UnknownFallback {
+        /// The check.
+        check: String,
+        /// The name it gave.
+        fallback: String,
+        /// The checks that are declared.
+        known: String,
+    },
+    /// A check names itself as its fallback.
+    #[error("check `{check}`: a check cannot be its own fallback")]
+    SelfFallback {
+        /// The check.
+        check: String,
+    },
+    /// A fallback has a fallback of its own: a chain, or a cycle. What serves instead must be
+    /// judged on its own evidence, or two failing checks could vouch for each other.
+    #[error(
+        "check `{check}`: fallback `{fallback}` names a fallback of its own (`{next}`); fallbacks do not chain"
+    )]
+    FallbackChain {
+        /// The check.
+        check: String,
+        /// Its fallback.
+        fallback: String,
+        /// The fallback's own fallback.
+        next: String,
+    },
 }
 
 impl BuildError {
@@ -119,7 +159,11 @@ impl BuildError {
             | BuildError::TimeoutNotBelowInterval { check, .. }
             | BuildError::StalenessBelowInterval { check, .. }
             | BuildError::JitterNotBelowInterval { check, .. }
-            | BuildError::FailOpenOnNonHard { check, .. } => check,
+            | BuildError::FailOpenOnNonHard { check, .. }
+            | BuildError::FallbackOnNonHard { check, .. }
+            | BuildError::UnknownFallback { check, .. }
+            | BuildError::SelfFallback { check }
+            | BuildError::FallbackChain { check, .. } => check,
             BuildError::ZeroMaxSilence { heartbeat } => heartbeat,
             BuildError::ReadinessProbe { .. } => "",
         }
@@ -134,6 +178,10 @@ impl BuildError {
             BuildError::StalenessBelowInterval { .. } => "staleness",
             BuildError::JitterNotBelowInterval { .. } => "jitter",
             BuildError::FailOpenOnNonHard { .. } => "fail_open_for",
+            BuildError::FallbackOnNonHard { .. }
+            | BuildError::UnknownFallback { .. }
+            | BuildError::SelfFallback { .. }
+            | BuildError::FallbackChain { .. } => "fallback",
             BuildError::ZeroMaxSilence { .. } => "max_silence",
         }
     }
@@ -369,6 +417,7 @@ impl HealthBuilder {
         for spec in &self.checks {
             validate_spec(spec)?;
         }
+        let fallbacks = resolve_fallbacks(&self.checks)?;
         if let Some((name, _)) = self
             .heartbeats
             .iter()
@@ -431,7 +480,12 @@ impl HealthBuilder {
             threshold: None,
         });
 
-        let cells = self.checks.into_iter().map(cell_of).collect();
+        let cells = self
+            .checks
+            .into_iter()
+            .zip(fallbacks)
+            .map(|(spec, fallback)| cell_of(spec, fallback))
+            .collect();
         let steps = self
             .steps
             .into_iter()
@@ -484,9 +538,55 @@ impl HealthBuilder {
     }
 }
 
-fn cell_of(spec: CheckSpec) -> Cell {
+/// Each check's fallback as an index among the checks, validated: a hard check's, naming
+/// another declared check that names no fallback itself.
+fn resolve_fallbacks(checks: &[CheckSpec]) -> Result<Vec<Option<usize>>, BuildError> {
+    let index_of = |name: &str| checks.iter().position(|spec| spec.name == name);
+    checks
+        .iter()
+        .map(|spec| {
+            let Some(fallback) = spec.fallback.as_deref() else {
+                return Ok(None);
+            };
+            if spec.tier != Tier::Hard {
+                return Err(BuildError::FallbackOnNonHard {
+                    check: spec.name.clone(),
+                    tier: spec.tier,
+                });
+            }
+            if fallback == spec.name {
+                return Err(BuildError::SelfFallback {
+                    check: spec.name.clone(),
+                });
+            }
+            let Some(index) = index_of(fallback) else {
+                return Err(BuildError::UnknownFallback {
+                    check: spec.name.clone(),
+                    fallback: fallback.to_owned(),
+                    known: checks
+                        .iter()
+                        .map(|spec| spec.name.as_str())
+                        .filter(|name| *name != spec.name)
+                        .collect::<Vec<_>>()
+                        .join(", "),
+                });
+            };
+            if let Some(next) = checks[index].fallback.as_deref() {
+                return Err(BuildError::FallbackChain {
+                    check: spec.name.clone(),
+                    fallback: fallback.to_owned(),
+                    next: next.to_owned(),
+                });
+            }
+            Ok(Some(index))
+        })
+        .collect()
+}
+
+fn cell_of(spec: CheckSpec, fallback: Option<usize>) -> Cell {
     let timing = spec.resolved_timing();
     Cell {
+        fallback,
         name: spec.name.as_str().into(),
         tier: spec.tier,
         dependency: spec.resolved_dependency().map(Into::into),

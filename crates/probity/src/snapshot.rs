@@ -119,6 +119,14 @@ impl CheckState {
         self.verdict(now).status
     }
 
+    /// Whether the last result is a failure that is this instance's own (its pool exhausted
+    /// while the database answers): one a fallback never covers.
+    pub fn is_local_fault(&self) -> bool {
+        self.evidence
+            .last
+            .is_some_and(|last| !last.ok && last.local)
+    }
+
     /// Whether the check serves when asked alone (`/readyz/db`, gRPC service `db`).
     pub fn serves_alone(&self, now: Instant) -> bool {
         self.evidence.serves_alone(now.into_std())
@@ -328,6 +336,12 @@ impl<'a> Entry<'a> {
         }
     }
 
+    /// For a hard check failing while its fallback serves: the fallback.
+    pub fn fallback(&self) -> Option<&'a CheckState> {
+        let index = self.verdict?.served_by?;
+        self.snapshot.checks.get(index).map(|check| &**check)
+    }
+
     /// What the entry does to its probe: nothing when excluded.
     pub fn effect(&self) -> Effect {
         if self.excluded {
@@ -350,9 +364,13 @@ pub struct Verdict {
     pub status: Status,
     /// Entries whose failure makes the probe fail.
     pub failing: Vec<String>,
-    /// Entries that degrade it without failing it (soft checks, hard checks failing open, busy
-    /// pools).
+    /// Entries that degrade it without failing it (soft checks, hard checks failing open or
+    /// served by their fallback, busy pools).
     pub degraded: Vec<String>,
+    /// For each hard check failing while its fallback serves, `(check, fallback)`: which
+    /// dependency is degraded and what serves instead (`("db", "cache")`). Each check is also
+    /// in `degraded`.
+    pub served_by: Vec<(String, String)>,
 }
 
 impl Verdict {
@@ -360,10 +378,16 @@ impl Verdict {
     pub fn of(entries: &[Entry<'_>]) -> Verdict {
         let mut failing = Vec::new();
         let mut degraded = Vec::new();
+        let mut served_by = Vec::new();
         for entry in entries {
             match entry.effect() {
                 Effect::Fails => failing.push(entry.name.to_owned()),
-                Effect::Degrades => degraded.push(entry.name.to_owned()),
+                Effect::Degrades => {
+                    degraded.push(entry.name.to_owned());
+                    if let Some(fallback) = entry.fallback() {
+                        served_by.push((entry.name.to_owned(), fallback.name().to_owned()));
+                    }
+                }
                 Effect::None => {}
             }
         }
@@ -378,6 +402,7 @@ impl Verdict {
             status,
             failing,
             degraded,
+            served_by,
         }
     }
 }
@@ -482,7 +507,8 @@ impl Snapshot {
                 verdict::readiness(
                     self.gates(),
                     self.dependency_steps(),
-                    self.checks.iter().map(|check| &check.evidence),
+                    &self.checks,
+                    evidence_of,
                     now,
                 )
                 .map(|entry| (entry, false)),
@@ -512,7 +538,8 @@ impl Snapshot {
             ProbeKind::Readiness => verdict::readiness(
                 self.gates(),
                 self.dependency_steps(),
-                self.checks.iter().map(|check| &check.evidence),
+                &self.checks,
+                evidence_of,
                 std_now,
             )
             .collect(),
@@ -578,6 +605,34 @@ impl Snapshot {
         Verdict::of(&self.entries(probe, now, excluded))
     }
 
+    /// The check that serves instead of check `name` while it fails, as declared
+    /// ([`crate::CheckSpec::fallback`]), whatever either's state.
+    pub fn fallback_of(&self, name: &str) -> Option<&CheckState> {
+        let index = self.check(name)?.evidence.fallback?;
+        self.checks.get(index).map(|check| &**check)
+    }
+
+    /// The check's verdict at `now` in readiness: its own, except that a hard check failing
+    /// while its fallback serves is `warn`, [served by](CheckVerdict::served_by) it.
+    pub fn check_verdict(&self, name: &str, now: Instant) -> Option<CheckVerdict> {
+        let check = self.check(name)?;
+        Some(
+            check
+                .evidence
+                .verdict_among(&self.checks, evidence_of, now.into_std()),
+        )
+    }
+
+    /// When check `name` fails and its fallback serves in its place, the fallback: what a
+    /// handler asks before answering from the fallback (a cached order, marked stale) instead
+    /// of the dependency. `None` while the check serves (answer as usual), and while it fails
+    /// with nothing serving instead (no fallback, the fallback failing too, or a fault of this
+    /// instance's own, which drains it).
+    pub fn serving_instead(&self, name: &str, now: Instant) -> Option<&CheckState> {
+        let index = self.check_verdict(name, now)?.served_by?;
+        self.checks.get(index).map(|check| &**check)
+    }
+
     fn subject_name(&self, subject: Subject) -> &str {
         match subject {
             Subject::Gate(gate) => gate.name(),
@@ -586,6 +641,11 @@ impl Snapshot {
             Subject::Step(index) => &self.steps[index].name,
         }
     }
+}
+
+/// A published check's evidence, for the verdict's functions.
+fn evidence_of(check: &Arc<CheckState>) -> &Evidence<std::time::Instant> {
+    &check.evidence
 }
 
 #[cfg(test)]

@@ -50,6 +50,7 @@ pub struct CheckSpec {
     pub(crate) boot_requires_rise: bool,
     pub(crate) passive_failures: u32,
     pub(crate) dependency: Option<String>,
+    pub(crate) fallback: Option<String>,
 }
 
 impl std::fmt::Debug for CheckSpec {
@@ -67,6 +68,7 @@ impl std::fmt::Debug for CheckSpec {
             .field("boot_requires_rise", &self.boot_requires_rise)
             .field("passive_failures", &self.passive_failures)
             .field("dependency", &self.dependency)
+            .field("fallback", &self.fallback)
             .finish_non_exhaustive()
     }
 }
@@ -93,6 +95,7 @@ impl CheckSpec {
             boot_requires_rise: false,
             passive_failures: DEFAULT_PASSIVE_FAILURES,
             dependency: None,
+            fallback: None,
         }
     }
 
@@ -163,6 +166,38 @@ impl CheckSpec {
     /// Names what the check talks to, overriding the check's own [`Check::dependency`].
     pub fn dependency(mut self, dependency: impl Into<String>) -> Self {
         self.dependency = Some(dependency.into());
+        self
+    }
+
+    /// For a hard check: the check that serves instead while this one fails — another
+    /// dependency (a cache that holds what the database would answer) or a capability the
+    /// application declares as a check of its own (`cached-reads`, usually [`Tier::Info`], so
+    /// it never changes readiness by itself).
+    ///
+    /// While this check fails and the fallback serves, readiness is `warn` — 200, in rotation,
+    /// degraded — instead of `fail`: a dependency every instance shares is down, and draining
+    /// them all would leave nothing to route to. When the fallback fails too, readiness fails.
+    /// A fault that is this instance's own still drains: a failure of class
+    /// [`FailureKind::Exhausted`](crate::FailureKind::Exhausted) (its pool gave no connection
+    /// while the database answers), no result yet, or a result gone stale.
+    ///
+    /// The fallback must name another declared check, which names no fallback itself: an
+    /// unknown name, the check itself, a chain or a cycle is a [`crate::BuildError`].
+    ///
+    /// ```
+    /// use probity::{CheckSpec, Detail, Health, Tier};
+    ///
+    /// # fn main() -> Result<(), probity::BuildError> {
+    /// let health = Health::builder()
+    ///     .check(CheckSpec::new("db", Tier::Hard, || async { Ok(Detail::new()) }).fallback("cache"))
+    ///     .check(CheckSpec::new("cache", Tier::Soft, || async { Ok(Detail::new()) }))
+    ///     .build()?;
+    /// # let _ = health;
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn fallback(mut self, check: impl Into<String>) -> Self {
+        self.fallback = Some(check.into());
         self
     }
 

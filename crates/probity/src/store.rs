@@ -39,6 +39,8 @@ pub(crate) struct Cell {
     pub(crate) boot_requires_rise: bool,
     pub(crate) passive_failures: u32,
     pub(crate) fail_open_for: Option<Duration>,
+    /// The index of the check that serves instead while this one fails.
+    pub(crate) fallback: Option<usize>,
     /// Wakes the poller for an immediate poll.
     pub(crate) wake: Arc<Notify>,
     /// Set when startup completed while the check was not healthy: the next wake polls only
@@ -167,6 +169,7 @@ impl Store {
                             fail_open_for: cell.fail_open_for,
                             consecutive_successes: 0,
                             rise: cell.rise,
+                            fallback: cell.fallback,
                         },
                         last: None,
                         consecutive_failures: 0,
@@ -399,6 +402,14 @@ fn apply(state: &mut State, cells: &[Cell], observation: Observation) -> Applied
     applied
 }
 
+/// Whether a failure is this instance's own: a resource it holds ran out (no pooled connection
+/// within the budget while the database answers, connections held past the leak bound). The
+/// checks say so with [`FailureKind::Exhausted`]; a fallback never covers it, since draining
+/// this instance is the cure and no other instance shares it.
+fn is_local(result: &LastResult) -> bool {
+    !result.ok && result.kind == Some(FailureKind::Exhausted)
+}
+
 /// One poll (or a passive failure) through the check's hysteresis into its published state.
 fn record(
     state: &mut State,
@@ -454,6 +465,7 @@ fn record(
         at: at.into_std(),
         ok: result.ok,
         warning: result.warning.is_some(),
+        local: is_local(&result),
     });
     next.last = Some(result);
     next.prerendered.fill(&next);

@@ -8,16 +8,16 @@ use crate::outbox::Outbox;
 use crate::recommendations::Recommendations;
 use crate::wiring::DB_CHECK;
 use axum::extract::rejection::JsonRejection;
-use axum::extract::{Path, Query, State};
+use axum::extract::{FromRef, Path, Query, State};
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use metrics_exporter_prometheus::PrometheusHandle;
 use probity::render::Details;
-use probity::{Health, Reporter, UnknownName};
+use probity::{Health, HealthView, Reporter, UnknownName};
 use probity_axum::{
-    CloseWhenUnreadyLayer, Probes, QuietProbesLayer, RequestMetricsLayer, ShedLayer,
+    CloseWhenUnreadyLayer, HealthState, Probes, QuietProbesLayer, RequestMetricsLayer, ShedLayer,
 };
 use probity_grpc::HealthService;
 use serde::Deserialize;
@@ -25,12 +25,28 @@ use serde_json::json;
 use tower_http::trace::{DefaultMakeSpan, DefaultOnResponse, TraceLayer};
 use tracing::Level;
 
-/// The header that marks an answer served without a soft dependency.
+/// The header that marks an answer served without a dependency, naming it (`recommendations`,
+/// `db`).
 pub const DEGRADED_HEADER: &str = "x-degraded";
+
+/// RFC 9211's header: how the order cache (named `checkout` in it) handled the request.
+pub const CACHE_STATUS_HEADER: &str = "cache-status";
+
+/// A hit while the database serves: the cached order is what the database holds.
+const CACHE_STATUS_HIT: &str = "checkout; hit";
+/// A hit served because the database cannot be asked: `hit` (the request did not go forward)
+/// with RFC 9211's implementation-specific `detail` saying the answer may be stale. Not
+/// `fwd=stale`: `fwd` says the request *went* forward (there, because the entry was stale), and
+/// `hit` and `fwd` exclude each other.
+const CACHE_STATUS_STALE: &str = "checkout; hit; detail=stale";
+/// A miss answered by the database and stored.
+const CACHE_STATUS_MISS: &str = "checkout; fwd=miss; stored";
 
 /// What the handlers share.
 #[derive(Debug, Clone)]
 pub struct AppState {
+    /// The service's health, read by handlers through [`HealthState`].
+    pub health: HealthView,
     /// The orders database.
     pub db: Database,
     /// Passive reports for the `db` check.
@@ -51,7 +67,8 @@ pub struct AppState {
 /// Writes need the database: `POST /orders` is shed (503 + `Retry-After`, the handler never
 /// runs, nothing is written) while the `db` check fails or the service is still starting, so a
 /// balancer can replay it on another instance instead of the client waiting out a pool
-/// timeout. Reads are not shed: a cached order can be served without the database.
+/// timeout. Reads are not shed: while the database fails and the cache serves in its place,
+/// a cached order is served marked stale.
 pub fn public_router(
     state: AppState,
     health: &Health,
@@ -120,6 +137,12 @@ pub fn admin_router(health: &Health, metrics: PrometheusHandle, chaos: Option<Ch
         router = router.merge(chaos.router());
     }
     router
+}
+
+impl FromRef<AppState> for HealthView {
+    fn from_ref(state: &AppState) -> HealthView {
+        state.health.clone()
+    }
 }
 
 fn error_response(status: StatusCode, message: impl Into<String>) -> Response {
@@ -235,26 +258,69 @@ async fn create_order(
     }
 }
 
-async fn get_order(State(state): State<AppState>, Path(id): Path<String>) -> Response {
+/// `GET /orders/{id}`: from the cache when it holds the order, else from the database (and
+/// cached). While the database fails for every instance and the cache serves in its place
+/// (`db` degraded, [`HealthState::degraded`]), a cached order is answered marked stale — `Age`,
+/// `Cache-Status: checkout; hit; detail=stale`, `x-degraded: db` — and an order the cache does
+/// not hold gets 503 with `Retry-After` at once, without waiting on a database that cannot
+/// answer.
+async fn get_order(
+    State(state): State<AppState>,
+    health: HealthState,
+    Path(id): Path<String>,
+) -> Response {
     let Ok(id) = id.parse::<i64>() else {
         return error_response(
             StatusCode::BAD_REQUEST,
             format!("`{id}` is not an order number"),
         );
     };
+    let degraded = health.degraded(DB_CHECK).map(|degraded| degraded.check());
     if let Some(cache) = &state.cache
-        && let Some(order) = cache.order(id).await
+        && let Some(cached) = cache.order(id).await
     {
-        return ([("x-cache", "hit")], Json(order)).into_response();
+        let age = cached.age(std::time::SystemTime::now());
+        let mut response = ([("x-cache", "hit")], Json(cached.order)).into_response();
+        let headers = response.headers_mut();
+        headers.insert(header::AGE, HeaderValue::from(age));
+        let status = if degraded.is_some() {
+            CACHE_STATUS_STALE
+        } else {
+            CACHE_STATUS_HIT
+        };
+        headers.insert(CACHE_STATUS_HEADER, HeaderValue::from_static(status));
+        if let Some(check) = degraded
+            && let Ok(value) = HeaderValue::from_str(check)
+        {
+            headers.insert(DEGRADED_HEADER, value);
+        }
+        return response;
+    }
+    if let Some(check) = degraded {
+        let mut response = error_response(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "database unavailable, and the order is not cached",
+        );
+        let headers = response.headers_mut();
+        headers.insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+        if let Ok(value) = HeaderValue::from_str(check) {
+            headers.insert(DEGRADED_HEADER, value);
+        }
+        return response;
     }
     let found = state.db.order(id).await;
     state.db.report(&state.db_reporter, &found);
     match found {
         Ok(Some(order)) => {
+            let mut response = ([("x-cache", "miss")], Json(&order)).into_response();
             if let Some(cache) = &state.cache {
                 cache.store(&order).await;
+                response.headers_mut().insert(
+                    CACHE_STATUS_HEADER,
+                    HeaderValue::from_static(CACHE_STATUS_MISS),
+                );
             }
-            ([("x-cache", "miss")], Json(order)).into_response()
+            response
         }
         Ok(None) => error_response(StatusCode::NOT_FOUND, format!("no order {id}")),
         Err(failure) => database_error(&failure),

@@ -81,6 +81,16 @@ pub struct Args {
     )]
     pub redis_url: Option<String>,
 
+    /// The prefix of every Redis key the cache writes (`PREFIX:order:ID`), so services (or
+    /// environments) that share a Redis never read each other's entries.
+    #[arg(
+        long,
+        env = "CHECKOUT_CACHE_PREFIX",
+        default_value = "checkout",
+        value_name = "PREFIX"
+    )]
+    pub cache_prefix: String,
+
     /// Base URL of the recommendations service (soft: popular items while it is down).
     #[arg(long, env = "CHECKOUT_RECOMMENDATIONS_URL", value_name = "URL")]
     pub recommendations_url: Option<String>,
@@ -250,6 +260,8 @@ pub struct Config {
     pub db_check_interval: Duration,
     /// Redis URL (may hold a password: never print it).
     pub redis_url: Option<String>,
+    /// The prefix of the cache's Redis keys.
+    pub cache_prefix: String,
     /// Recommendations base URL, without a trailing slash.
     pub recommendations_url: Option<String>,
     /// Recommendations call timeout.
@@ -297,6 +309,18 @@ impl Config {
             bail!(
                 "--redis-url `{}`: expected redis://[USER:PASSWORD@]HOST[:PORT][/DB]",
                 redact(url)
+            );
+        }
+        let prefix = &args.cache_prefix;
+        if prefix.is_empty()
+            || prefix.len() > 64
+            || prefix
+                .chars()
+                .any(|c| c.is_whitespace() || c.is_control() || c == '*')
+        {
+            bail!(
+                "--cache-prefix `{}`: expected 1 to 64 characters, no spaces, control characters or `*`",
+                prefix.escape_debug()
             );
         }
         let outbox = args
@@ -375,6 +399,7 @@ impl Config {
             leak_bound: args.leak_bound,
             db_check_interval: args.db_check_interval,
             redis_url: args.redis_url,
+            cache_prefix: args.cache_prefix,
             recommendations_url,
             recommendations_timeout: args.recommendations_timeout,
             outbox,
@@ -527,6 +552,25 @@ mod tests {
         assert_eq!(config.listen.to_string(), "127.0.0.1:8080");
         assert_eq!(config.admin_listen.to_string(), "127.0.0.1:8081");
         assert_eq!(config.pool_size, 5);
+    }
+
+    #[test]
+    fn the_cache_prefix_defaults_to_the_service_and_refuses_what_a_key_cannot_hold() {
+        assert_eq!(
+            Config::from_args(args(&[])).unwrap().cache_prefix,
+            "checkout"
+        );
+        let config = Config::from_args(args(&["--cache-prefix", "checkout-eu"])).unwrap();
+        assert_eq!(config.cache_prefix, "checkout-eu");
+        for bad in ["", "two words", "all*", "line\nbreak"] {
+            let error = Config::from_args(args(&["--cache-prefix", bad])).unwrap_err();
+            assert!(
+                error.to_string().starts_with("--cache-prefix `"),
+                "{bad:?}: {error}"
+            );
+        }
+        let long = "x".repeat(65);
+        assert!(Config::from_args(args(&["--cache-prefix", &long])).is_err());
     }
 
     #[test]

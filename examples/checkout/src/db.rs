@@ -572,8 +572,19 @@ impl Database {
         match outcome {
             Ok(_) => reporter.success(),
             Err(DbError::PoolTimeout) => {
-                if !self.tracker.released_within(self.acquire_timeout) {
+                if self.tracker.released_within(self.acquire_timeout) {
+                    return;
+                }
+                // sqlx retries a refused connect until the acquire timeout, so a database that
+                // is down times requests out too. The requests' own connections tell the two
+                // apart: held to the pool's size, the pool is exhausted by this instance (its
+                // own fault, which drains it whatever the fallback); fewer, and it could not
+                // open one — the database does not answer, as for every instance.
+                if self.tracker.held() >= self.max_connections() as usize {
                     reporter.failure("no pooled connection given back within the acquire timeout");
+                } else {
+                    reporter
+                        .failure("could not open a database connection within the acquire timeout");
                 }
             }
             Err(DbError::Unavailable(reason)) => reporter.failure(reason),

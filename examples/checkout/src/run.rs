@@ -48,7 +48,7 @@ impl Service {
         let cache = config
             .redis_url
             .as_deref()
-            .map(|url| Cache::new(url, CACHE_TIMEOUT))
+            .map(|url| Cache::new(url, &config.cache_prefix, CACHE_TIMEOUT))
             .transpose()?;
         let recommendations = config
             .recommendations_url
@@ -111,6 +111,7 @@ pub async fn run(config: Config, metrics: PrometheusHandle) -> anyhow::Result<()
     spawn_metrics_upkeep(metrics.clone());
 
     let state = AppState {
+        health: health.view(),
         db_reporter: health.reporter(wiring::DB_CHECK)?,
         db: service.db.clone(),
         cache: service.cache.clone(),

@@ -4,7 +4,11 @@
 //!   pooled connection within its budget (a leaked pool fails, a busy one warns), and does the
 //!   database answer; polled every 500 ms and failed at once by passive reports from the request
 //!   handlers; `cache` and `recommendations`, **soft** — without them the service degrades, it
-//!   does not stop; and the boot steps `database` and `migrations`, which wait on the database;
+//!   does not stop; with a cache, `db` names `cache` as its **fallback**: while the database
+//!   fails for a reason every instance shares (refused, unreachable, timing out) and Redis
+//!   answers, readiness is `warn` and the instance stays in rotation serving cached orders
+//!   marked stale (writes are shed); a fault of this instance's own (its pool exhausted while
+//!   the database answers) still drains it; and the boot steps `database` and `migrations`, which wait on the database;
 //! - **startup** (`/startupz`): `warmup` (`--boot-delay`) only. Connecting to the database and
 //!   migrating it gate readiness, never startup: a rollout during a database outage longer
 //!   than the startup probe's budget leaves the new pods running and out of rotation, saying
@@ -35,6 +39,8 @@ pub const STEP_WARMUP: &str = "warmup";
 
 /// The name of the database check.
 pub const DB_CHECK: &str = "db";
+/// The name of the cache check: the database's fallback for reads.
+pub const CACHE_CHECK: &str = "cache";
 
 /// How often the watchdog thread looks for deadlocks.
 #[cfg(feature = "deadlock")]
@@ -49,15 +55,18 @@ pub fn health(
     outbox: Option<&Outbox>,
 ) -> Result<Health, probity::BuildError> {
     let interval = config.db_check_interval;
-    let mut builder = Health::builder().service("checkout").check(
-        db.check_spec(DB_CHECK)
-            .interval(interval)
-            // Below the interval (required), with room for one round trip on a slow network.
-            .timeout((interval * 4 / 5).min(Duration::from_secs(2)))
-            .jitter(interval / 10),
-    );
+    let mut db_check = db
+        .check_spec(DB_CHECK)
+        .interval(interval)
+        // Below the interval (required), with room for one round trip on a slow network.
+        .timeout((interval * 4 / 5).min(Duration::from_secs(2)))
+        .jitter(interval / 10);
+    if cache.is_some() {
+        db_check = db_check.fallback(CACHE_CHECK);
+    }
+    let mut builder = Health::builder().service("checkout").check(db_check);
     if let Some(cache) = cache {
-        builder = builder.check(cache.check_spec("cache"));
+        builder = builder.check(cache.check_spec(CACHE_CHECK));
     }
     if let Some(recommendations) = recommendations {
         builder = builder.check(recommendations.check_spec("recommendations"));

@@ -13,7 +13,6 @@ use lapin::options::{BasicGetOptions, QueueDeclareOptions, QueueDeleteOptions};
 use lapin::types::FieldTable;
 use lapin::{Connection, ConnectionProperties};
 use std::collections::BTreeMap;
-use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 use support::{Checkout, TempDir, get, poll_until, post, wait_ready};
 
@@ -421,83 +420,6 @@ async fn a_wedged_relay_fails_liveness_and_a_restart_drains_the_outbox() {
     queue.delete().await;
 }
 
-/// A TCP forwarder to RabbitMQ that can be cut: while cut, nothing listens on its port (a
-/// connection is refused) and every forwarded connection is reset. It runs on a thread and
-/// runtime of its own, so a test blocked starting checkout does not hold it.
-struct Forwarder {
-    address: SocketAddr,
-    up: tokio::sync::watch::Sender<bool>,
-}
-
-impl Forwarder {
-    fn start() -> Forwarder {
-        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind the forwarder");
-        let address = listener.local_addr().unwrap();
-        listener.set_nonblocking(true).unwrap();
-        let (up, mut watch) = tokio::sync::watch::channel(true);
-        std::thread::spawn(move || {
-            let runtime = tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-                .expect("a runtime for the forwarder");
-            runtime.block_on(async move {
-                let mut listener = Some(tokio::net::TcpListener::from_std(listener).unwrap());
-                loop {
-                    let Some(open) = &listener else {
-                        // Cut: wait to be restored, then listen on the same port again.
-                        if watch.wait_for(|up| *up).await.is_err() {
-                            return;
-                        }
-                        listener = Some(
-                            tokio::net::TcpListener::bind(address)
-                                .await
-                                .expect("listen on the forwarder's port again"),
-                        );
-                        continue;
-                    };
-                    let accepted = tokio::select! {
-                        accepted = open.accept() => Some(accepted),
-                        changed = watch.wait_for(|up| !*up) => {
-                            if changed.is_err() {
-                                return;
-                            }
-                            None
-                        }
-                    };
-                    let Some(accepted) = accepted else {
-                        listener = None;
-                        continue;
-                    };
-                    let Ok((mut inbound, _)) = accepted else {
-                        continue;
-                    };
-                    let mut cut = watch.clone();
-                    tokio::spawn(async move {
-                        let Ok(mut outbound) = tokio::net::TcpStream::connect(RABBITMQ).await
-                        else {
-                            return;
-                        };
-                        tokio::select! {
-                            _ = tokio::io::copy_bidirectional(&mut inbound, &mut outbound) => {}
-                            // Both sides dropped: the relay's connection ends.
-                            _ = cut.wait_for(|up| !*up) => {}
-                        }
-                    });
-                }
-            });
-        });
-        Forwarder { address, up }
-    }
-
-    fn cut(&self) {
-        self.up.send_replace(false);
-    }
-
-    fn restore(&self) {
-        self.up.send_replace(true);
-    }
-}
-
 #[tokio::test]
 async fn a_broker_outage_ten_times_the_heartbeat_bound_fails_no_liveness_probe() {
     if !support::require_service("RabbitMQ", RABBITMQ) {
@@ -505,7 +427,7 @@ async fn a_broker_outage_ten_times_the_heartbeat_bound_fails_no_liveness_probe()
     }
     let mut queue = TestQueue::declare("outage").await;
     let store = Store::new("outage");
-    let forwarder = Forwarder::start();
+    let forwarder = support::Forwarder::start(RABBITMQ);
     let bound = Duration::from_secs(1);
     let checkout = Checkout::start(&[
         "--database-url",

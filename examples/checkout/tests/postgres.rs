@@ -3,64 +3,11 @@
 
 mod support;
 
-use sqlx::Connection;
 use std::net::SocketAddr;
 use std::time::Duration;
 use support::{Checkout, get, get_accept, poll_until, post, run_to_exit, wait_ready};
 
-const POSTGRES: &str = "127.0.0.1:5432";
-const ADMIN_URL: &str = "postgres://postgres@127.0.0.1:5432/test";
-
-/// A database of its own for one test, dropped afterwards.
-struct TestDatabase {
-    name: String,
-}
-
-impl TestDatabase {
-    async fn create(label: &str) -> TestDatabase {
-        static COUNTER: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
-        let name = format!(
-            "checkout_e2e_{label}_{}_{}",
-            std::process::id(),
-            COUNTER.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
-        );
-        let mut connection = sqlx::PgConnection::connect(ADMIN_URL)
-            .await
-            .expect("connect to PostgreSQL as postgres");
-        sqlx::raw_sql(sqlx::AssertSqlSafe(format!("CREATE DATABASE {name}")))
-            .execute(&mut connection)
-            .await
-            .expect("create the test database");
-        TestDatabase { name }
-    }
-
-    fn url(&self) -> String {
-        format!("postgres://postgres@{POSTGRES}/{}", self.name)
-    }
-}
-
-impl Drop for TestDatabase {
-    fn drop(&mut self) {
-        let name = self.name.clone();
-        // Dropped from a plain thread: the test's runtime may be shutting down.
-        let _ = std::thread::spawn(move || {
-            let runtime = tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-                .ok()?;
-            runtime.block_on(async move {
-                let mut connection = sqlx::PgConnection::connect(ADMIN_URL).await.ok()?;
-                sqlx::raw_sql(sqlx::AssertSqlSafe(format!(
-                    "DROP DATABASE IF EXISTS {name} WITH (FORCE)"
-                )))
-                .execute(&mut connection)
-                .await
-                .ok()
-            })
-        })
-        .join();
-    }
-}
+use support::{POSTGRES, TestDatabase};
 
 #[tokio::test]
 async fn serves_orders_from_postgres_and_drains_on_a_leak() {
@@ -140,7 +87,7 @@ async fn retries_an_unreachable_database_at_boot_and_says_why() {
     }
     let database = TestDatabase::create("boot").await;
     let port: SocketAddr = support::free_address();
-    let url = format!("postgres://postgres@{port}/{}", database.name);
+    let url = format!("postgres://postgres@{port}/{}", database.name());
     let checkout = Checkout::start(&["--database-url", &url]);
 
     // Connecting waits on the database: it gates readiness, which says why (in full on the
@@ -158,7 +105,7 @@ async fn retries_an_unreachable_database_at_boot_and_says_why() {
     assert!(
         readyz.body.contains(&format!(
             "[-]database failed: pending: postgres {port}/{} unreachable:",
-            database.name
+            database.name()
         )),
         "{}",
         readyz.body
@@ -530,7 +477,7 @@ async fn a_database_outage_longer_than_the_startup_budget_restarts_nothing_under
     }
     let database = TestDatabase::create("rollout").await;
     let port: SocketAddr = support::free_address();
-    let url = format!("postgres://postgres@{port}/{}", database.name);
+    let url = format!("postgres://postgres@{port}/{}", database.name());
     let checkout = Checkout::start(&["--database-url", &url]);
     let load = support::Load::start(&checkout.url(""), 20, Duration::from_secs(120));
 

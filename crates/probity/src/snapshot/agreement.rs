@@ -74,12 +74,20 @@ fn check(index: usize, origin: Instant) -> impl Strategy<Value = CheckState> {
         looks(),
         tier(),
         any::<bool>(),
-        proptest::option::of((0..NOW_MS + 5_000, any::<bool>(), any::<bool>())),
+        proptest::option::of((
+            0..NOW_MS + 5_000,
+            any::<bool>(),
+            any::<bool>(),
+            any::<bool>(),
+        )),
         proptest::option::of(0..NOW_MS),
         1u64..60_000,
         proptest::option::of(1u64..60_000),
         0u32..5,
         1u32..5,
+        // A fallback among the (at most six) checks; naming itself or a check that is not
+        // there is kept as no fallback, as the builder would refuse it.
+        proptest::option::of(0usize..6),
     )
         .prop_map(
             move |(
@@ -92,31 +100,44 @@ fn check(index: usize, origin: Instant) -> impl Strategy<Value = CheckState> {
                 fail_open,
                 successes,
                 rise,
+                fallback,
             )| {
                 let at = |ms: u64| origin + Duration::from_millis(ms);
                 let evidence = Evidence {
                     tier,
                     healthy,
-                    last: last.map(|(ms, ok, warning)| verdict::Sample {
+                    last: last.map(|(ms, ok, warning, local)| verdict::Sample {
                         at: at(ms).into_std(),
                         ok,
                         warning: ok && warning,
+                        local: !ok && local,
                     }),
                     unhealthy_since: unhealthy_since.map(|ms| at(ms).into_std()),
                     staleness: Duration::from_millis(staleness),
                     fail_open_for: fail_open.map(Duration::from_millis),
                     consecutive_successes: successes,
                     rise,
+                    fallback: fallback.filter(|&fallback| fallback != index),
                 };
                 CheckState {
                     name: format!("check-{index}").into(),
                     dependency: looks.dependency.map(Arc::from),
-                    last: last.map(|(ms, ok, warning)| LastResult {
+                    last: last.map(|(ms, ok, warning, local)| LastResult {
                         ok,
                         at: at(ms),
                         duration: Duration::from_micros(looks.duration_us),
-                        message: (!ok).then(|| "connection refused".to_owned()),
-                        kind: (!ok).then_some(FailureKind::Refused),
+                        message: (!ok).then(|| {
+                            if local {
+                                "no connection within 300ms: 5 of 5 in use".to_owned()
+                            } else {
+                                "connection refused".to_owned()
+                            }
+                        }),
+                        kind: (!ok).then_some(if local {
+                            FailureKind::Exhausted
+                        } else {
+                            FailureKind::Refused
+                        }),
                         measurements: looks.measurements.clone(),
                         warning: (ok && warning).then(|| "pool busy".to_owned()),
                     }),
@@ -200,6 +221,16 @@ fn snapshot() -> impl Strategy<Value = (Snapshot, Instant)> {
                     }
                 })
                 .collect();
+            // A fallback must name a check that is there and has no fallback of its own.
+            let mut checks = checks;
+            let declared: Vec<Option<usize>> =
+                checks.iter().map(|check| check.evidence.fallback).collect();
+            for check in &mut checks {
+                check.evidence.fallback = check
+                    .evidence
+                    .fallback
+                    .filter(|&index| declared.get(index).is_some_and(Option::is_none));
+            }
             let snapshot = Snapshot {
                 service: service.map(Into::into),
                 paths: Arc::new(ProbePaths::default()),
@@ -279,6 +310,28 @@ proptest! {
                         );
                     }
                 }
+            }
+        }
+    }
+
+    /// A check counted as served by its fallback is a hard check that fails alone, not of this
+    /// instance's own fault, with a fallback that serves alone; and the handler's question
+    /// ([`Snapshot::serving_instead`]) answers the same.
+    #[test]
+    fn a_fallback_serves_only_for_a_shared_failure_of_a_hard_check((snapshot, now) in snapshot()) {
+        for entry in snapshot.entries(ProbeKind::Readiness, now, &[]) {
+            let Some(check) = entry.check() else { continue };
+            let serving = snapshot.serving_instead(check.name(), now);
+            match entry.fallback() {
+                Some(fallback) => {
+                    prop_assert_eq!(entry.status, Status::Warn);
+                    prop_assert_eq!(check.tier(), Tier::Hard);
+                    prop_assert!(!check.serves_alone(now));
+                    prop_assert!(!check.is_local_fault());
+                    prop_assert!(fallback.serves_alone(now));
+                    prop_assert_eq!(serving.map(CheckState::name), Some(fallback.name()));
+                }
+                None => prop_assert!(serving.is_none()),
             }
         }
     }

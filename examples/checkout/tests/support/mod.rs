@@ -3,6 +3,7 @@
 
 #![allow(dead_code, unreachable_pub)]
 
+use sqlx::Connection;
 use std::io::Read;
 use std::net::{SocketAddr, TcpListener};
 use std::path::{Path, PathBuf};
@@ -605,4 +606,147 @@ pub async fn poll_statuses(url: &str, every: Duration, duration: Duration) -> Ve
     tokio::task::spawn_blocking(move || poller.join().expect("poller thread"))
         .await
         .expect("join the poller")
+}
+
+/// A TCP forwarder to a real service (PostgreSQL, RabbitMQ) that can be cut: while cut, nothing listens on its port (a
+/// connection is refused) and every forwarded connection is reset. It runs on a thread and
+/// runtime of its own, so a test blocked starting checkout does not hold it.
+pub struct Forwarder {
+    pub address: SocketAddr,
+    up: tokio::sync::watch::Sender<bool>,
+}
+
+impl Forwarder {
+    pub fn start(upstream: &'static str) -> Forwarder {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind the forwarder");
+        let address = listener.local_addr().unwrap();
+        listener.set_nonblocking(true).unwrap();
+        let (up, mut watch) = tokio::sync::watch::channel(true);
+        std::thread::spawn(move || {
+            let runtime = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .expect("a runtime for the forwarder");
+            runtime.block_on(async move {
+                let mut listener = Some(tokio::net::TcpListener::from_std(listener).unwrap());
+                loop {
+                    let Some(open) = &listener else {
+                        // Cut: wait to be restored, then listen on the same port again.
+                        if watch.wait_for(|up| *up).await.is_err() {
+                            return;
+                        }
+                        listener = Some(
+                            tokio::net::TcpListener::bind(address)
+                                .await
+                                .expect("listen on the forwarder's port again"),
+                        );
+                        continue;
+                    };
+                    let accepted = tokio::select! {
+                        accepted = open.accept() => Some(accepted),
+                        changed = watch.wait_for(|up| !*up) => {
+                            if changed.is_err() {
+                                return;
+                            }
+                            None
+                        }
+                    };
+                    let Some(accepted) = accepted else {
+                        listener = None;
+                        continue;
+                    };
+                    let Ok((mut inbound, _)) = accepted else {
+                        continue;
+                    };
+                    let mut cut = watch.clone();
+                    tokio::spawn(async move {
+                        let Ok(mut outbound) = tokio::net::TcpStream::connect(upstream).await
+                        else {
+                            return;
+                        };
+                        tokio::select! {
+                            _ = tokio::io::copy_bidirectional(&mut inbound, &mut outbound) => {}
+                            // Both sides dropped: the client's connection ends.
+                            _ = cut.wait_for(|up| !*up) => {}
+                        }
+                    });
+                }
+            });
+        });
+        Forwarder { address, up }
+    }
+
+    pub fn cut(&self) {
+        self.up.send_replace(false);
+    }
+
+    pub fn restore(&self) {
+        self.up.send_replace(true);
+    }
+}
+
+/// The PostgreSQL the tests use (trust authentication).
+pub const POSTGRES: &str = "127.0.0.1:5432";
+/// PostgreSQL's administrative URL, for creating and dropping test databases.
+pub const ADMIN_URL: &str = "postgres://postgres@127.0.0.1:5432/test";
+
+/// A database of its own for one test, dropped afterwards.
+pub struct TestDatabase {
+    name: String,
+}
+
+impl TestDatabase {
+    pub async fn create(label: &str) -> TestDatabase {
+        static COUNTER: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+        let name = format!(
+            "checkout_e2e_{label}_{}_{}",
+            std::process::id(),
+            COUNTER.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+        );
+        let mut connection = sqlx::PgConnection::connect(ADMIN_URL)
+            .await
+            .expect("connect to PostgreSQL as postgres");
+        sqlx::raw_sql(sqlx::AssertSqlSafe(format!("CREATE DATABASE {name}")))
+            .execute(&mut connection)
+            .await
+            .expect("create the test database");
+        TestDatabase { name }
+    }
+
+    pub fn url(&self) -> String {
+        format!("postgres://postgres@{POSTGRES}/{}", self.name)
+    }
+
+    /// The database's URL through `address` (a forwarder in front of PostgreSQL).
+    pub fn url_via(&self, address: SocketAddr) -> String {
+        format!("postgres://postgres@{address}/{}", self.name)
+    }
+
+    /// The database's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+}
+
+impl Drop for TestDatabase {
+    fn drop(&mut self) {
+        let name = self.name.clone();
+        // Dropped from a plain thread: the test's runtime may be shutting down.
+        let _ = std::thread::spawn(move || {
+            let runtime = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .ok()?;
+            runtime.block_on(async move {
+                let mut connection = sqlx::PgConnection::connect(ADMIN_URL).await.ok()?;
+                sqlx::raw_sql(sqlx::AssertSqlSafe(format!(
+                    "DROP DATABASE IF EXISTS {name} WITH (FORCE)"
+                )))
+                .execute(&mut connection)
+                .await
+                .ok()
+            })
+        })
+        .join();
+    }
 }
