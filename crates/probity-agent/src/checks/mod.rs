@@ -272,6 +272,9 @@ fn apply(mut spec: CheckSpec, policy: &Policy, timing: Timing) -> CheckSpec {
     if let Some(window) = policy.fail_open_for {
         spec = spec.fail_open_for(window.0);
     }
+    if let Some(fallback) = &policy.fallback {
+        spec = spec.fallback(fallback.clone());
+    }
     if let Some(required) = policy.boot_requires_rise {
         spec = spec.boot_requires_rise(required);
     }

@@ -33,6 +33,9 @@ pub struct Policy {
     pub fail_open_for: Option<Dur>,
     /// Require the full rise count at boot too.
     pub boot_requires_rise: Option<bool>,
+    /// For a hard check: another check that serves while this one fails (e.g. a cache for
+    /// reads); readiness then warns instead of failing, unless the fault is this instance's own.
+    pub fallback: Option<String>,
 }
 
 const POLICY_KEYS: &[&str] = &[
@@ -45,6 +48,7 @@ const POLICY_KEYS: &[&str] = &[
     "staleness",
     "fail_open_for",
     "boot_requires_rise",
+    "fallback",
 ];
 
 /// A readiness check from the configuration.
@@ -454,6 +458,7 @@ impl<'de> Deserialize<'de> for ReadinessEntry {
                         "boot_requires_rise" => {
                             set_once(&mut policy.boot_requires_rise, &key, &mut map)?
                         }
+                        "fallback" => set_once(&mut policy.fallback, &key, &mut map)?,
                         name if READINESS_KINDS.contains(&name) => {
                             if let Some(first) = &kind {
                                 return Err(key.error(format!(
@@ -557,7 +562,7 @@ impl<'de> Deserialize<'de> for LivenessEntry {
                             )));
                         }
                         "tier" | "rise" | "fall" | "staleness" | "fail_open_for" | "jitter"
-                        | "boot_requires_rise" => {
+                        | "boot_requires_rise" | "fallback" => {
                             return Err(key.error(format!(
                                 "`{}` is a readiness setting; a liveness condition takes {}",
                                 key.name,

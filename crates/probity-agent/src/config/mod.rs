@@ -26,7 +26,8 @@
 //! app = { url = "/health" }          # exactly one kind: app, metrics, tcp, http, postgres,
 //! interval = "2s"                    # mysql, redis, rabbitmq, nats, mqtt, dns, disk, jwks
 //! timeout = "1s"                     # policy: tier, interval, timeout, jitter, rise, fall,
-//!                                    # staleness, fail_open_for, boot_requires_rise
+//!                                    # staleness, fail_open_for, boot_requires_rise,
+//!                                    # fallback (a check that serves while this one fails)
 //!
 //! [readiness.db-pool]
 //! metrics = { url = "/metrics", preset = "node_postgres" }
