@@ -83,11 +83,9 @@ fn a_fallback_that_names_no_check_is_refused_at_load() {
         std::path::Path::new("agent.yaml"),
     )
     .expect("the file itself is well formed");
-    let error = format!(
-        "{:?}",
-        Agent::build(&config)
-            .err()
-            .expect("an unknown fallback must be refused")
-    );
+    let Err(error) = Agent::build(&config) else {
+        panic!("an unknown fallback must be refused");
+    };
+    let error = format!("{error:?}");
     assert!(error.contains("cach"), "{error}");
 }
