@@ -163,16 +163,21 @@ impl Context<'_> {
         let orders: Arc<[i64]> = orders.into();
         let cached_orders = orders.len() as u64;
         let reads = Reads::start(frontend, self.config.concurrency, orders);
-        tokio::time::sleep(Duration::from_secs(1)).await;
-        let served_before = reads
-            .samples()
-            .iter()
-            .filter(|read| read.status == Some(200))
-            .count();
-        if served_before == 0 {
+        // Under the background writes, the first reads may take a while to come back.
+        let enough = self.config.concurrency as usize;
+        let served_before = poll_until(Duration::from_secs(15), Duration::from_millis(100), || {
+            let served = reads
+                .samples()
+                .iter()
+                .filter(|read| read.status == Some(200))
+                .count();
+            async move { served >= enough }
+        })
+        .await;
+        if served_before.is_none() {
             reads.finish().await;
             return Err(DrillError::Unhealthy(format!(
-                "the fleet serves no read of a cached order before the outage: see the logs in {}",
+                "the fleet serves too few reads of cached orders before the outage: see the logs in {}",
                 self.work_path.display()
             )));
         }
