@@ -21,7 +21,11 @@ the liveness window), rollout-during-outage (replace one instance while the shar
 down for longer than the new instance's startup budget; needs --database-url), worker-wedge \
 (wedge one instance's outbox relay: liveness fails, the instance restarts, and the broker \
 receives every stored order once; needs --amqp-url), broker-outage (cut the broker off: nothing \
-restarts, orders wait in the outboxes and reach the broker once after; needs --amqp-url). Every drill but busy runs under the background load.
+restarts, orders wait in the outboxes and reach the broker once after; needs --amqp-url), \
+degraded (cut the shared database off with the Redis cache up: cached orders are served marked \
+stale, writes are shed, nothing restarts; needs --database-url and --redis-url, and runs \
+without flap, outage and rollout-during-outage, which measure draining). Every drill but busy \
+runs under the background load.
 
 Exit codes: 0 every target met, 1 a target missed (each is named on stderr), 2 the drill could \
 not run, 130 interrupted.
@@ -40,6 +44,13 @@ pub(crate) struct Args {
     /// deleted after the run); the worker-wedge drill needs it.
     #[arg(long, value_name = "URL")]
     amqp_url: Option<String>,
+    /// A Redis for the instances' order cache, the database's fallback for reads; the
+    /// degraded drill needs it (every instance shares one key prefix of the run's own).
+    #[arg(long, value_name = "URL")]
+    redis_url: Option<String>,
+    /// How many orders the degraded drill creates, and so caches, before the outage.
+    #[arg(long, default_value_t = 200, value_parser = clap::value_parser!(u32).range(1..=100_000))]
+    cached_orders: u32,
     /// The outbox relay's heartbeat bound in the worker-wedge drill.
     #[arg(long, default_value = "5s", value_parser = parse_duration)]
     worker_bound: Duration,
@@ -156,6 +167,14 @@ pub(crate) struct Args {
     /// within this long of the database's return.
     #[arg(long, default_value = "2s", value_parser = parse_duration)]
     max_time_to_ready: Duration,
+    /// Target (degraded): at least this share of the reads of cached orders is served during
+    /// the outage (99% or 0.99).
+    #[arg(long, default_value = "99%", value_parser = parse_share)]
+    min_reads_served: f64,
+    /// Target (degraded): reads are fresh again (no longer marked stale) within this long of
+    /// the database's return.
+    #[arg(long, default_value = "2s", value_parser = parse_duration)]
+    max_time_to_fresh: Duration,
     /// Keep the work folder (configuration, logs) after the run.
     #[arg(long)]
     keep_work_dir: bool,
@@ -246,6 +265,16 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
     config.instances = args.instances as usize;
     config.database_url = args.database_url;
     config.amqp_url = args.amqp_url;
+    if let Some(url) = &args.redis_url
+        && !(url.starts_with("redis://") || url.starts_with("rediss://"))
+    {
+        bail!(
+            "--redis-url `{}`: expected redis://[USER:PASSWORD@]HOST[:PORT][/DB]",
+            probity::redact::redact(url)
+        );
+    }
+    config.redis_url = args.redis_url;
+    config.cached_orders = args.cached_orders;
     config.worker_bound = args.worker_bound;
     config.broker_outage = args.broker_outage;
     config.pool_size = args.pool_size;
@@ -296,6 +325,8 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
         max_check_cost: args.max_check_cost,
         max_time_to_traffic: args.max_time_to_traffic,
         max_time_to_ready: args.max_time_to_ready,
+        min_reads_served: args.min_reads_served,
+        max_time_to_fresh: args.max_time_to_fresh,
     };
 
     let runtime = tokio::runtime::Builder::new_multi_thread()

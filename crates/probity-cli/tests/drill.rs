@@ -72,6 +72,22 @@ fn postgres_available() -> bool {
     open
 }
 
+fn redis_available() -> bool {
+    let open = std::net::TcpStream::connect_timeout(
+        &"127.0.0.1:6379".parse().expect("address"),
+        Duration::from_secs(3),
+    )
+    .is_ok();
+    if !open {
+        assert!(
+            std::env::var("CI").as_deref() != Ok("true"),
+            "Redis is not running on 127.0.0.1:6379 (scripts/setup.sh starts it)"
+        );
+        eprintln!("SKIPPED: Redis is not running on 127.0.0.1:6379");
+    }
+    open
+}
+
 fn rabbitmq_available() -> bool {
     let open = std::net::TcpStream::connect_timeout(
         &"127.0.0.1:5672".parse().expect("address"),
@@ -543,16 +559,40 @@ fn missing_tools_and_databases_are_clear_errors() {
     assert_eq!(output.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&output.stderr).contains("unknown drill `nope`"));
 
+    // The cache turns a shared outage into a degradation: the drills that measure draining
+    // cannot share its fleet.
     let output = probity()
-        .args(["drill", "--drills", "degraded"])
+        .args([
+            "drill",
+            "--drills",
+            "outage,degraded",
+            "--redis-url",
+            "redis://127.0.0.1:6379",
+        ])
+        .arg("--checkout")
+        .arg(checkout())
         .output()
         .expect("probity runs");
     assert_eq!(output.status.code(), Some(2));
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(
-        stderr.contains("the `degraded` drill is not available yet: it needs fallbacks"),
+        stderr.contains("the `outage` drill measures the fleet draining during a database outage"),
         "{stderr}"
     );
+    let output = probity()
+        .args([
+            "drill",
+            "--drills",
+            "degraded",
+            "--redis-url",
+            "http://:hunter2@cache",
+        ])
+        .output()
+        .expect("probity runs");
+    assert_eq!(output.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("--redis-url `"), "{stderr}");
+    assert!(!stderr.contains("hunter2"), "{stderr}");
 
     let output = probity()
         .args(["drill", "--max-check-cost", "120%"])
@@ -577,6 +617,54 @@ fn missing_tools_and_databases_are_clear_errors() {
         xml.contains(r#"<error message="HAProxy not found at `/nonexistent/haproxy`"#),
         "{xml}"
     );
+}
+
+#[test]
+fn under_load_on_postgres_with_the_cache_a_database_outage_degrades_cached_reads_sheds_writes_and_restarts_nothing()
+ {
+    if !haproxy_available() || !postgres_available() || !redis_available() {
+        return;
+    }
+    let (report, _) = gated_drill(
+        &[
+            "--database-url",
+            POSTGRES,
+            "--redis-url",
+            "redis://127.0.0.1:6379",
+            "--drills",
+            "degraded",
+            "--outage",
+            "8s",
+            "--cached-orders",
+            "60",
+            // The full drill holds 2 s; a short run on a loaded CI machine gets room.
+            "--max-time-to-fresh",
+            "6s",
+        ],
+        false,
+    );
+    let degraded = &report["degraded"];
+    assert_eq!(degraded["restarts"], 0, "{degraded}");
+    assert_eq!(degraded["cached_orders"], 60, "{degraded}");
+    assert!(degraded["reads"].as_u64().unwrap() > 0, "{degraded}");
+    assert!(
+        degraded["reads_served_share"].as_f64().unwrap() >= 0.99,
+        "{degraded}"
+    );
+    assert!(
+        degraded["reads_stale"].as_u64().unwrap() > 0,
+        "cached orders served marked stale: {degraded}"
+    );
+    assert!(
+        degraded["writes_shed"].as_u64().unwrap() > 0,
+        "writes shed: {degraded}"
+    );
+    assert_eq!(
+        degraded["fewest_in_rotation"], report["instances"],
+        "{degraded}"
+    );
+    seconds(&degraded["time_to_degraded_s"], "degraded");
+    seconds(&degraded["time_to_fresh_s"], "fresh again");
 }
 
 #[test]

@@ -62,11 +62,14 @@ pub enum DrillKind {
     WorkerWedge,
     /// Cut the broker off the fleet (needs RabbitMQ).
     BrokerOutage,
+    /// Cut the shared database off with the Redis cache up: the fleet serves cached reads,
+    /// marked stale, and sheds writes (needs PostgreSQL and Redis).
+    Degraded,
 }
 
 impl DrillKind {
     /// Every drill, in the order they run.
-    pub const ALL: [DrillKind; 10] = [
+    pub const ALL: [DrillKind; 11] = [
         DrillKind::Busy,
         DrillKind::PoolExhaustion,
         DrillKind::Sigterm,
@@ -77,13 +80,11 @@ impl DrillKind {
         DrillKind::RolloutDuringOutage,
         DrillKind::WorkerWedge,
         DrillKind::BrokerOutage,
+        DrillKind::Degraded,
     ];
 
     /// Drills named but not available yet, with what they wait for.
-    pub const PLANNED: [(&'static str, &'static str); 1] = [(
-        "degraded",
-        "it needs fallbacks in the core (a hard check that names a fallback, readiness `warn` while the fallback serves) and stale reads from checkout's cache",
-    )];
+    pub const PLANNED: [(&'static str, &'static str); 0] = [];
 
     /// The drill's name on the command line.
     pub fn name(self) -> &'static str {
@@ -98,6 +99,7 @@ impl DrillKind {
             DrillKind::RolloutDuringOutage => "rollout-during-outage",
             DrillKind::WorkerWedge => "worker-wedge",
             DrillKind::BrokerOutage => "broker-outage",
+            DrillKind::Degraded => "degraded",
         }
     }
 
@@ -113,6 +115,23 @@ impl DrillKind {
 
     /// Whether the drill cuts the shared database (and so needs one).
     pub fn needs_shared_database(self) -> bool {
+        matches!(
+            self,
+            DrillKind::Flap
+                | DrillKind::DatabaseOutage
+                | DrillKind::RolloutDuringOutage
+                | DrillKind::Degraded
+        )
+    }
+
+    /// Whether the drill needs the fleet's order cache (`--redis-url`).
+    pub fn needs_cache(self) -> bool {
+        matches!(self, DrillKind::Degraded)
+    }
+
+    /// Whether the drill measures the fleet draining during a shared database outage, which a
+    /// cache fallback turns into degrading: it cannot run in the same fleet as `degraded`.
+    pub fn measures_draining(self) -> bool {
         matches!(
             self,
             DrillKind::Flap | DrillKind::DatabaseOutage | DrillKind::RolloutDuringOutage
@@ -135,6 +154,11 @@ pub struct DrillConfig {
     pub database_url: Option<String>,
     /// A RabbitMQ for the instances' outbox relays (each publishes to a queue of its own).
     pub amqp_url: Option<String>,
+    /// A Redis for the instances' order cache (the database's fallback for reads); only the
+    /// `degraded` drill uses it.
+    pub redis_url: Option<String>,
+    /// How many orders the `degraded` drill creates (and so caches) before the outage.
+    pub cached_orders: u32,
     /// The outbox relay's heartbeat bound (`--outbox-max-silence`).
     pub worker_bound: Duration,
     /// How long the broker outage lasts.
@@ -187,6 +211,8 @@ impl DrillConfig {
             instances: 3,
             database_url: None,
             amqp_url: None,
+            redis_url: None,
+            cached_orders: 200,
             worker_bound: Duration::from_secs(5),
             broker_outage: Duration::from_secs(60),
             pool_size: 5,
@@ -237,6 +263,9 @@ pub enum DrillError {
         "the broker at {0} is unreachable: start RabbitMQ or drop --amqp-url (and the drills that need it)"
     )]
     BrokerUnreachable(String),
+    /// Drills that cannot share one fleet.
+    #[error("{0}")]
+    Config(String),
     /// An instance did not start.
     #[error("{name} did not start: {reason}\n--- last lines of its log ---\n{log}")]
     InstanceFailed {

@@ -3,6 +3,7 @@
 
 use crate::drills::broker_outage::BrokerOutage;
 use crate::drills::busy::{Busy, BusyLeg};
+use crate::drills::degraded::Degraded;
 use crate::drills::flap::Flap;
 use crate::drills::outage::DatabaseOutage;
 use crate::drills::pool::PoolExhaustion;
@@ -82,6 +83,8 @@ pub struct Report {
     pub worker_wedge: Option<WorkerWedge>,
     /// The broker cut off from the fleet.
     pub broker_outage: Option<BrokerOutage>,
+    /// Shared database outage with the cache serving reads.
+    pub degraded: Option<Degraded>,
     /// Drills not run, with the reason.
     pub skipped: Vec<String>,
     /// The targets this run was held to.
@@ -655,6 +658,87 @@ impl Report {
                         "{} / {} / {} / {}",
                         outage.orders, outage.published, outage.lost, outage.duplicated
                     ),
+                ],
+            );
+        }
+        if let Some(degraded) = &self.degraded {
+            let _ = writeln!(
+                out,
+                "database unreachable for {:.0}s, the cache up: {} cached orders read (the database-outage incident's degraded mode)",
+                degraded.outage_s, degraded.cached_orders
+            );
+            row(
+                &mut out,
+                [
+                    "restarts",
+                    "12/12 killed",
+                    "0",
+                    &degraded.restarts.to_string(),
+                ],
+            );
+            row(
+                &mut out,
+                [
+                    "reads of cached orders served",
+                    "14 min outage",
+                    "served stale",
+                    &format!(
+                        "{:.2}% ({} of {})",
+                        degraded.reads_served_share * 100.0,
+                        degraded.reads_served,
+                        degraded.reads
+                    ),
+                ],
+            );
+            row(
+                &mut out,
+                [
+                    "of them marked stale (x-degraded: db)",
+                    "",
+                    "",
+                    &degraded.reads_stale.to_string(),
+                ],
+            );
+            row(
+                &mut out,
+                [
+                    "writes shed (503, not processed)",
+                    "",
+                    "",
+                    &format!(
+                        "{} of {} ({} refused by HAProxy, {} failed otherwise)",
+                        degraded.writes_shed,
+                        degraded.writes,
+                        degraded.writes_refused_by_balancer,
+                        degraded.writes_failed_otherwise
+                    ),
+                ],
+            );
+            row(
+                &mut out,
+                [
+                    "fewest instances in rotation",
+                    "",
+                    "",
+                    &degraded.fewest_in_rotation.to_string(),
+                ],
+            );
+            row(
+                &mut out,
+                [
+                    "degraded after the cut",
+                    "",
+                    "",
+                    &at(degraded.time_to_degraded_s),
+                ],
+            );
+            row(
+                &mut out,
+                [
+                    "reads fresh again after recovery",
+                    "",
+                    "",
+                    &at(degraded.time_to_fresh_s),
                 ],
             );
         }

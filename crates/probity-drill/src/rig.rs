@@ -52,6 +52,24 @@ pub struct RigSpec<'a> {
     pub health_checks: bool,
     /// The broker URL for the instances' outbox relays (through the drill's proxy), if any.
     pub amqp_url: Option<&'a str>,
+    /// The Redis URL for the instances' order cache, if any; every instance shares one key
+    /// prefix of the run's own, as one service's replicas do.
+    pub redis_url: Option<&'a str>,
+}
+
+/// The cache key prefix of one run: its work folder's name, so runs sharing a Redis never
+/// read each other's orders.
+pub fn cache_prefix(work_path: &Path) -> String {
+    let folder = work_path
+        .file_name()
+        .map(|name| name.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let folder: String = folder
+        .chars()
+        .filter(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
+        .take(48)
+        .collect();
+    format!("probity-drill-{folder}")
 }
 
 fn log_tail(path: &Path) -> String {
@@ -95,6 +113,14 @@ impl Rig {
             if let Some(url) = spec.database_url {
                 args.push("--database-url".to_owned());
                 args.push(url.to_owned());
+            }
+            if let Some(url) = spec.redis_url {
+                args.extend([
+                    "--redis-url".to_owned(),
+                    url.to_owned(),
+                    "--cache-prefix".to_owned(),
+                    cache_prefix(work_path),
+                ]);
             }
             if let Some(url) = spec.amqp_url {
                 let name = format!("{}-{}", spec.name, index + 1);

@@ -46,6 +46,18 @@ pub async fn run(config: &DrillConfig, progress: &dyn Progress) -> Result<Report
     if !config.checkout.is_file() {
         return Err(DrillError::CheckoutMissing(config.checkout.clone()));
     }
+    // With the cache, the database's fallback, a shared outage degrades the fleet instead of
+    // draining it: the drills that measure draining need a fleet without it.
+    if config.redis_url.is_some()
+        && let Some(drill) = config.drills.iter().find(|drill| drill.measures_draining())
+    {
+        return Err(DrillError::Config(format!(
+            "the `{}` drill measures the fleet draining during a database outage, which the \
+             cache (--redis-url) turns into degrading: run it in a run of its own without \
+             --redis-url",
+            drill.name()
+        )));
+    }
     let mut work = WorkDir {
         path: std::env::temp_dir().join(format!(
             "probity-drill-{}-{:08x}",
@@ -146,6 +158,7 @@ async fn run_in(
             database_url: database_url.as_deref(),
             health_checks: true,
             amqp_url: amqp_url.as_deref(),
+            redis_url: config.redis_url.as_deref(),
         },
         work_path,
         &events,
@@ -188,6 +201,7 @@ async fn run_in(
         rollout_during_outage: None,
         worker_wedge: None,
         broker_outage: None,
+        degraded: None,
         skipped: Vec::new(),
         targets: config.targets,
         verdicts: Vec::new(),
@@ -196,6 +210,13 @@ async fn run_in(
         if drill.needs_shared_database() && context.proxy.is_none() {
             report.skipped.push(format!(
                 "{}: needs a shared database (--database-url postgres://…)",
+                drill.name()
+            ));
+            continue;
+        }
+        if drill.needs_cache() && config.redis_url.is_none() {
+            report.skipped.push(format!(
+                "{}: needs the fleet's order cache (--redis-url redis://…)",
                 drill.name()
             ));
             continue;
@@ -231,6 +252,7 @@ async fn run_in(
                 DrillKind::BrokerOutage => {
                     report.broker_outage = Some(context.broker_outage().await?);
                 }
+                DrillKind::Degraded => report.degraded = Some(context.degraded().await?),
                 DrillKind::Busy => {}
             }
             context.stop_load();

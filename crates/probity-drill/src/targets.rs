@@ -30,6 +30,11 @@ pub struct Targets {
     /// rotation.
     #[serde(serialize_with = "crate::report::secs")]
     pub max_time_to_ready: Duration,
+    /// `degraded`: the share of reads of cached orders served during the outage (0.99 = 99%).
+    pub min_reads_served: f64,
+    /// `degraded`: database back → reads fresh again (no longer marked stale).
+    #[serde(serialize_with = "crate::report::secs")]
+    pub max_time_to_fresh: Duration,
 }
 
 impl Default for Targets {
@@ -42,6 +47,8 @@ impl Default for Targets {
             max_check_cost: 0.03,
             max_time_to_traffic: Duration::from_secs(3),
             max_time_to_ready: Duration::from_secs(2),
+            min_reads_served: 0.99,
+            max_time_to_fresh: Duration::from_secs(2),
         }
     }
 }
@@ -237,6 +244,31 @@ impl Targets {
                 "traffic served after recovery",
                 outage.time_to_traffic_after_recovery_s,
                 self.max_time_to_traffic,
+            ));
+        }
+        if let Some(degraded) = &report.degraded {
+            let drill = "degraded";
+            verdicts.push(exactly(drill, "restarts", degraded.restarts.into(), 0));
+            verdicts.push(Verdict::new(
+                drill,
+                format!(
+                    "reads of cached orders served ≥ {}%",
+                    self.min_reads_served * 100.0
+                ),
+                format!("{:.2}%", degraded.reads_served_share * 100.0),
+                degraded.reads > 0 && degraded.reads_served_share + 1e-9 >= self.min_reads_served,
+            ));
+            verdicts.push(exactly(
+                drill,
+                "instances drained",
+                (report.instances.saturating_sub(degraded.fewest_in_rotation)) as u64,
+                0,
+            ));
+            verdicts.push(within(
+                drill,
+                "reads fresh after recovery",
+                degraded.time_to_fresh_s,
+                self.max_time_to_fresh,
             ));
         }
         if let Some(stall) = &report.stall {

@@ -194,6 +194,7 @@ impl Context<'_> {
                 database_url: self.database_url.as_deref(),
                 health_checks: false,
                 amqp_url: None,
+                redis_url: None,
             },
             self.work_path,
             &Events::default(),

@@ -6,6 +6,7 @@
 
 pub mod broker_outage;
 pub mod busy;
+pub mod degraded;
 pub mod flap;
 pub mod outage;
 pub mod pool;
