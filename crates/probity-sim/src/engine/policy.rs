@@ -13,7 +13,7 @@ use super::pod::Container;
 use super::queue::Event;
 use crate::scenario::{Check, CheckTarget, EndpointMode, Handler, InternalKind};
 use crate::time::Millis;
-use probity::Tier;
+use probity_contract::Tier;
 
 /// Fall fast, rise slow: the same state machine as probity's `Hysteresis`. A check with no
 /// history turns healthy on its first success, unless its first healthy state at boot must
