@@ -9,6 +9,7 @@ use super::Sim;
 use super::queue::Event;
 use crate::scenario::FaultKind;
 use crate::time::Millis;
+use probity_contract::probe::ProbeKind;
 
 /// Which faults are in force, and when the incident began and ended.
 #[derive(Debug)]
@@ -103,6 +104,12 @@ impl Sim<'_> {
                 self.pod_changed(instance);
             }
             FaultKind::ManualFix { remove_probes } => {
+                // The skipped ticks so far count with the probes they had.
+                for pod in 0..self.pods.len() {
+                    for kind in ProbeKind::ALL {
+                        self.wake_worker(pod, kind, false);
+                    }
+                }
                 for kind in remove_probes {
                     self.probes[super::probing::slot(kind)] = None;
                 }

@@ -9,6 +9,7 @@
 //! | [`queue`] | the event queue |
 //! | [`pod`] | pod lifecycle: containers, boots, kills, CrashLoopBackOff |
 //! | [`probing`] | the kubelet's probe workers and the pod's Ready condition |
+//! | [`steady`] | probe workers that skip their ticks while nothing can change |
 //! | [`policy`] | the app's health policy: endpoints, pollers, hysteresis |
 //! | [`passive`] | passive reports from real requests |
 //! | [`dependencies`] | how calls to each dependency fare, and the app's pool |
@@ -22,7 +23,8 @@
 //! Work is proportional to what changes. Events mark the pods they change; at the end of
 //! each instant only those pods are re-evaluated (their failure fraction, their membership,
 //! their passive runs). A fault on a shared dependency changes every pod, and re-evaluates
-//! every pod once.
+//! every pod once. A probe worker in a steady state skips its ticks until its pod changes
+//! ([`steady`]), and a poll that cannot change its check leaves no event for its result.
 
 mod dependencies;
 mod faults;
@@ -35,13 +37,14 @@ mod pool;
 mod probing;
 mod queue;
 mod router;
+mod steady;
 mod traffic;
 
 use crate::report::Report;
 use crate::scenario::{CheckTarget, EndpointMode, Scenario, Start};
 use crate::time::Millis;
 use probity_contract::probe::ProbeKind;
-use queue::{Event, EventQueue};
+use queue::{Event, EventQueue, Order};
 use router::{CheckResult, Router};
 use std::time::Duration;
 use traffic::{Split, Traffic};
@@ -74,6 +77,8 @@ struct Sim<'a> {
     rng: fastrand::Rng,
     queue: EventQueue,
     now: Millis,
+    /// The place of the event being handled among the events of its millisecond.
+    current_order: Order,
     pods: Vec<pod::Pod>,
     /// The container's probes, by slot (an operator's fix may remove some).
     probes: [Option<crate::scenario::ProbeSpec>; 3],
@@ -131,6 +136,7 @@ impl<'a> Sim<'a> {
             rng: fastrand::Rng::with_seed(seed),
             queue: EventQueue::default(),
             now: 0,
+            current_order: 0,
             pods: (0..pods).map(|_| pod::Pod::new()).collect(),
             probes: [
                 scenario.probes.liveness,
@@ -182,11 +188,12 @@ impl<'a> Sim<'a> {
             if next >= end {
                 break;
             }
-            let Some((time, event)) = self.queue.pop() else {
+            let Some((time, order, event)) = self.queue.pop() else {
                 break;
             };
             self.advance(time);
             self.now = time;
+            self.current_order = order;
             self.handle(event);
             until_progress -= 1;
             if until_progress == 0 {
@@ -197,6 +204,7 @@ impl<'a> Sim<'a> {
         if self.unsettled {
             self.settle();
         }
+        self.count_quiet_ticks(end);
         self.advance(end);
         self.now = end;
         for pod in 0..self.pods.len() {
@@ -291,6 +299,7 @@ impl<'a> Sim<'a> {
 
     /// The pod changed in a way its traffic may feel: re-evaluate it before time moves on.
     fn mark(&mut self, pod: usize) {
+        self.wake(pod);
         self.unsettled = true;
         if !self.changed_flag[pod] {
             self.changed_flag[pod] = true;
@@ -323,6 +332,8 @@ impl<'a> Sim<'a> {
     /// Settles the instant that just ended: the changed pods' membership, weight and failure,
     /// the split, and what depends on shares (outlier detection, passive runs).
     fn settle(&mut self) {
+        // Every event of the instant has run.
+        self.current_order = Order::MAX;
         if self.router.take_all_changed() {
             // The router changed every pod's membership at once (Envoy entering or leaving
             // panic over its endpoints).

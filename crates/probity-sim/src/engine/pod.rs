@@ -533,6 +533,9 @@ impl Sim<'_> {
 
     /// An operator replaces a pod: a new pod, with fresh probe workers and backoff.
     pub(super) fn replace_pod(&mut self, pod: usize) {
+        for kind in ProbeKind::ALL {
+            self.wake_worker(pod, kind, false);
+        }
         if self.pods[pod].booting() {
             self.boot_ended(pod);
         }

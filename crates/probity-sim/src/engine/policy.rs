@@ -10,7 +10,7 @@
 
 use super::Sim;
 use super::pod::Container;
-use super::queue::Event;
+use super::queue::{Event, Order};
 use crate::scenario::{Check, CheckTarget, EndpointMode, Handler, InternalKind};
 use crate::time::Millis;
 use probity_contract::Tier;
@@ -80,6 +80,11 @@ impl Hysteresis {
     pub(super) fn is_healthy(&self) -> bool {
         self.healthy
     }
+
+    /// Healthy with no failure counted: a success changes nothing.
+    fn success_changes_nothing(&self) -> bool {
+        self.healthy && self.failures == 0
+    }
 }
 
 /// One check's state in one process.
@@ -95,6 +100,10 @@ pub(super) struct CheckState {
     pub(super) polling: bool,
     /// A re-poll was asked for while a poll was in flight: it runs when that one ends.
     pub(super) repoll: bool,
+    /// A poll in flight whose result changes nothing (a success of a healthy check with no
+    /// staleness bound): when it ends and its result's place in the queue, which it takes
+    /// only if something needs the result as an event (a re-poll, a passive report).
+    pub(super) quiet_poll: Option<(Millis, Order)>,
 }
 
 impl CheckState {
@@ -107,6 +116,7 @@ impl CheckState {
             poll_epoch: 0,
             polling: false,
             repoll: false,
+            quiet_poll: None,
         }
     }
 
@@ -129,6 +139,22 @@ impl CheckState {
         } else if was_healthy {
             self.unhealthy_since = Some(now);
         }
+    }
+
+    /// The quiet poll still in flight at `now` (in the event of place `current`), which
+    /// then becomes a poll in flight whose result is an event; a quiet poll that has ended
+    /// is forgotten.
+    pub(super) fn take_quiet_poll(
+        &mut self,
+        now: Millis,
+        current: Order,
+    ) -> Option<(Millis, Order)> {
+        let (done_at, order) = self.quiet_poll.take()?;
+        let in_flight = done_at > now || (done_at == now && order > current);
+        if in_flight {
+            self.polling = true;
+        }
+        in_flight.then_some((done_at, order))
     }
 
     /// Whether a failing hard check still fails open at `now`: it was healthy, and turned
@@ -199,18 +225,31 @@ impl Sim<'_> {
         if cost == 0 {
             self.poll_done(pod, check, process, success);
         } else {
+            let order = self.queue.reserve();
+            let done_at = self.now + cost;
+            let no_staleness = spec.staleness.is_none();
             if let Some(state) = self.pods[pod].process.as_mut() {
-                state.checks[check].polling = true;
+                let check_state = &mut state.checks[check];
+                if success
+                    && no_staleness
+                    && !check_state.repoll
+                    && check_state.hysteresis.success_changes_nothing()
+                {
+                    check_state.quiet_poll = Some((done_at, order));
+                } else {
+                    check_state.polling = true;
+                    self.queue.schedule_in_order(
+                        done_at,
+                        order,
+                        Event::PollDone {
+                            pod: pod as u32,
+                            check: check as u16,
+                            process,
+                            success,
+                        },
+                    );
+                }
             }
-            self.queue.schedule(
-                self.now + cost,
-                Event::PollDone {
-                    pod: pod as u32,
-                    check: check as u16,
-                    process,
-                    success,
-                },
-            );
         }
         self.queue.schedule(
             next.max(self.now + 1),
@@ -238,8 +277,13 @@ impl Sim<'_> {
         let was_healthy = check_state.hysteresis.is_healthy();
         check_state.hysteresis.observe(success);
         check_state.note_state(was_healthy, now);
+        let changed = was_healthy != check_state.hysteresis.is_healthy();
+        let repoll = std::mem::take(&mut check_state.repoll);
+        if changed {
+            self.check_state_changed(pod);
+        }
         // A re-poll asked for during this poll runs as soon as it is recorded.
-        if std::mem::take(&mut check_state.repoll) {
+        if repoll {
             self.repoll(pod, check);
         }
     }
@@ -253,7 +297,21 @@ impl Sim<'_> {
         let Some(state) = self.pods[pod].process.as_mut() else {
             return;
         };
+        let (now, current) = (self.now, self.current_order);
+        let id = state.id;
         let check_state = &mut state.checks[check];
+        if let Some((done_at, order)) = check_state.take_quiet_poll(now, current) {
+            self.queue.schedule_in_order(
+                done_at,
+                order,
+                Event::PollDone {
+                    pod: pod as u32,
+                    check: check as u16,
+                    process: id,
+                    success: true,
+                },
+            );
+        }
         if check_state.polling {
             check_state.repoll = true;
             return;

@@ -80,16 +80,22 @@ pub(crate) enum Event {
     ConnectionEnd { connection: u32, epoch: u32 },
 }
 
+/// An event's place among the events of its millisecond: the order in which it was
+/// scheduled. Real schedules take odd values from a counter; a tick that a quiet probe worker
+/// never scheduled takes the even value just below the first schedule of the instant it
+/// would have been scheduled in ([`EventQueue::order_at`]), so it runs where it would have.
+pub(crate) type Order = u64;
+
 #[derive(Debug, Clone, Copy)]
 struct Entry {
     at: Millis,
-    sequence: u64,
+    order: Order,
     event: Event,
 }
 
 impl PartialEq for Entry {
     fn eq(&self, other: &Self) -> bool {
-        (self.at, self.sequence) == (other.at, other.sequence)
+        (self.at, self.order) == (other.at, other.order)
     }
 }
 
@@ -103,8 +109,15 @@ impl PartialOrd for Entry {
 
 impl Ord for Entry {
     fn cmp(&self, other: &Self) -> Ordering {
-        (self.at, self.sequence).cmp(&(other.at, other.sequence))
+        (self.at, self.order).cmp(&(other.at, other.order))
     }
+}
+
+/// One event in its wheel slot, with its place among the slot's events.
+#[derive(Debug, Clone, Copy)]
+struct Slotted {
+    order: Order,
+    event: Event,
 }
 
 /// Milliseconds the wheel holds: events further ahead wait in a heap until they come within
@@ -113,6 +126,10 @@ impl Ord for Entry {
 const HORIZON: usize = 1 << 15;
 const WORDS: usize = HORIZON / 64;
 
+/// Milliseconds back for which the queue remembers where each instant's schedules began
+/// ([`EventQueue::order_at`]): the longest probe period a quiet worker may have.
+pub(crate) const MEMORY: Millis = 1 << 17;
+
 /// Pending events, earliest first; ties in scheduling order.
 ///
 /// A timing wheel of one slot per millisecond: scheduling appends to the event's slot and
@@ -120,17 +137,20 @@ const WORDS: usize = HORIZON / 64;
 /// O(1) however many events are pending (a binary heap of a large fleet's events costs a
 /// cache miss at every level). Within a slot, events keep their scheduling order. An event
 /// beyond the wheel's horizon waits in a heap and moves into its slot as soon as the slot
-/// comes within reach, before anything later can be scheduled there, so the order holds.
+/// comes within reach, in its order.
 #[derive(Debug)]
 pub(crate) struct EventQueue {
-    slots: Vec<VecDeque<Event>>,
+    slots: Vec<VecDeque<Slotted>>,
     /// One bit per slot: whether it holds events.
     occupied: Vec<u64>,
     /// The time the wheel's earliest slot stands for; nothing pending is earlier.
     cursor: Millis,
     in_wheel: usize,
     later: BinaryHeap<Reverse<Entry>>,
-    sequence: u64,
+    /// Schedules so far.
+    counter: u64,
+    /// The counter when each of the last [`MEMORY`] milliseconds began, by millisecond.
+    instant_starts: Vec<u64>,
 }
 
 impl Default for EventQueue {
@@ -141,36 +161,67 @@ impl Default for EventQueue {
             cursor: 0,
             in_wheel: 0,
             later: BinaryHeap::new(),
-            sequence: 0,
+            counter: 0,
+            instant_starts: vec![0; MEMORY as usize],
         }
     }
 }
 
 impl EventQueue {
-    /// Adds `event` at `at` (never earlier than the last event taken).
+    /// Adds `event` at `at` (never earlier than the last event taken), after everything
+    /// scheduled so far.
     pub(crate) fn schedule(&mut self, at: Millis, event: Event) {
-        self.sequence += 1;
+        let order = self.reserve();
+        self.schedule_in_order(at, order, event);
+    }
+
+    /// Takes the place of the next schedule, for an event that may be scheduled later in
+    /// that place (or never).
+    pub(crate) fn reserve(&mut self) -> Order {
+        self.counter += 1;
+        2 * self.counter + 1
+    }
+
+    /// The place of an event scheduled at the very start of instant `time`, before anything
+    /// scheduled then: `None` when `time` is more than [`MEMORY`] ago or still to come.
+    pub(crate) fn order_at(&self, time: Millis) -> Option<Order> {
+        if time > self.cursor || self.cursor - time >= MEMORY {
+            return None;
+        }
+        Some(2 * self.instant_starts[(time % MEMORY) as usize] + 2)
+    }
+
+    /// Adds `event` at `at` in the place `order` (from [`EventQueue::reserve`] or
+    /// [`EventQueue::order_at`]).
+    pub(crate) fn schedule_in_order(&mut self, at: Millis, order: Order, event: Event) {
         let at = at.max(self.cursor);
         if at - self.cursor < HORIZON as Millis {
-            self.insert(at, event);
+            self.insert(at, order, event);
         } else {
-            self.later.push(Reverse(Entry {
-                at,
-                sequence: self.sequence,
-                event,
-            }));
+            self.later.push(Reverse(Entry { at, order, event }));
         }
     }
 
-    fn insert(&mut self, at: Millis, event: Event) {
+    fn insert(&mut self, at: Millis, order: Order, event: Event) {
         let slot = (at as usize) & (HORIZON - 1);
-        self.slots[slot].push_back(event);
+        let events = &mut self.slots[slot];
+        // Almost always the latest: append. Otherwise find its place from the back.
+        let mut place = events.len();
+        while place > 0 && events[place - 1].order > order {
+            place -= 1;
+        }
+        events.insert(place, Slotted { order, event });
         self.occupied[slot / 64] |= 1 << (slot % 64);
         self.in_wheel += 1;
     }
 
-    /// Moves the wheel to `time`, bringing the events that come within reach into it.
+    /// Moves the wheel to `time`, remembering where the instants in between began and
+    /// bringing the events that come within reach into it.
     fn move_to(&mut self, time: Millis) {
+        let from = (self.cursor + 1).max(time.saturating_sub(MEMORY - 1));
+        for instant in from..=time {
+            self.instant_starts[(instant % MEMORY) as usize] = self.counter;
+        }
         self.cursor = time;
         while let Some(Reverse(entry)) = self.later.peek() {
             if entry.at - self.cursor >= HORIZON as Millis {
@@ -179,7 +230,7 @@ impl EventQueue {
             let Some(Reverse(entry)) = self.later.pop() else {
                 break;
             };
-            self.insert(entry.at, entry.event);
+            self.insert(entry.at, entry.order, entry.event);
         }
     }
 
@@ -220,19 +271,19 @@ impl EventQueue {
         }
     }
 
-    /// Removes and returns the next event.
-    pub(crate) fn pop(&mut self) -> Option<(Millis, Event)> {
+    /// Removes and returns the next event, with its time and place.
+    pub(crate) fn pop(&mut self) -> Option<(Millis, Order, Event)> {
         let next = self.next_time()?;
         if next != self.cursor {
             self.move_to(next);
         }
         let slot = (next as usize) & (HORIZON - 1);
-        let event = self.slots[slot].pop_front()?;
+        let entry = self.slots[slot].pop_front()?;
         if self.slots[slot].is_empty() {
             self.occupied[slot / 64] &= !(1 << (slot % 64));
         }
         self.in_wheel -= 1;
-        Some((next, event))
+        Some((next, entry.order, entry.event))
     }
 }
 
@@ -247,10 +298,10 @@ mod tests {
         queue.schedule(10, Event::FaultStart { fault: 1 });
         queue.schedule(20, Event::FaultStart { fault: 2 });
         queue.schedule(10, Event::FaultStart { fault: 3 });
-        let order: Vec<(Millis, Event)> = std::iter::from_fn(|| queue.pop()).collect();
+        let order: Vec<(Millis, Order, Event)> = std::iter::from_fn(|| queue.pop()).collect();
         let faults: Vec<u32> = order
             .iter()
-            .map(|(_, event)| match event {
+            .map(|(_, _, event)| match event {
                 Event::FaultStart { fault } => *fault,
                 _ => unreachable!(),
             })
@@ -280,7 +331,7 @@ mod tests {
             push(&mut queue, &mut reference, at);
         }
         while let Some(Reverse((at, fault))) = reference.pop() {
-            let (time, event) = queue.pop().unwrap();
+            let (time, _, event) = queue.pop().unwrap();
             assert_eq!((time, event), (at, Event::FaultStart { fault }));
             now = time;
             for _ in 0..rng.usize(0..3) {
