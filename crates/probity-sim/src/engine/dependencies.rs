@@ -306,6 +306,7 @@ impl Sim<'_> {
         process.inflight.push((until, dependency as u16));
         let count = process.inflight.len() as u32;
         let id = process.id;
+        self.refresh_poll_keys(pod);
         self.measure.max_inflight = self.measure.max_inflight.max(count);
         if pool {
             self.queue.schedule(

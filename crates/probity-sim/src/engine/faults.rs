@@ -77,6 +77,7 @@ impl Sim<'_> {
                 if let Some(process) = self.pods[instance].process.as_mut() {
                     process.pool_exhausted |= 1 << dependency;
                 }
+                self.refresh_poll_keys(instance);
                 self.mark(instance);
             }
             FaultKind::Deadlock {

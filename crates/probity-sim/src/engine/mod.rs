@@ -91,6 +91,10 @@ struct Sim<'a> {
     connections: Option<keep_alive::Connections>,
     /// Which checks have pollers (those read from a cached snapshot).
     polled: Vec<bool>,
+    /// Which checks' successful polls may leave no event (see [`policy::PollKey`]).
+    quiet_polls: Vec<bool>,
+    /// Each pod's poll keys, `checks` apiece.
+    poll_keys: Vec<policy::PollKey>,
     /// Each pod's requests and failures at the last success-rate sweep.
     outlier_marks: Vec<(f64, f64)>,
     /// Pods changed in this instant, to re-evaluate before time moves on.
@@ -123,6 +127,16 @@ impl<'a> Sim<'a> {
             })
             .collect();
         let passive = passive::Passive::new(scenario, &polled);
+        let quiet_polls = scenario
+            .app
+            .checks
+            .iter()
+            .enumerate()
+            .map(|(index, check)| {
+                check.staleness.is_none()
+                    && !passive.checks.iter().any(|passive| passive.check == index)
+            })
+            .collect();
         let connections = scenario.requests.keep_alive.map(|settings| {
             keep_alive::Connections::new(
                 settings,
@@ -158,6 +172,8 @@ impl<'a> Sim<'a> {
             passive,
             connections,
             polled,
+            quiet_polls,
+            poll_keys: vec![policy::PollKey::default(); pods * scenario.app.checks.len()],
             outlier_marks: Vec::new(),
             changed: Vec::new(),
             changed_flag: vec![false; pods],
@@ -210,6 +226,7 @@ impl<'a> Sim<'a> {
         for pod in 0..self.pods.len() {
             self.traffic.flush(pod);
         }
+        self.finish_traffic();
     }
 
     fn init_fleet(&mut self) {
@@ -381,7 +398,12 @@ impl<'a> Sim<'a> {
             },
             None => self.router.split(self.traffic.members(), pod_count),
         };
-        let mut split_changed = self.traffic.apply(split, pod_count);
+        let measure = &mut self.measure;
+        let mut split_changed =
+            self.traffic
+                .apply(split, pod_count, &mut |from, to, rate, failure| {
+                    measure.record_traffic(from, to, rate, failure)
+                });
         if self.share_dependent {
             // Failures follow the pod's share of traffic, which any change of members moves:
             // re-evaluate every pod then, with the shares now in force.
@@ -397,7 +419,11 @@ impl<'a> Sim<'a> {
                 let failure = self.pod_failure(pod);
                 self.traffic.set(pod, member, weight, failure);
             }
-            self.traffic.apply(split, pod_count);
+            let measure = &mut self.measure;
+            self.traffic
+                .apply(split, pod_count, &mut |from, to, rate, failure| {
+                    measure.record_traffic(from, to, rate, failure)
+                });
             split_changed |= shares_moved;
         }
         if split_changed && !all {
@@ -419,9 +445,13 @@ impl<'a> Sim<'a> {
 
     /// Integrates the traffic up to `to`.
     fn advance(&mut self, to: Millis) {
+        self.traffic.advance(to);
+    }
+
+    /// Ends the traffic's stretch in force: the totals and the time series are complete.
+    fn finish_traffic(&mut self) {
         let measure = &mut self.measure;
-        self.traffic.advance(to, |from, to, rate, failure| {
-            measure.record_traffic(from, to, rate, failure)
-        });
+        self.traffic
+            .finish(&mut |from, to, rate, failure| measure.record_traffic(from, to, rate, failure));
     }
 }

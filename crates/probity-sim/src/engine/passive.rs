@@ -397,22 +397,9 @@ impl Sim<'_> {
         let (pod, passive) = (top.pod as usize, usize::from(top.passive));
         let check = self.passive.checks[passive].check;
         let (unit, everyone) = self.share_clocks();
-        let (now, current) = (self.now, self.current_order);
+        let now = self.now;
         let fell = match self.pods[pod].process.as_mut() {
             Some(state) if state.id == top.process && state.passive[passive].epoch == top.epoch => {
-                // A quiet poll in flight records its success after this failure.
-                if let Some((done_at, order)) = state.checks[check].take_quiet_poll(now, current) {
-                    self.queue.schedule_in_order(
-                        done_at,
-                        order,
-                        Event::PollDone {
-                            pod: pod as u32,
-                            check: check as u16,
-                            process: state.id,
-                            success: true,
-                        },
-                    );
-                }
                 let run = &mut state.passive[passive];
                 run.account(unit, everyone);
                 run.reset = false;
@@ -432,6 +419,7 @@ impl Sim<'_> {
             _ => None,
         };
         if let Some(fell) = fell {
+            self.refresh_poll_key(pod, check);
             self.check_state_changed(pod);
             self.time_passive_run(pod, passive);
             if fell {

@@ -10,7 +10,7 @@
 
 use super::Sim;
 use super::pod::Container;
-use super::queue::{Event, Order};
+use super::queue::Event;
 use crate::scenario::{Check, CheckTarget, EndpointMode, Handler, InternalKind};
 use crate::time::Millis;
 use probity_contract::Tier;
@@ -82,7 +82,7 @@ impl Hysteresis {
     }
 
     /// Healthy with no failure counted: a success changes nothing.
-    fn success_changes_nothing(&self) -> bool {
+    pub(super) fn success_changes_nothing(&self) -> bool {
         self.healthy && self.failures == 0
     }
 }
@@ -100,10 +100,6 @@ pub(super) struct CheckState {
     pub(super) polling: bool,
     /// A re-poll was asked for while a poll was in flight: it runs when that one ends.
     pub(super) repoll: bool,
-    /// A poll in flight whose result changes nothing (a success of a healthy check with no
-    /// staleness bound): when it ends and its result's place in the queue, which it takes
-    /// only if something needs the result as an event (a re-poll, a passive report).
-    pub(super) quiet_poll: Option<(Millis, Order)>,
 }
 
 impl CheckState {
@@ -116,7 +112,6 @@ impl CheckState {
             poll_epoch: 0,
             polling: false,
             repoll: false,
-            quiet_poll: None,
         }
     }
 
@@ -141,22 +136,6 @@ impl CheckState {
         }
     }
 
-    /// The quiet poll still in flight at `now` (in the event of place `current`), which
-    /// then becomes a poll in flight whose result is an event; a quiet poll that has ended
-    /// is forgotten.
-    pub(super) fn take_quiet_poll(
-        &mut self,
-        now: Millis,
-        current: Order,
-    ) -> Option<(Millis, Order)> {
-        let (done_at, order) = self.quiet_poll.take()?;
-        let in_flight = done_at > now || (done_at == now && order > current);
-        if in_flight {
-            self.polling = true;
-        }
-        in_flight.then_some((done_at, order))
-    }
-
     /// Whether a failing hard check still fails open at `now`: it was healthy, and turned
     /// unhealthy less than `fail_open_for` ago.
     fn fails_open(&self, fail_open_for: Option<Millis>, now: Millis) -> bool {
@@ -164,6 +143,64 @@ impl CheckState {
             (Some(window), Some(since)) => now.saturating_sub(since) < window,
             _ => false,
         }
+    }
+}
+
+/// What a poll event needs to know of its check without reading the pod: whether the event
+/// is current (the process it was scheduled for, the poller's epoch) and whether a success
+/// would change nothing. Kept beside the pods, a few bytes each, so a steady fleet's polls
+/// touch nothing else; refreshed wherever the check's state changes.
+#[derive(Debug, Clone, Copy, Default)]
+pub(super) struct PollKey {
+    /// The process polling (0: none; container IDs start at 1).
+    process: u32,
+    epoch: u32,
+    /// A success changes nothing: the check is healthy with no failure counted, no poll is
+    /// in flight or asked for, and nothing reads when the last result came (no staleness
+    /// bound, no passive reports that a result must follow).
+    quiet: bool,
+    /// The app's pool cannot fail the call: it did not leak dry, no hung call holds a
+    /// connection, and no pool is modelled as a queue.
+    pool_clear: bool,
+}
+
+impl Sim<'_> {
+    /// Refreshes the poll keys of every check of `pod` after its process changed.
+    pub(super) fn refresh_poll_keys(&mut self, pod: usize) {
+        for check in 0..self.scenario.app.checks.len() {
+            self.refresh_poll_key(pod, check);
+        }
+    }
+
+    /// Refreshes the poll key of one check after its state changed.
+    pub(super) fn refresh_poll_key(&mut self, pod: usize, check: usize) {
+        let key = match self.pods[pod].process.as_ref() {
+            None => PollKey::default(),
+            Some(process) => {
+                let state = &process.checks[check];
+                let spec = &self.scenario.app.checks[check];
+                let pool_clear = match spec.target {
+                    CheckTarget::Dependency(dependency) => {
+                        !process.pool_exhausted(dependency)
+                            && process.inflight.is_empty()
+                            && self.scenario.dependencies[dependency].pool.is_none()
+                            && self.scenario.app.pool_size != Some(0)
+                    }
+                    CheckTarget::Internal(_) => false,
+                };
+                PollKey {
+                    pool_clear,
+                    process: process.id,
+                    epoch: state.poll_epoch,
+                    quiet: self.quiet_polls[check]
+                        && !state.polling
+                        && !state.repoll
+                        && state.hysteresis.success_changes_nothing(),
+                }
+            }
+        };
+        let index = pod * self.scenario.app.checks.len() + check;
+        self.poll_keys[index] = key;
     }
 }
 
@@ -195,11 +232,8 @@ impl Sim<'_> {
     /// (with jitter) after this one started, or when it ends if it runs longer. Polls never
     /// overlap.
     pub(super) fn poll_start(&mut self, pod: usize, check: usize, process: u32, epoch: u32) {
-        let current = self.pods[pod]
-            .process
-            .as_ref()
-            .is_some_and(|state| state.id == process && state.checks[check].poll_epoch == epoch);
-        if !current {
+        let key = self.poll_keys[pod * self.scenario.app.checks.len() + check];
+        if key.process != process || key.epoch != epoch {
             return;
         }
         let spec = &self.scenario.app.checks[check];
@@ -207,9 +241,9 @@ impl Sim<'_> {
             return;
         };
         let (interval, jitter, timeout) = (spec.interval, spec.jitter, spec.timeout);
-        let asks = spec
-            .uses_pool
-            .then_some((spec.pool_check, spec.acquire_budget));
+        // A pool that cannot fail the call need not be looked at.
+        let asks =
+            (spec.uses_pool && !key.pool_clear).then_some((spec.pool_check, spec.acquire_budget));
         let (latency, answered) = self.call_dependency(pod, dependency, asks, true);
         let (cost, success) = match timeout {
             Some(limit) if latency > limit => (limit, false),
@@ -225,30 +259,23 @@ impl Sim<'_> {
         if cost == 0 {
             self.poll_done(pod, check, process, success);
         } else {
+            // The result takes its place in the queue now, even if it never needs it.
             let order = self.queue.reserve();
-            let done_at = self.now + cost;
-            let no_staleness = spec.staleness.is_none();
-            if let Some(state) = self.pods[pod].process.as_mut() {
-                let check_state = &mut state.checks[check];
-                if success
-                    && no_staleness
-                    && !check_state.repoll
-                    && check_state.hysteresis.success_changes_nothing()
-                {
-                    check_state.quiet_poll = Some((done_at, order));
-                } else {
-                    check_state.polling = true;
-                    self.queue.schedule_in_order(
-                        done_at,
-                        order,
-                        Event::PollDone {
-                            pod: pod as u32,
-                            check: check as u16,
-                            process,
-                            success,
-                        },
-                    );
-                }
+            if !(success && key.quiet)
+                && let Some(state) = self.pods[pod].process.as_mut()
+            {
+                state.checks[check].polling = true;
+                self.queue.schedule_in_order(
+                    self.now + cost,
+                    order,
+                    Event::PollDone {
+                        pod: pod as u32,
+                        check: check as u16,
+                        process,
+                        success,
+                    },
+                );
+                self.refresh_poll_key(pod, check);
             }
         }
         self.queue.schedule(
@@ -279,6 +306,7 @@ impl Sim<'_> {
         check_state.note_state(was_healthy, now);
         let changed = was_healthy != check_state.hysteresis.is_healthy();
         let repoll = std::mem::take(&mut check_state.repoll);
+        self.refresh_poll_key(pod, check);
         if changed {
             self.check_state_changed(pod);
         }
@@ -297,27 +325,15 @@ impl Sim<'_> {
         let Some(state) = self.pods[pod].process.as_mut() else {
             return;
         };
-        let (now, current) = (self.now, self.current_order);
-        let id = state.id;
         let check_state = &mut state.checks[check];
-        if let Some((done_at, order)) = check_state.take_quiet_poll(now, current) {
-            self.queue.schedule_in_order(
-                done_at,
-                order,
-                Event::PollDone {
-                    pod: pod as u32,
-                    check: check as u16,
-                    process: id,
-                    success: true,
-                },
-            );
-        }
         if check_state.polling {
             check_state.repoll = true;
+            self.refresh_poll_key(pod, check);
             return;
         }
         check_state.poll_epoch += 1;
         let (process, epoch) = (state.id, check_state.poll_epoch);
+        self.refresh_poll_key(pod, check);
         self.poll_start(pod, check, process, epoch);
     }
 
