@@ -148,20 +148,52 @@ impl CheckState {
 
 /// What a poll event needs to know of its check without reading the pod: whether the event
 /// is current (the process it was scheduled for, the poller's epoch) and whether a success
-/// would change nothing. Kept beside the pods, a few bytes each, so a steady fleet's polls
+/// would change nothing. Kept beside the pods, eight bytes each, so a steady fleet's polls
 /// touch nothing else; refreshed wherever the check's state changes.
 #[derive(Debug, Clone, Copy, Default)]
 pub(super) struct PollKey {
-    /// The process polling (0: none; container IDs start at 1).
-    process: u32,
+    /// The process polling (0: none; container IDs start at 1) in the low 30 bits, and two
+    /// flags above: [`PollKey::QUIET`] and [`PollKey::POOL_CLEAR`].
+    process_and_flags: u32,
     epoch: u32,
+}
+
+impl PollKey {
+    const PROCESS: u32 = (1 << 30) - 1;
     /// A success changes nothing: the check is healthy with no failure counted, no poll is
     /// in flight or asked for, and nothing reads when the last result came (no staleness
     /// bound, no passive reports that a result must follow).
-    quiet: bool,
+    const QUIET: u32 = 1 << 30;
     /// The app's pool cannot fail the call: it did not leak dry, no hung call holds a
     /// connection, and no pool is modelled as a queue.
-    pool_clear: bool,
+    const POOL_CLEAR: u32 = 1 << 31;
+
+    fn new(process: u32, epoch: u32, quiet: bool, pool_clear: bool) -> Self {
+        let mut process_and_flags = process & Self::PROCESS;
+        if quiet {
+            process_and_flags |= Self::QUIET;
+        }
+        if pool_clear {
+            process_and_flags |= Self::POOL_CLEAR;
+        }
+        PollKey {
+            process_and_flags,
+            epoch,
+        }
+    }
+
+    /// Whether a poll event of `process` in `epoch` is current.
+    fn current(self, process: u32, epoch: u32) -> bool {
+        self.process_and_flags & Self::PROCESS == process & Self::PROCESS && self.epoch == epoch
+    }
+
+    fn quiet(self) -> bool {
+        self.process_and_flags & Self::QUIET != 0
+    }
+
+    fn pool_clear(self) -> bool {
+        self.process_and_flags & Self::POOL_CLEAR != 0
+    }
 }
 
 impl Sim<'_> {
@@ -188,15 +220,11 @@ impl Sim<'_> {
                     }
                     CheckTarget::Internal(_) => false,
                 };
-                PollKey {
-                    pool_clear,
-                    process: process.id,
-                    epoch: state.poll_epoch,
-                    quiet: self.quiet_polls[check]
-                        && !state.polling
-                        && !state.repoll
-                        && state.hysteresis.success_changes_nothing(),
-                }
+                let quiet = self.quiet_polls[check]
+                    && !state.polling
+                    && !state.repoll
+                    && state.hysteresis.success_changes_nothing();
+                PollKey::new(process.id, state.poll_epoch, quiet, pool_clear)
             }
         };
         let index = pod * self.scenario.app.checks.len() + check;
@@ -233,7 +261,7 @@ impl Sim<'_> {
     /// overlap.
     pub(super) fn poll_start(&mut self, pod: usize, check: usize, process: u32, epoch: u32) {
         let key = self.poll_keys[pod * self.scenario.app.checks.len() + check];
-        if key.process != process || key.epoch != epoch {
+        if !key.current(process, epoch) {
             return;
         }
         let spec = &self.scenario.app.checks[check];
@@ -243,7 +271,7 @@ impl Sim<'_> {
         let (interval, jitter, timeout) = (spec.interval, spec.jitter, spec.timeout);
         // A pool that cannot fail the call need not be looked at.
         let asks =
-            (spec.uses_pool && !key.pool_clear).then_some((spec.pool_check, spec.acquire_budget));
+            (spec.uses_pool && !key.pool_clear()).then_some((spec.pool_check, spec.acquire_budget));
         let (latency, answered) = self.call_dependency(pod, dependency, asks, true);
         let (cost, success) = match timeout {
             Some(limit) if latency > limit => (limit, false),
@@ -261,7 +289,7 @@ impl Sim<'_> {
         } else {
             // The result takes its place in the queue now, even if it never needs it.
             let order = self.queue.reserve();
-            if !(success && key.quiet)
+            if !(success && key.quiet())
                 && let Some(state) = self.pods[pod].process.as_mut()
             {
                 state.checks[check].polling = true;

@@ -121,9 +121,10 @@ struct Slotted {
 }
 
 /// Milliseconds the wheel holds: events further ahead wait in a heap until they come within
-/// reach. Longer than any probe period or poll interval, so almost every event goes straight
-/// into its slot.
-const HORIZON: usize = 1 << 15;
+/// reach. Longer than the usual poll interval and readiness period (the events a large
+/// steady fleet is made of), and short enough that the slots' buffers stay in cache: each
+/// slot is reused once per turn of the wheel.
+const HORIZON: usize = 1 << 13;
 const WORDS: usize = HORIZON / 64;
 
 /// Milliseconds back for which the queue remembers where each instant's schedules began
@@ -308,6 +309,37 @@ mod tests {
             .collect();
         assert_eq!(faults, [1, 3, 0, 2]);
         assert_eq!(queue.next_time(), None);
+    }
+
+    #[test]
+    fn an_event_placed_at_an_instant_runs_before_what_that_instant_scheduled() {
+        let mut queue = EventQueue::default();
+        queue.schedule(10, Event::FaultStart { fault: 0 });
+        queue.schedule(500, Event::FaultStart { fault: 1 });
+        let (time, _, _) = queue.pop().unwrap();
+        assert_eq!(time, 10);
+        // Scheduled during instant 10.
+        queue.schedule(500, Event::FaultStart { fault: 2 });
+        // As if scheduled at the start of instant 10: after the event scheduled before it,
+        // before the one scheduled during it.
+        let order = queue.order_at(10).unwrap();
+        queue.schedule_in_order(500, order, Event::FaultStart { fault: 3 });
+        // A place reserved now and used later keeps its rank.
+        let reserved = queue.reserve();
+        queue.schedule(500, Event::FaultStart { fault: 4 });
+        queue.schedule_in_order(500, reserved, Event::FaultStart { fault: 5 });
+        let faults: Vec<u32> = std::iter::from_fn(|| queue.pop())
+            .map(|(_, _, event)| match event {
+                Event::FaultStart { fault } => fault,
+                _ => unreachable!(),
+            })
+            .collect();
+        assert_eq!(faults, [1, 3, 2, 5, 4]);
+        assert_eq!(
+            queue.order_at(600),
+            None,
+            "an instant still to come has no place yet"
+        );
     }
 
     /// The wheel against a heap of (time, sequence), with events far beyond the horizon
