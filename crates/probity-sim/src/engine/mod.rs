@@ -11,6 +11,7 @@
 //! | [`probing`] | the kubelet's probe workers and the pod's Ready condition |
 //! | [`steady`] | probe workers that skip their ticks while nothing can change |
 //! | [`policy`] | the app's health policy: endpoints, pollers, hysteresis |
+//! | [`poll_lane`] | what a steady poll needs to know, kept beside the pods |
 //! | [`passive`] | passive reports from real requests |
 //! | [`dependencies`] | how calls to each dependency fare, and the app's pool |
 //! | [`pool`] | a pod's connection pool as a bounded queue |
@@ -33,6 +34,7 @@ mod measure;
 mod passive;
 mod pod;
 mod policy;
+mod poll_lane;
 mod pool;
 mod probing;
 mod queue;
@@ -91,10 +93,12 @@ struct Sim<'a> {
     connections: Option<keep_alive::Connections>,
     /// Which checks have pollers (those read from a cached snapshot).
     polled: Vec<bool>,
-    /// Which checks' successful polls may leave no event (see [`policy::PollKey`]).
+    /// Which checks' successful polls may leave no event (see [`poll_lane`]).
     quiet_polls: Vec<bool>,
-    /// Each pod's poll keys, `checks` apiece.
-    poll_keys: Vec<policy::PollKey>,
+    /// Each pod's pollers, `checks` apiece: which poll events are current, and what a
+    /// steady poll needs to know.
+    poll_keys: Vec<poll_lane::PollKey>,
+    poll_lanes: Vec<poll_lane::PollLane>,
     /// Each pod's requests and failures at the last success-rate sweep.
     outlier_marks: Vec<(f64, f64)>,
     /// Pods changed in this instant, to re-evaluate before time moves on.
@@ -173,7 +177,8 @@ impl<'a> Sim<'a> {
             connections,
             polled,
             quiet_polls,
-            poll_keys: vec![policy::PollKey::default(); pods * scenario.app.checks.len()],
+            poll_keys: vec![poll_lane::PollKey::default(); pods * scenario.app.checks.len()],
+            poll_lanes: vec![poll_lane::PollLane::default(); pods * scenario.app.checks.len()],
             outlier_marks: Vec::new(),
             changed: Vec::new(),
             changed_flag: vec![false; pods],

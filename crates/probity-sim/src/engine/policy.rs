@@ -146,92 +146,6 @@ impl CheckState {
     }
 }
 
-/// What a poll event needs to know of its check without reading the pod: whether the event
-/// is current (the process it was scheduled for, the poller's epoch) and whether a success
-/// would change nothing. Kept beside the pods, eight bytes each, so a steady fleet's polls
-/// touch nothing else; refreshed wherever the check's state changes.
-#[derive(Debug, Clone, Copy, Default)]
-pub(super) struct PollKey {
-    /// The process polling (0: none; container IDs start at 1) in the low 30 bits, and two
-    /// flags above: [`PollKey::QUIET`] and [`PollKey::POOL_CLEAR`].
-    process_and_flags: u32,
-    epoch: u32,
-}
-
-impl PollKey {
-    const PROCESS: u32 = (1 << 30) - 1;
-    /// A success changes nothing: the check is healthy with no failure counted, no poll is
-    /// in flight or asked for, and nothing reads when the last result came (no staleness
-    /// bound, no passive reports that a result must follow).
-    const QUIET: u32 = 1 << 30;
-    /// The app's pool cannot fail the call: it did not leak dry, no hung call holds a
-    /// connection, and no pool is modelled as a queue.
-    const POOL_CLEAR: u32 = 1 << 31;
-
-    fn new(process: u32, epoch: u32, quiet: bool, pool_clear: bool) -> Self {
-        let mut process_and_flags = process & Self::PROCESS;
-        if quiet {
-            process_and_flags |= Self::QUIET;
-        }
-        if pool_clear {
-            process_and_flags |= Self::POOL_CLEAR;
-        }
-        PollKey {
-            process_and_flags,
-            epoch,
-        }
-    }
-
-    /// Whether a poll event of `process` in `epoch` is current.
-    fn current(self, process: u32, epoch: u32) -> bool {
-        self.process_and_flags & Self::PROCESS == process & Self::PROCESS && self.epoch == epoch
-    }
-
-    fn quiet(self) -> bool {
-        self.process_and_flags & Self::QUIET != 0
-    }
-
-    fn pool_clear(self) -> bool {
-        self.process_and_flags & Self::POOL_CLEAR != 0
-    }
-}
-
-impl Sim<'_> {
-    /// Refreshes the poll keys of every check of `pod` after its process changed.
-    pub(super) fn refresh_poll_keys(&mut self, pod: usize) {
-        for check in 0..self.scenario.app.checks.len() {
-            self.refresh_poll_key(pod, check);
-        }
-    }
-
-    /// Refreshes the poll key of one check after its state changed.
-    pub(super) fn refresh_poll_key(&mut self, pod: usize, check: usize) {
-        let key = match self.pods[pod].process.as_ref() {
-            None => PollKey::default(),
-            Some(process) => {
-                let state = &process.checks[check];
-                let spec = &self.scenario.app.checks[check];
-                let pool_clear = match spec.target {
-                    CheckTarget::Dependency(dependency) => {
-                        !process.pool_exhausted(dependency)
-                            && process.inflight.is_empty()
-                            && self.scenario.dependencies[dependency].pool.is_none()
-                            && self.scenario.app.pool_size != Some(0)
-                    }
-                    CheckTarget::Internal(_) => false,
-                };
-                let quiet = self.quiet_polls[check]
-                    && !state.polling
-                    && !state.repoll
-                    && state.hysteresis.success_changes_nothing();
-                PollKey::new(process.id, state.poll_epoch, quiet, pool_clear)
-            }
-        };
-        let index = pod * self.scenario.app.checks.len() + check;
-        self.poll_keys[index] = key;
-    }
-}
-
 impl Sim<'_> {
     /// Starts the pollers of a new process; in a settled fleet they run at random phases.
     pub(super) fn start_pollers(&mut self, pod: usize, process: u32, steady: bool) {
@@ -253,6 +167,7 @@ impl Sim<'_> {
                     epoch: 0,
                 },
             );
+            self.poller_scheduled(pod, check, process, 0);
         }
     }
 
@@ -260,18 +175,17 @@ impl Sim<'_> {
     /// (with jitter) after this one started, or when it ends if it runs longer. Polls never
     /// overlap.
     pub(super) fn poll_start(&mut self, pod: usize, check: usize, process: u32, epoch: u32) {
-        let key = self.poll_keys[pod * self.scenario.app.checks.len() + check];
-        if !key.current(process, epoch) {
+        let Some(lane) = self.current_poll(pod, check, process, epoch) else {
             return;
-        }
+        };
         let spec = &self.scenario.app.checks[check];
         let CheckTarget::Dependency(dependency) = spec.target else {
             return;
         };
         let (interval, jitter, timeout) = (spec.interval, spec.jitter, spec.timeout);
         // A pool that cannot fail the call need not be looked at.
-        let asks =
-            (spec.uses_pool && !key.pool_clear()).then_some((spec.pool_check, spec.acquire_budget));
+        let asks = (spec.uses_pool && !lane.pool_clear())
+            .then_some((spec.pool_check, spec.acquire_budget));
         let (latency, answered) = self.call_dependency(pod, dependency, asks, true);
         let (cost, success) = match timeout {
             Some(limit) if latency > limit => (limit, false),
@@ -289,7 +203,7 @@ impl Sim<'_> {
         } else {
             // The result takes its place in the queue now, even if it never needs it.
             let order = self.queue.reserve();
-            if !(success && key.quiet())
+            if !(success && lane.quiet())
                 && let Some(state) = self.pods[pod].process.as_mut()
             {
                 state.checks[check].polling = true;
@@ -315,6 +229,7 @@ impl Sim<'_> {
                 epoch,
             },
         );
+        self.poller_scheduled(pod, check, process, epoch);
     }
 
     /// A poll's result: the hysteresis decides whether the check's state changes.

@@ -211,7 +211,11 @@ impl EventQueue {
         while place > 0 && events[place - 1].order > order {
             place -= 1;
         }
-        events.insert(place, Slotted { order, event });
+        if place == events.len() {
+            events.push_back(Slotted { order, event });
+        } else {
+            events.insert(place, Slotted { order, event });
+        }
         self.occupied[slot / 64] |= 1 << (slot % 64);
         self.in_wheel += 1;
     }
