@@ -100,9 +100,13 @@ impl Sim<'_> {
     }
 
     /// A poll event of `process` in `epoch` was scheduled: if that is the current key, the
-    /// poller has a live event.
+    /// poller has a live event. A poller already live has not changed its key since its
+    /// event in hand was found current (a change clears the flag): nothing to read then.
     pub(super) fn poller_scheduled(&mut self, pod: usize, check: usize, process: u32, epoch: u32) {
         let index = self.poller_index(pod, check);
+        if self.poll_lanes[index].0 & PollLane::LIVE != 0 {
+            return;
+        }
         if self.poll_keys[index] == (PollKey { process, epoch }) {
             self.poll_lanes[index].set(PollLane::LIVE, true);
         }
