@@ -52,6 +52,11 @@ impl Sim<'_> {
     /// A fault begins.
     pub(super) fn fault_start(&mut self, index: usize) {
         let fault = &self.scenario.faults[index];
+        if !self.faults.active[index]
+            && let Some(dependency) = fault.kind.shared_dependency()
+        {
+            self.dependencies.in_force_on[dependency] += 1;
+        }
         self.faults.active[index] = true;
         if !fault.kind.is_operator_action() {
             if self.faults.first_onset.is_none() {
@@ -124,6 +129,12 @@ impl Sim<'_> {
 
     /// A fault ends.
     pub(super) fn fault_end(&mut self, index: usize) {
+        if self.faults.active[index]
+            && let Some(dependency) = self.scenario.faults[index].kind.shared_dependency()
+        {
+            let in_force = &mut self.dependencies.in_force_on[dependency];
+            *in_force = in_force.saturating_sub(1);
+        }
         self.faults.active[index] = false;
         self.mark_all();
         self.refresh_boots();

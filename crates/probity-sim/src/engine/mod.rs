@@ -209,7 +209,7 @@ impl<'a> Sim<'a> {
             if next >= end {
                 break;
             }
-            let Some((time, order, event)) = self.queue.pop() else {
+            let Some((time, order, event)) = self.queue.pop_at(next) else {
                 break;
             };
             self.advance(time);

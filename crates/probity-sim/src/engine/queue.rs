@@ -293,8 +293,15 @@ impl EventQueue {
     }
 
     /// Removes and returns the next event, with its time and place.
+    #[cfg(test)]
     pub(crate) fn pop(&mut self) -> Option<(Millis, Order, Event)> {
         let next = self.next_time()?;
+        self.pop_at(next)
+    }
+
+    /// Removes and returns the next event, at `next`: the time [`EventQueue::next_time`]
+    /// gave, with nothing scheduled since.
+    pub(crate) fn pop_at(&mut self, next: Millis) -> Option<(Millis, Order, Event)> {
         if next != self.cursor {
             self.move_to(next);
         }
