@@ -1,6 +1,6 @@
 //! Runs scenario files through the simulator and prints each report as JSON, the way
-//! `probity simulate --json` does, without building the CLI. The run's CPU cost goes to
-//! stderr, for measuring the simulator itself.
+//! `probity simulate --json` does, without building the CLI. The run's wall time and its
+//! number of events (to within 65,536) go to stderr, for measuring the simulator itself.
 //!
 //! ```sh
 //! cargo run --release -p probity-sim --example simulate -- [--seed N] [--replicas N] FILE…
@@ -9,7 +9,7 @@
 //! `--replicas` overrides the fleet size of every file (the benchmark scenario is written
 //! for 100,000 pods; this runs it at any size).
 
-use probity_sim::{Format, Scenario, effective_seed, simulate};
+use probity_sim::{Format, Scenario, effective_seed, simulate_with_progress};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Instant;
@@ -50,11 +50,18 @@ fn main() -> ExitCode {
             }
         };
         let started = Instant::now();
-        let report = simulate(&scenario, effective_seed(&scenario, seed));
+        // The progress display hears from the run every 65,536 events: a count of events.
+        let mut calls: u64 = 0;
+        let report = simulate_with_progress(
+            &scenario,
+            effective_seed(&scenario, seed),
+            &mut |_| calls += 1,
+        );
         eprintln!(
-            "{}: {:.2} s wall",
+            "{}: {:.2} s wall, about {:.1} million events",
             file.display(),
-            started.elapsed().as_secs_f64()
+            started.elapsed().as_secs_f64(),
+            (calls as f64 + 0.5) * 65_536.0 / 1e6
         );
         reports.push(report);
     }
