@@ -52,11 +52,10 @@ fn main() -> ExitCode {
         let started = Instant::now();
         // The progress display hears from the run every 65,536 events: a count of events.
         let mut calls: u64 = 0;
-        let report = simulate_with_progress(
-            &scenario,
-            effective_seed(&scenario, seed),
-            &mut |_| calls += 1,
-        );
+        let report =
+            simulate_with_progress(&scenario, effective_seed(&scenario, seed), &mut |_| {
+                calls += 1
+            });
         eprintln!(
             "{}: {:.2} s wall, about {:.1} million events",
             file.display(),
