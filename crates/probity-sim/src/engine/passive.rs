@@ -411,10 +411,7 @@ impl Sim<'_> {
                 run.epoch += 1;
                 let check_state = &mut state.checks[check];
                 // The forced result also counts as the latest result.
-                check_state.last_result_at = Some(now);
-                let fell = check_state.hysteresis.force_unhealthy();
-                check_state.note_state(fell, now);
-                Some(fell)
+                Some(check_state.force_unhealthy(now).is_some())
             }
             _ => None,
         };

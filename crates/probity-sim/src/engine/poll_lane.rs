@@ -137,7 +137,7 @@ impl Sim<'_> {
                 let quiet = self.quiet_polls[check]
                     && !state.polling
                     && !state.repoll
-                    && state.hysteresis.success_changes_nothing();
+                    && state.success_changes_nothing();
                 let key = PollKey {
                     process: process.id,
                     epoch: state.poll_epoch,

@@ -18,11 +18,11 @@
 
 use super::Sim;
 use super::pod::Container;
+use super::policy;
 use super::probing::slot;
 use super::queue::{Event, MEMORY, Order};
 use crate::scenario::{CheckTarget, EndpointMode, Handler, InternalKind};
 use crate::time::Millis;
-use probity_contract::Tier;
 use probity_contract::kube::prober::ProbeResult;
 use probity_contract::probe::ProbeKind;
 
@@ -121,25 +121,27 @@ impl Sim<'_> {
         let mut passed_all = true;
         for &check in &endpoint.checks {
             let spec = &scenario.app.checks[check];
-            let passed = match spec.target {
-                CheckTarget::Internal(InternalKind::Boot) => process.booted,
-                CheckTarget::Internal(_) => true,
+            let entry = match spec.target {
+                CheckTarget::Internal(InternalKind::Boot) => {
+                    policy::immediate_entry(spec, check, process.booted)
+                }
+                CheckTarget::Internal(_) => policy::immediate_entry(spec, check, true),
                 CheckTarget::Dependency(_) => {
                     if endpoint.mode != EndpointMode::Cached || spec.staleness.is_some() {
                         return None;
                     }
                     let check_state = &process.checks[check];
-                    let healthy = check_state.hysteresis.is_healthy();
-                    if !healthy
+                    // A fail-open window running ends by itself: the answer changes with time.
+                    if !check_state.hysteresis.is_healthy()
                         && spec.fail_open_for.is_some()
                         && check_state.unhealthy_since.is_some()
                     {
                         return None;
                     }
-                    healthy
+                    check_state.entry(spec, check, self.now)
                 }
             };
-            if !passed && spec.tier == Tier::Hard {
+            if policy::fails(&entry) {
                 passed_all = false;
             }
         }
