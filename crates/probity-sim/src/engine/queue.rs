@@ -125,7 +125,19 @@ struct Slotted {
 /// steady fleet is made of), and short enough that the slots' buffers stay in cache: each
 /// slot is reused once per turn of the wheel.
 const HORIZON: usize = 1 << 13;
-const WORDS: usize = HORIZON / 64;
+
+/// Milliseconds a staging bucket spans. An event a poll interval ahead is appended to its
+/// bucket, and a bucket is sorted into its slots only shortly before its time comes: the
+/// writes of both steps go to buffers that stay in cache (128 bucket ends, then a few
+/// hundred slots reused every quarter second), where writing straight into a slot seconds
+/// ahead misses the cache at every event.
+const BUCKET: Millis = 64;
+const BUCKETS: usize = HORIZON / BUCKET as usize;
+
+/// Slots, one per millisecond from the cursor on: the filled ones never reach further than
+/// two buckets ahead.
+const SLOTS: usize = 1 << 8;
+const WORDS: usize = SLOTS / 64;
 
 /// Milliseconds back for which the queue remembers where each instant's schedules began
 /// ([`EventQueue::order_at`]): the longest probe period a quiet worker may have.
@@ -136,9 +148,10 @@ pub(crate) const MEMORY: Millis = 1 << 17;
 /// A timing wheel of one slot per millisecond: scheduling appends to the event's slot and
 /// taking the next event takes from the front of the earliest non-empty slot, so both cost
 /// O(1) however many events are pending (a binary heap of a large fleet's events costs a
-/// cache miss at every level). Within a slot, events keep their scheduling order. An event
-/// beyond the wheel's horizon waits in a heap and moves into its slot as soon as the slot
-/// comes within reach, in its order.
+/// cache miss at every level). Within a slot, events keep their scheduling order. Slots are
+/// filled [`BUCKET`] milliseconds at a time: an event beyond the filled slots waits in its
+/// staging bucket until the cursor comes near. An event beyond the wheel's horizon waits in
+/// a heap and moves into its bucket or slot as soon as it comes within reach, in its order.
 #[derive(Debug)]
 pub(crate) struct EventQueue {
     slots: Vec<VecDeque<Slotted>>,
@@ -149,7 +162,14 @@ pub(crate) struct EventQueue {
     last_order: Vec<Order>,
     /// The time the wheel's earliest slot stands for; nothing pending is earlier.
     cursor: Millis,
+    /// Events in the slots.
     in_wheel: usize,
+    /// Events at `filled_until` or later (and within reach) wait in the bucket of their
+    /// [`BUCKET`]; earlier ones are in their slots. A multiple of [`BUCKET`].
+    filled_until: Millis,
+    buckets: Vec<Vec<Entry>>,
+    /// Events in the buckets.
+    staged: usize,
     later: BinaryHeap<Reverse<Entry>>,
     /// Schedules so far.
     counter: u64,
@@ -160,11 +180,14 @@ pub(crate) struct EventQueue {
 impl Default for EventQueue {
     fn default() -> Self {
         EventQueue {
-            slots: (0..HORIZON).map(|_| VecDeque::new()).collect(),
+            slots: (0..SLOTS).map(|_| VecDeque::new()).collect(),
             occupied: vec![0; WORDS],
-            last_order: vec![0; HORIZON],
+            last_order: vec![0; SLOTS],
             cursor: 0,
             in_wheel: 0,
+            filled_until: BUCKET,
+            buckets: (0..BUCKETS).map(|_| Vec::new()).collect(),
+            staged: 0,
             later: BinaryHeap::new(),
             counter: 0,
             instant_starts: vec![0; MEMORY as usize],
@@ -200,15 +223,49 @@ impl EventQueue {
     /// [`EventQueue::order_at`]).
     pub(crate) fn schedule_in_order(&mut self, at: Millis, order: Order, event: Event) {
         let at = at.max(self.cursor);
-        if at - self.cursor < HORIZON as Millis {
-            self.insert(at, order, event);
+        self.place(Entry { at, order, event });
+    }
+
+    /// Puts an event in its slot, its bucket or the heap, by how far ahead it is.
+    fn place(&mut self, entry: Entry) {
+        if entry.at - self.cursor >= (HORIZON as Millis) - BUCKET {
+            self.later.push(Reverse(entry));
+        } else if entry.at < self.filled_until {
+            self.insert(entry.at, entry.order, entry.event);
         } else {
-            self.later.push(Reverse(Entry { at, order, event }));
+            self.buckets[bucket_of(entry.at)].push(entry);
+            self.staged += 1;
+        }
+    }
+
+    /// Sorts the next bucket into its slots.
+    fn fill_next_bucket(&mut self) {
+        let bucket = bucket_of(self.filled_until);
+        self.filled_until += BUCKET;
+        let mut entries = std::mem::take(&mut self.buckets[bucket]);
+        self.staged -= entries.len();
+        for entry in entries.drain(..) {
+            self.insert(entry.at, entry.order, entry.event);
+        }
+        // The emptied buffer is kept for the bucket's next turn.
+        self.buckets[bucket] = entries;
+    }
+
+    /// Fills slots until those filled reach a bucket past the cursor.
+    fn fill_ahead(&mut self) {
+        if self.staged == 0 {
+            // Nothing staged: the buckets up to the cursor's next one are empty.
+            let next = (self.cursor / BUCKET + 1) * BUCKET;
+            self.filled_until = self.filled_until.max(next);
+            return;
+        }
+        while self.filled_until <= self.cursor + BUCKET {
+            self.fill_next_bucket();
         }
     }
 
     fn insert(&mut self, at: Millis, order: Order, event: Event) {
-        let slot = (at as usize) & (HORIZON - 1);
+        let slot = (at as usize) & (SLOTS - 1);
         let events = &mut self.slots[slot];
         // Almost always the latest: append. Otherwise find its place from the back.
         if events.is_empty() || order > self.last_order[slot] {
@@ -233,26 +290,24 @@ impl EventQueue {
             self.instant_starts[(instant % MEMORY) as usize] = self.counter;
         }
         self.cursor = time;
-        self.warm_up((time as usize + 1) & (HORIZON - 1));
+        self.fill_ahead();
         while let Some(Reverse(entry)) = self.later.peek() {
-            if entry.at - self.cursor >= HORIZON as Millis {
+            if entry.at - self.cursor >= (HORIZON as Millis) - BUCKET {
                 break;
             }
             let Some(Reverse(entry)) = self.later.pop() else {
                 break;
             };
-            self.insert(entry.at, entry.order, entry.event);
+            self.place(entry);
         }
     }
 
-    /// Reads the events of the slot after the cursor's while this millisecond's run: its
-    /// buffer was written a poll interval ago and has left the cache, and loads issued
-    /// together wait for memory once rather than once per event.
-    fn warm_up(&self, slot: usize) {
-        let orders = self.slots[slot]
-            .iter()
-            .fold(0 as Order, |sum, entry| sum.wrapping_add(entry.order));
-        std::hint::black_box(orders);
+    /// The earliest time of a staged event.
+    fn earliest_staged(&self) -> Option<Millis> {
+        (0..BUCKETS)
+            .map(|step| &self.buckets[(bucket_of(self.filled_until) + step) % BUCKETS])
+            .find(|bucket| !bucket.is_empty())
+            .and_then(|bucket| bucket.iter().map(|entry| entry.at).min())
     }
 
     /// The earliest time with an event in the wheel, from the cursor on.
@@ -260,7 +315,7 @@ impl EventQueue {
         if self.in_wheel == 0 {
             return None;
         }
-        let start = (self.cursor as usize) & (HORIZON - 1);
+        let start = (self.cursor as usize) & (SLOTS - 1);
         // Most events share their millisecond with the one before: look there first.
         if !self.slots[start].is_empty() {
             return Some(self.cursor);
@@ -276,7 +331,7 @@ impl EventQueue {
             }
             if word != 0 {
                 let slot = word_index * 64 + word.trailing_zeros() as usize;
-                let ahead = (slot + HORIZON - start) & (HORIZON - 1);
+                let ahead = (slot + SLOTS - start) & (SLOTS - 1);
                 return Some(self.cursor + ahead as Millis);
             }
         }
@@ -287,6 +342,9 @@ impl EventQueue {
     pub(crate) fn next_time(&self) -> Option<Millis> {
         match (self.earliest_in_wheel(), self.later.peek()) {
             (Some(wheel), _) => Some(wheel),
+            // Staged events come before any in the heap; the first staged bucket holds the
+            // earliest (it is filled into the slots once the cursor gets there).
+            (None, _) if self.staged > 0 => self.earliest_staged(),
             (None, Some(Reverse(entry))) => Some(entry.at),
             (None, None) => None,
         }
@@ -305,7 +363,7 @@ impl EventQueue {
         if next != self.cursor {
             self.move_to(next);
         }
-        let slot = (next as usize) & (HORIZON - 1);
+        let slot = (next as usize) & (SLOTS - 1);
         let entry = self.slots[slot].pop_front()?;
         if self.slots[slot].is_empty() {
             self.occupied[slot / 64] &= !(1 << (slot % 64));
@@ -313,6 +371,11 @@ impl EventQueue {
         self.in_wheel -= 1;
         Some((next, entry.order, entry.event))
     }
+}
+
+/// The staging bucket of time `at`.
+fn bucket_of(at: Millis) -> usize {
+    ((at / BUCKET) as usize) % BUCKETS
 }
 
 #[cfg(test)]
@@ -369,8 +432,8 @@ mod tests {
         );
     }
 
-    /// The wheel against a heap of (time, sequence), with events far beyond the horizon
-    /// and events scheduled while others are taken.
+    /// The wheel against a heap of (time, sequence), with events in the slots, in the
+    /// staging buckets and far beyond the horizon, and events scheduled while others are taken.
     #[test]
     fn the_wheel_keeps_heap_order() {
         let mut queue = EventQueue::default();
@@ -394,7 +457,7 @@ mod tests {
             assert_eq!((time, event), (at, Event::FaultStart { fault }));
             now = time;
             for _ in 0..rng.usize(0..3) {
-                let ahead = [0, 1, 5, 40_000, 100_000][rng.usize(0..5)];
+                let ahead = [0, 1, 5, 63, 64, 700, 5_000, 8_130, 40_000, 100_000][rng.usize(0..10)];
                 push(&mut queue, &mut reference, now + ahead);
             }
             if reference.len() > 2_000 {
