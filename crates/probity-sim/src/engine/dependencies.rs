@@ -41,6 +41,8 @@ pub(super) struct Dependencies {
     pub(super) calls: Vec<u64>,
     /// The faults on each dependency, by index.
     faults_on: Vec<Vec<usize>>,
+    /// The faults in force on each dependency: while none is, a call needs no look at them.
+    pub(super) in_force_on: Vec<u32>,
 }
 
 impl Dependencies {
@@ -58,6 +60,7 @@ impl Dependencies {
             overloaded: vec![false; count],
             calls: vec![0; count],
             faults_on,
+            in_force_on: vec![0; count],
         }
     }
 }
@@ -65,6 +68,9 @@ impl Dependencies {
 impl Sim<'_> {
     /// How `dependency` behaves now for `pod`, from the faults in force that reach it.
     pub(super) fn condition(&self, pod: usize, dependency: usize) -> Condition {
+        if self.dependencies.in_force_on[dependency] == 0 {
+            return Condition::Up;
+        }
         let now = self.now;
         let mut condition = Condition::Up;
         for &index in &self.dependencies.faults_on[dependency] {
@@ -306,6 +312,7 @@ impl Sim<'_> {
         process.inflight.push((until, dependency as u16));
         let count = process.inflight.len() as u32;
         let id = process.id;
+        self.refresh_poll_keys(pod);
         self.measure.max_inflight = self.measure.max_inflight.max(count);
         if pool {
             self.queue.schedule(

@@ -9,6 +9,7 @@ use super::Sim;
 use super::queue::Event;
 use crate::scenario::FaultKind;
 use crate::time::Millis;
+use probity_contract::probe::ProbeKind;
 
 /// Which faults are in force, and when the incident began and ended.
 #[derive(Debug)]
@@ -51,6 +52,11 @@ impl Sim<'_> {
     /// A fault begins.
     pub(super) fn fault_start(&mut self, index: usize) {
         let fault = &self.scenario.faults[index];
+        if !self.faults.active[index]
+            && let Some(dependency) = fault.kind.shared_dependency()
+        {
+            self.dependencies.in_force_on[dependency] += 1;
+        }
         self.faults.active[index] = true;
         if !fault.kind.is_operator_action() {
             if self.faults.first_onset.is_none() {
@@ -76,6 +82,7 @@ impl Sim<'_> {
                 if let Some(process) = self.pods[instance].process.as_mut() {
                     process.pool_exhausted |= 1 << dependency;
                 }
+                self.refresh_poll_keys(instance);
                 self.mark(instance);
             }
             FaultKind::Deadlock {
@@ -103,6 +110,12 @@ impl Sim<'_> {
                 self.pod_changed(instance);
             }
             FaultKind::ManualFix { remove_probes } => {
+                // The skipped ticks so far count with the probes they had.
+                for pod in 0..self.pods.len() {
+                    for kind in ProbeKind::ALL {
+                        self.wake_worker(pod, kind, false);
+                    }
+                }
                 for kind in remove_probes {
                     self.probes[super::probing::slot(kind)] = None;
                 }
@@ -116,6 +129,12 @@ impl Sim<'_> {
 
     /// A fault ends.
     pub(super) fn fault_end(&mut self, index: usize) {
+        if self.faults.active[index]
+            && let Some(dependency) = self.scenario.faults[index].kind.shared_dependency()
+        {
+            let in_force = &mut self.dependencies.in_force_on[dependency];
+            *in_force = in_force.saturating_sub(1);
+        }
         self.faults.active[index] = false;
         self.mark_all();
         self.refresh_boots();

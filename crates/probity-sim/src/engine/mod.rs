@@ -9,7 +9,9 @@
 //! | [`queue`] | the event queue |
 //! | [`pod`] | pod lifecycle: containers, boots, kills, CrashLoopBackOff |
 //! | [`probing`] | the kubelet's probe workers and the pod's Ready condition |
+//! | [`steady`] | probe workers that skip their ticks while nothing can change |
 //! | [`policy`] | the app's health policy: endpoints, pollers, hysteresis |
+//! | [`poll_lane`] | what a steady poll needs to know, kept beside the pods |
 //! | [`passive`] | passive reports from real requests |
 //! | [`dependencies`] | how calls to each dependency fare, and the app's pool |
 //! | [`pool`] | a pod's connection pool as a bounded queue |
@@ -22,7 +24,8 @@
 //! Work is proportional to what changes. Events mark the pods they change; at the end of
 //! each instant only those pods are re-evaluated (their failure fraction, their membership,
 //! their passive runs). A fault on a shared dependency changes every pod, and re-evaluates
-//! every pod once.
+//! every pod once. A probe worker in a steady state skips its ticks until its pod changes
+//! ([`steady`]), and a poll that cannot change its check leaves no event for its result.
 
 mod dependencies;
 mod faults;
@@ -31,17 +34,19 @@ mod measure;
 mod passive;
 mod pod;
 mod policy;
+mod poll_lane;
 mod pool;
 mod probing;
 mod queue;
 mod router;
+mod steady;
 mod traffic;
 
 use crate::report::Report;
 use crate::scenario::{CheckTarget, EndpointMode, Scenario, Start};
 use crate::time::Millis;
 use probity_contract::probe::ProbeKind;
-use queue::{Event, EventQueue};
+use queue::{Event, EventQueue, Order};
 use router::{CheckResult, Router};
 use std::time::Duration;
 use traffic::{Split, Traffic};
@@ -74,6 +79,8 @@ struct Sim<'a> {
     rng: fastrand::Rng,
     queue: EventQueue,
     now: Millis,
+    /// The place of the event being handled among the events of its millisecond.
+    current_order: Order,
     pods: Vec<pod::Pod>,
     /// The container's probes, by slot (an operator's fix may remove some).
     probes: [Option<crate::scenario::ProbeSpec>; 3],
@@ -86,6 +93,12 @@ struct Sim<'a> {
     connections: Option<keep_alive::Connections>,
     /// Which checks have pollers (those read from a cached snapshot).
     polled: Vec<bool>,
+    /// Which checks' successful polls may leave no event (see [`poll_lane`]).
+    quiet_polls: Vec<bool>,
+    /// Each pod's pollers, `checks` apiece: which poll events are current, and what a
+    /// steady poll needs to know.
+    poll_keys: Vec<poll_lane::PollKey>,
+    poll_lanes: Vec<poll_lane::PollLane>,
     /// Each pod's requests and failures at the last success-rate sweep.
     outlier_marks: Vec<(f64, f64)>,
     /// Pods changed in this instant, to re-evaluate before time moves on.
@@ -118,6 +131,16 @@ impl<'a> Sim<'a> {
             })
             .collect();
         let passive = passive::Passive::new(scenario, &polled);
+        let quiet_polls = scenario
+            .app
+            .checks
+            .iter()
+            .enumerate()
+            .map(|(index, check)| {
+                check.staleness.is_none()
+                    && !passive.checks.iter().any(|passive| passive.check == index)
+            })
+            .collect();
         let connections = scenario.requests.keep_alive.map(|settings| {
             keep_alive::Connections::new(
                 settings,
@@ -131,6 +154,7 @@ impl<'a> Sim<'a> {
             rng: fastrand::Rng::with_seed(seed),
             queue: EventQueue::default(),
             now: 0,
+            current_order: 0,
             pods: (0..pods).map(|_| pod::Pod::new()).collect(),
             probes: [
                 scenario.probes.liveness,
@@ -152,6 +176,9 @@ impl<'a> Sim<'a> {
             passive,
             connections,
             polled,
+            quiet_polls,
+            poll_keys: vec![poll_lane::PollKey::default(); pods * scenario.app.checks.len()],
+            poll_lanes: vec![poll_lane::PollLane::default(); pods * scenario.app.checks.len()],
             outlier_marks: Vec::new(),
             changed: Vec::new(),
             changed_flag: vec![false; pods],
@@ -182,11 +209,12 @@ impl<'a> Sim<'a> {
             if next >= end {
                 break;
             }
-            let Some((time, event)) = self.queue.pop() else {
+            let Some((time, order, event)) = self.queue.pop_at(next) else {
                 break;
             };
             self.advance(time);
             self.now = time;
+            self.current_order = order;
             self.handle(event);
             until_progress -= 1;
             if until_progress == 0 {
@@ -197,11 +225,13 @@ impl<'a> Sim<'a> {
         if self.unsettled {
             self.settle();
         }
+        self.count_quiet_ticks(end);
         self.advance(end);
         self.now = end;
         for pod in 0..self.pods.len() {
             self.traffic.flush(pod);
         }
+        self.finish_traffic();
     }
 
     fn init_fleet(&mut self) {
@@ -291,6 +321,7 @@ impl<'a> Sim<'a> {
 
     /// The pod changed in a way its traffic may feel: re-evaluate it before time moves on.
     fn mark(&mut self, pod: usize) {
+        self.wake(pod);
         self.unsettled = true;
         if !self.changed_flag[pod] {
             self.changed_flag[pod] = true;
@@ -323,6 +354,8 @@ impl<'a> Sim<'a> {
     /// Settles the instant that just ended: the changed pods' membership, weight and failure,
     /// the split, and what depends on shares (outlier detection, passive runs).
     fn settle(&mut self) {
+        // Every event of the instant has run.
+        self.current_order = Order::MAX;
         if self.router.take_all_changed() {
             // The router changed every pod's membership at once (Envoy entering or leaving
             // panic over its endpoints).
@@ -370,7 +403,12 @@ impl<'a> Sim<'a> {
             },
             None => self.router.split(self.traffic.members(), pod_count),
         };
-        let mut split_changed = self.traffic.apply(split, pod_count);
+        let measure = &mut self.measure;
+        let mut split_changed =
+            self.traffic
+                .apply(split, pod_count, &mut |from, to, rate, failure| {
+                    measure.record_traffic(from, to, rate, failure)
+                });
         if self.share_dependent {
             // Failures follow the pod's share of traffic, which any change of members moves:
             // re-evaluate every pod then, with the shares now in force.
@@ -386,7 +424,11 @@ impl<'a> Sim<'a> {
                 let failure = self.pod_failure(pod);
                 self.traffic.set(pod, member, weight, failure);
             }
-            self.traffic.apply(split, pod_count);
+            let measure = &mut self.measure;
+            self.traffic
+                .apply(split, pod_count, &mut |from, to, rate, failure| {
+                    measure.record_traffic(from, to, rate, failure)
+                });
             split_changed |= shares_moved;
         }
         if split_changed && !all {
@@ -408,9 +450,13 @@ impl<'a> Sim<'a> {
 
     /// Integrates the traffic up to `to`.
     fn advance(&mut self, to: Millis) {
+        self.traffic.advance(to);
+    }
+
+    /// Ends the traffic's stretch in force: the totals and the time series are complete.
+    fn finish_traffic(&mut self) {
         let measure = &mut self.measure;
-        self.traffic.advance(to, |from, to, rate, failure| {
-            measure.record_traffic(from, to, rate, failure)
-        });
+        self.traffic
+            .finish(&mut |from, to, rate, failure| measure.record_traffic(from, to, rate, failure));
     }
 }

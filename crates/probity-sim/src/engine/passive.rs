@@ -411,14 +411,13 @@ impl Sim<'_> {
                 run.epoch += 1;
                 let check_state = &mut state.checks[check];
                 // The forced result also counts as the latest result.
-                check_state.last_result_at = Some(now);
-                let fell = check_state.hysteresis.force_unhealthy();
-                check_state.note_state(fell, now);
-                Some(fell)
+                Some(check_state.force_unhealthy(now).is_some())
             }
             _ => None,
         };
         if let Some(fell) = fell {
+            self.refresh_poll_key(pod, check);
+            self.check_state_changed(pod);
             self.time_passive_run(pod, passive);
             if fell {
                 self.repoll(pod, check);

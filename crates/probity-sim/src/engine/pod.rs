@@ -213,6 +213,7 @@ impl Sim<'_> {
         state.pod_ready = true;
         state.probes = PodProbes::settled(1);
         state.process = Some(Process::settled(1, checks, passive));
+        self.refresh_poll_keys(pod);
         self.router.endpoint_update(pod, true);
         for kind in ProbeKind::ALL {
             if let Some(period) = self.probe(kind).as_ref().map(ProbeSpec::period) {
@@ -322,6 +323,7 @@ impl Sim<'_> {
             inflight: Vec::new(),
             answered_unready: false,
         });
+        self.refresh_poll_keys(pod);
         self.boot_started(pod);
         self.schedule_crash(pod);
         self.start_pollers(pod, id, false);
@@ -523,6 +525,7 @@ impl Sim<'_> {
         state.last_finished = Some(self.now);
         state.started = false;
         state.process = None;
+        self.refresh_poll_keys(pod);
         if was_booting {
             self.boot_ended(pod);
             self.refresh_boots();
@@ -533,12 +536,17 @@ impl Sim<'_> {
 
     /// An operator replaces a pod: a new pod, with fresh probe workers and backoff.
     pub(super) fn replace_pod(&mut self, pod: usize) {
+        for kind in ProbeKind::ALL {
+            self.wake_worker(pod, kind, false);
+        }
         if self.pods[pod].booting() {
             self.boot_ended(pod);
         }
         let state = &mut self.pods[pod];
         state.container = Container::Waiting;
         state.process = None;
+        self.refresh_poll_keys(pod);
+        let state = &mut self.pods[pod];
         state.started = false;
         state.last_finished = None;
         state.backoff = CrashLoopBackOff::default();

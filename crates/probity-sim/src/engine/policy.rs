@@ -1,92 +1,37 @@
 //! The app's health policy: what each endpoint answers, and the pollers that keep the
 //! cached snapshot its checks are read from.
 //!
-//! This is probity's model of a service: checks polled on their own cadence with a timeout,
-//! a result turned into a stable state by hysteresis (fall fast, rise slow), a snapshot that
-//! probes read without waiting, stale results counted as failures, tiers (a hard check fails
-//! readiness, a soft one only warns), startup and shutdown gates. An endpoint in `sync` mode
-//! instead calls each dependency while the probe waits (the "deep check" the incidents warn
-//! about).
+//! This is probity's model of a service, and it runs probity's own rules: a check's poll
+//! results go through [`probity_contract::hysteresis`] (fall fast, rise slow), and a `cached`
+//! endpoint's answer is [`probity_contract::verdict`]'s (stale results and checks without one
+//! count as failures, a hard check fails readiness and fails open for its window, a soft one
+//! only warns), the very code the runtime answers its probes with, so the model cannot drift
+//! from the product. An endpoint in `sync` mode instead calls each dependency while the probe
+//! waits (the "deep check" the incidents warn about), which is no probity behaviour and keeps
+//! its own simple rule: a hard check that fails fails the answer.
 
-use super::Sim;
 use super::pod::Container;
 use super::queue::Event;
+use super::{Sim, at};
 use crate::scenario::{Check, CheckTarget, EndpointMode, Handler, InternalKind};
 use crate::time::Millis;
-use probity::Tier;
+use probity_contract::Tier;
+use probity_contract::hysteresis::{Hysteresis, Transition};
+use probity_contract::verdict::{Effect, Entry, Evidence, Gate, Sample, Status, Subject};
+use std::time::Duration;
 
-/// Fall fast, rise slow: the same state machine as probity's `Hysteresis`. A check with no
-/// history turns healthy on its first success, unless its first healthy state at boot must
-/// also be a full `rise` run.
-#[derive(Debug, Clone, Copy)]
-pub(super) struct Hysteresis {
-    rise: u32,
-    fall: u32,
-    boot_requires_rise: bool,
-    healthy: bool,
-    been_healthy: bool,
-    successes: u32,
-    failures: u32,
-}
-
-impl Hysteresis {
-    /// Unhealthy, without history.
-    pub(super) fn new(rise: u32, fall: u32, boot_requires_rise: bool) -> Self {
-        Hysteresis {
-            rise: rise.max(1),
-            fall: fall.max(1),
-            boot_requires_rise,
-            healthy: false,
-            been_healthy: false,
-            successes: 0,
-            failures: 0,
-        }
-    }
-
-    /// One poll result.
-    pub(super) fn observe(&mut self, success: bool) {
-        if success {
-            self.successes = self.successes.saturating_add(1);
-            self.failures = 0;
-            let needed = if self.been_healthy || self.boot_requires_rise {
-                self.rise
-            } else {
-                1
-            };
-            if !self.healthy && self.successes >= needed {
-                self.healthy = true;
-                self.been_healthy = true;
-            }
-        } else {
-            self.failures = self.failures.saturating_add(1);
-            self.successes = 0;
-            if self.healthy && self.failures >= self.fall {
-                self.healthy = false;
-            }
-        }
-    }
-
-    /// Unhealthy at once (passive reports of real failures); recovery needs a full `rise`.
-    /// Returns whether this turned the check unhealthy.
-    pub(super) fn force_unhealthy(&mut self) -> bool {
-        let fell = self.healthy;
-        self.successes = 0;
-        self.healthy = false;
-        self.been_healthy = true;
-        fell
-    }
-
-    /// Whether the check counts as healthy.
-    pub(super) fn is_healthy(&self) -> bool {
-        self.healthy
-    }
-}
+#[cfg(test)]
+mod agreement;
 
 /// One check's state in one process.
 #[derive(Debug, Clone)]
 pub(super) struct CheckState {
+    /// Rise/fall state: probity's own machine, fed the simulated results.
     pub(super) hysteresis: Hysteresis,
+    /// When the latest result (a poll's or a passive report's) came in.
     pub(super) last_result_at: Option<Millis>,
+    /// Whether the latest result passed.
+    last_ok: bool,
     /// When the check last turned unhealthy after having been healthy (for fail-open).
     pub(super) unhealthy_since: Option<Millis>,
     /// Bumped to cancel the scheduled poll when a re-poll takes its place.
@@ -103,6 +48,7 @@ impl CheckState {
         CheckState {
             hysteresis: Hysteresis::new(check.rise, check.fall, check.boot_requires_rise),
             last_result_at: None,
+            last_ok: false,
             unhealthy_since: None,
             poll_epoch: 0,
             polling: false,
@@ -114,31 +60,105 @@ impl CheckState {
     pub(super) fn settled(check: &Check) -> Self {
         let mut state = CheckState::fresh(check);
         for _ in 0..check.rise.max(1) {
-            state.hysteresis.observe(true);
+            state.observe(true, 0);
         }
-        state.last_result_at = Some(0);
         state
+    }
+
+    /// A poll's result at `now`, through the hysteresis; returns the transition it caused.
+    pub(super) fn observe(&mut self, success: bool, now: Millis) -> Option<Transition> {
+        let transition = self.hysteresis.observe(success);
+        self.recorded(transition, success, now)
+    }
+
+    /// Passive reports of real failures fail the check at once at `now`; returns whether it
+    /// fell.
+    pub(super) fn force_unhealthy(&mut self, now: Millis) -> Option<Transition> {
+        let transition = self.hysteresis.force_unhealthy();
+        self.recorded(transition, false, now)
+    }
+
+    /// Keeps a result the way probity's runtime publishes it: the result is the latest, and
+    /// a fall starts the fail-open window that a rise ends.
+    fn recorded(
+        &mut self,
+        transition: Option<Transition>,
+        success: bool,
+        now: Millis,
+    ) -> Option<Transition> {
+        self.last_result_at = Some(now);
+        self.last_ok = success;
+        match transition {
+            Some(Transition::Rose) => self.unhealthy_since = None,
+            Some(Transition::Fell) => self.unhealthy_since = Some(now),
+            None => {}
+        }
+        transition
+    }
+
+    /// Healthy with no failure counted: a success changes nothing, so a steady poller's
+    /// successful results need not be recorded (the check has no staleness bound to refresh).
+    pub(super) fn success_changes_nothing(&self) -> bool {
+        self.hysteresis.is_healthy() && self.hysteresis.consecutive_failures() == 0
+    }
+
+    /// What probity's verdict knows of the check, in simulated time (a check without a
+    /// staleness bound never goes stale).
+    pub(super) fn evidence(&self, spec: &Check) -> Evidence<Duration> {
+        Evidence {
+            tier: spec.tier,
+            healthy: self.hysteresis.is_healthy(),
+            last: self.last_result_at.map(|time| Sample {
+                at: at(time),
+                ok: self.last_ok,
+                warning: false,
+            }),
+            unhealthy_since: self.unhealthy_since.map(at),
+            staleness: spec.staleness.map_or(Duration::MAX, at),
+            fail_open_for: spec.fail_open_for.map(at),
+            consecutive_successes: self.hysteresis.consecutive_successes(),
+            rise: self.hysteresis.rise(),
+        }
+    }
+
+    /// The check's entry in a `cached` endpoint's answer at `now`: probity's verdict.
+    pub(super) fn entry(&self, spec: &Check, index: usize, now: Millis) -> Entry {
+        let verdict = self.evidence(spec).verdict(at(now));
+        Entry {
+            subject: Subject::Check(index),
+            status: verdict.status,
+            tier: Some(spec.tier),
+            check: Some(verdict),
+        }
     }
 }
 
-impl CheckState {
-    /// Records when a healthy check turned unhealthy (and forgets it once healthy again).
-    pub(super) fn note_state(&mut self, was_healthy: bool, now: Millis) {
-        if self.hysteresis.is_healthy() {
-            self.unhealthy_since = None;
-        } else if was_healthy {
-            self.unhealthy_since = Some(now);
-        }
+/// The entry of a check whose result is known at once (an internal condition, or a call made
+/// while the probe waits): a failure fails a hard check and makes any other `warn`. Boot and
+/// shutdown are probity's startup and shutdown gates.
+pub(super) fn immediate_entry(spec: &Check, index: usize, passed: bool) -> Entry {
+    let subject = match spec.target {
+        CheckTarget::Internal(InternalKind::Boot) => Subject::Gate(Gate::Startup),
+        CheckTarget::Internal(InternalKind::Shutdown) => Subject::Gate(Gate::Shutdown),
+        CheckTarget::Internal(_) => Subject::Condition(index),
+        CheckTarget::Dependency(_) => Subject::Check(index),
+    };
+    let status = match (passed, spec.tier) {
+        (true, _) => Status::Pass,
+        (false, Tier::Hard) => Status::Fail,
+        (false, Tier::Soft | Tier::Info) => Status::Warn,
+    };
+    Entry {
+        subject,
+        status,
+        tier: Some(spec.tier),
+        check: None,
     }
+}
 
-    /// Whether a failing hard check still fails open at `now`: it was healthy, and turned
-    /// unhealthy less than `fail_open_for` ago.
-    fn fails_open(&self, fail_open_for: Option<Millis>, now: Millis) -> bool {
-        match (fail_open_for, self.unhealthy_since) {
-            (Some(window), Some(since)) => now.saturating_sub(since) < window,
-            _ => false,
-        }
-    }
+/// Whether an entry fails its endpoint's answer (the rule `verdict::status` folds with).
+pub(super) fn fails(entry: &Entry) -> bool {
+    entry.effect() == Effect::Fails
 }
 
 impl Sim<'_> {
@@ -162,6 +182,7 @@ impl Sim<'_> {
                     epoch: 0,
                 },
             );
+            self.poller_scheduled(pod, check, process, 0);
         }
     }
 
@@ -169,20 +190,16 @@ impl Sim<'_> {
     /// (with jitter) after this one started, or when it ends if it runs longer. Polls never
     /// overlap.
     pub(super) fn poll_start(&mut self, pod: usize, check: usize, process: u32, epoch: u32) {
-        let current = self.pods[pod]
-            .process
-            .as_ref()
-            .is_some_and(|state| state.id == process && state.checks[check].poll_epoch == epoch);
-        if !current {
+        let Some(lane) = self.current_poll(pod, check, process, epoch) else {
             return;
-        }
+        };
         let spec = &self.scenario.app.checks[check];
         let CheckTarget::Dependency(dependency) = spec.target else {
             return;
         };
         let (interval, jitter, timeout) = (spec.interval, spec.jitter, spec.timeout);
-        let asks = spec
-            .uses_pool
+        // A pool that cannot fail the call need not be looked at.
+        let asks = (spec.uses_pool && !lane.pool_clear())
             .then_some((spec.pool_check, spec.acquire_budget));
         let (latency, answered) = self.call_dependency(pod, dependency, asks, true);
         let (cost, success) = match timeout {
@@ -199,18 +216,24 @@ impl Sim<'_> {
         if cost == 0 {
             self.poll_done(pod, check, process, success);
         } else {
-            if let Some(state) = self.pods[pod].process.as_mut() {
+            // The result takes its place in the queue now, even if it never needs it.
+            let order = self.queue.reserve();
+            if !(success && lane.quiet())
+                && let Some(state) = self.pods[pod].process.as_mut()
+            {
                 state.checks[check].polling = true;
+                self.queue.schedule_in_order(
+                    self.now + cost,
+                    order,
+                    Event::PollDone {
+                        pod: pod as u32,
+                        check: check as u16,
+                        process,
+                        success,
+                    },
+                );
+                self.refresh_poll_key(pod, check);
             }
-            self.queue.schedule(
-                self.now + cost,
-                Event::PollDone {
-                    pod: pod as u32,
-                    check: check as u16,
-                    process,
-                    success,
-                },
-            );
         }
         self.queue.schedule(
             next.max(self.now + 1),
@@ -221,6 +244,7 @@ impl Sim<'_> {
                 epoch,
             },
         );
+        self.poller_scheduled(pod, check, process, epoch);
     }
 
     /// A poll's result: the hysteresis decides whether the check's state changes.
@@ -234,12 +258,14 @@ impl Sim<'_> {
         }
         let check_state = &mut state.checks[check];
         check_state.polling = false;
-        check_state.last_result_at = Some(now);
-        let was_healthy = check_state.hysteresis.is_healthy();
-        check_state.hysteresis.observe(success);
-        check_state.note_state(was_healthy, now);
+        let changed = check_state.observe(success, now).is_some();
+        let repoll = std::mem::take(&mut check_state.repoll);
+        self.refresh_poll_key(pod, check);
+        if changed {
+            self.check_state_changed(pod);
+        }
         // A re-poll asked for during this poll runs as soon as it is recorded.
-        if std::mem::take(&mut check_state.repoll) {
+        if repoll {
             self.repoll(pod, check);
         }
     }
@@ -256,10 +282,12 @@ impl Sim<'_> {
         let check_state = &mut state.checks[check];
         if check_state.polling {
             check_state.repoll = true;
+            self.refresh_poll_key(pod, check);
             return;
         }
         check_state.poll_epoch += 1;
         let (process, epoch) = (state.id, check_state.poll_epoch);
+        self.refresh_poll_key(pod, check);
         self.poll_start(pod, check, process, epoch);
     }
 
@@ -312,29 +340,22 @@ impl Sim<'_> {
         let mut longest: Millis = 0;
         for &check in &endpoint.checks {
             let spec = &scenario.app.checks[check];
-            let passed = match spec.target {
+            let entry = match spec.target {
                 CheckTarget::Internal(kind) => {
                     let process = self.pods[pod].process.as_ref()?;
-                    match kind {
+                    let passed = match kind {
                         InternalKind::Boot => process.booted,
                         InternalKind::Shutdown => process.sigterm_at.is_none_or(|at| now < at),
                         InternalKind::Deadlock
                         | InternalKind::RuntimeStall
                         | InternalKind::AppState => true,
-                    }
+                    };
+                    immediate_entry(spec, check, passed)
                 }
                 CheckTarget::Dependency(dependency) => match endpoint.mode {
                     EndpointMode::Cached => {
                         let process = self.pods[pod].process.as_ref()?;
-                        let state = &process.checks[check];
-                        // A result older than the staleness bound reads as a failure.
-                        let fresh = match (spec.staleness, state.last_result_at) {
-                            (Some(limit), Some(at)) => now.saturating_sub(at) <= limit,
-                            (Some(_), None) => false,
-                            (None, _) => true,
-                        };
-                        (state.hysteresis.is_healthy() && fresh)
-                            || state.fails_open(spec.fail_open_for, now)
+                        process.checks[check].entry(spec, check, now)
                     }
                     EndpointMode::Sync => {
                         let timeout = endpoint.timeout.or(spec.timeout);
@@ -351,11 +372,11 @@ impl Sim<'_> {
                         }
                         total += cost;
                         longest = longest.max(cost);
-                        passed
+                        immediate_entry(spec, check, passed)
                     }
                 },
             };
-            if !passed && spec.tier == Tier::Hard {
+            if fails(&entry) {
                 passed_all = false;
             }
         }

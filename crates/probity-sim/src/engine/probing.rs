@@ -11,6 +11,7 @@
 //!   Failure kills the container, a startup Success marks it Started.
 
 use super::queue::Event;
+use super::steady::Quiet;
 use super::{Sim, at};
 use crate::report::KillReason;
 use crate::scenario::ProbeSpec;
@@ -37,6 +38,8 @@ pub(super) struct Ticker {
     pub(super) busy: bool,
     /// A tick arrived while busy: probe again when the result is in.
     pub(super) pending: bool,
+    /// The worker skips its ticks in a steady state ([`super::steady`]).
+    pub(super) quiet: Quiet,
 }
 
 /// A pod's three probe workers, their tickers and the results manager's values.
@@ -78,7 +81,13 @@ impl PodProbes {
             ticker.epoch += 1;
             ticker.busy = false;
             ticker.pending = false;
+            ticker.quiet = Quiet::default();
         }
+    }
+
+    /// The worker of a kind.
+    pub(super) fn worker(&self, kind: ProbeKind) -> &ProbeWorker {
+        &self.workers[slot(kind)]
     }
 
     /// The results manager's value for a kind.
@@ -106,7 +115,8 @@ impl Sim<'_> {
         );
     }
 
-    /// A worker's ticker fires.
+    /// A worker's ticker fires. The next tick takes its place in the queue now, as the
+    /// kubelet's ticker does, but is left unscheduled if the worker goes quiet.
     pub(super) fn probe_tick(&mut self, pod: usize, kind: ProbeKind, epoch: u32) {
         let Some(period) = self.probe(kind).map(|probe| probe.period()) else {
             return;
@@ -115,12 +125,25 @@ impl Sim<'_> {
         if ticker.epoch != epoch {
             return;
         }
-        self.schedule_probe_tick(pod, kind, self.now + period);
+        let order = self.queue.reserve();
+        let next = Event::ProbeTick {
+            pod: pod as u32,
+            slot: slot(kind) as u8,
+            epoch,
+        };
         if ticker.busy {
             self.pods[pod].probes.tickers[slot(kind)].pending = true;
+            self.queue.schedule_in_order(self.now + period, order, next);
             return;
         }
-        self.run_probe(pod, kind);
+        let answered = self.run_probe(pod, kind);
+        if self.pods[pod].probes.tickers[slot(kind)].epoch != epoch {
+            // Reset while probing: the tick scheduled before would never run.
+            return;
+        }
+        if !self.go_quiet(pod, kind, answered) {
+            self.queue.schedule_in_order(self.now + period, order, next);
+        }
     }
 
     /// A manual trigger from `UpdatePodStatus`: probe readiness now and reset its ticker.
@@ -129,6 +152,7 @@ impl Sim<'_> {
         let Some(period) = self.probe(kind).map(|probe| probe.period()) else {
             return;
         };
+        self.wake_worker(pod, kind, false);
         let ticker = &mut self.pods[pod].probes.tickers[slot(kind)];
         ticker.epoch += 1;
         let busy = ticker.busy;
@@ -136,14 +160,14 @@ impl Sim<'_> {
         if busy {
             self.pods[pod].probes.tickers[slot(kind)].pending = true;
         } else {
-            self.run_probe(pod, kind);
+            let _ = self.run_probe(pod, kind);
         }
     }
 
-    fn run_probe(&mut self, pod: usize, kind: ProbeKind) {
-        let Some(probe) = self.probe(kind) else {
-            return;
-        };
+    /// Runs a probe if the worker's gate lets it. Returns whether it passed, when its result
+    /// was recorded at once.
+    fn run_probe(&mut self, pod: usize, kind: ProbeKind) -> Option<bool> {
+        let probe = self.probe(kind)?;
         let view = self.container_view(pod);
         let gated =
             self.pods[pod].probes.workers[slot(kind)].gate(&probe.timing, at(self.now), view);
@@ -151,7 +175,7 @@ impl Sim<'_> {
             self.set_result(pod, kind, set);
         }
         if gated.gate != Gate::Probe {
-            return;
+            return None;
         }
         let answer = self.respond(pod, probe.handler);
         if kind == ProbeKind::Readiness
@@ -164,6 +188,7 @@ impl Sim<'_> {
         let container = self.pods[pod].container_id;
         if after == 0 {
             self.record_probe(pod, kind, container, success);
+            Some(success)
         } else {
             self.pods[pod].probes.tickers[slot(kind)].busy = true;
             self.queue.schedule(
@@ -175,6 +200,7 @@ impl Sim<'_> {
                     success,
                 },
             );
+            None
         }
     }
 
@@ -191,7 +217,7 @@ impl Sim<'_> {
         let ticker = &mut self.pods[pod].probes.tickers[slot(kind)];
         if ticker.pending {
             ticker.pending = false;
-            self.run_probe(pod, kind);
+            let _ = self.run_probe(pod, kind);
         }
     }
 

@@ -12,6 +12,11 @@
 //! pod's own request counts are brought up to date from the integrals of `unit` and
 //! `everyone` only when something about that pod changes. A pod leaving rotation changes
 //! every other member's share, but not their weights: nothing is visited.
+//!
+//! Time is integrated by stretches over which the split and the fleet's failure stay the
+//! same: an event that changes neither does not cut the stretch, so the totals (and the
+//! rounding of their last digit) depend on the traffic, not on how many events a run
+//! handles.
 
 use crate::time::Millis;
 
@@ -95,8 +100,10 @@ pub(crate) struct Traffic {
     total_weight: Sum,
     weighted_failure: Sum,
     failure: Sum,
+    /// The share clocks at `since`, the start of the stretch in force.
     unit_integral: f64,
     everyone_integral: f64,
+    since: Millis,
     /// Traffic is integrated up to here.
     pub(crate) last: Millis,
     fleet_failure: f64,
@@ -125,6 +132,7 @@ impl Traffic {
             failure: Sum::default(),
             unit_integral: 0.0,
             everyone_integral: 0.0,
+            since: 0,
             last: 0,
             fleet_failure: 0.0,
             total_requests: 0.0,
@@ -163,23 +171,28 @@ impl Traffic {
     /// The share clocks: the integrals over time of the share of one unit of weight and of
     /// the share every pod gets, up to `last`.
     pub(crate) fn share_clocks(&self) -> (f64, f64) {
-        (self.unit_integral, self.everyone_integral)
+        let span = (self.last - self.since) as f64;
+        (
+            self.unit_integral + self.unit * span,
+            self.everyone_integral + self.everyone * span,
+        )
     }
 
     /// The share clock in force and how fast it runs (per millisecond): the unit clock,
     /// or the everyone clock while the router spreads over every pod.
     pub(crate) fn share_clock_now(&self) -> (f64, f64) {
+        let (unit, everyone) = self.share_clocks();
         if self.split == Split::Everyone {
-            (self.everyone_integral, self.everyone)
+            (everyone, self.everyone)
         } else {
-            (self.unit_integral, self.unit)
+            (unit, self.unit)
         }
     }
 
     /// The pod's request counts up to `last`: call before changing anything about it.
     pub(crate) fn flush(&mut self, pod: usize) {
         let last = self.last;
-        let (unit, everyone) = (self.unit_integral, self.everyone_integral);
+        let (unit, everyone) = self.share_clocks();
         let flow = &mut self.flows[pod];
         let exposure = flow.weight * (unit - flow.unit_mark) + (everyone - flow.everyone_mark);
         let requests = self.rate_per_ms * exposure;
@@ -222,9 +235,15 @@ impl Traffic {
         true
     }
 
-    /// Puts a split in force and recomputes the fleet's failure. Returns whether the split's
-    /// kind changed (every pod's share may then have jumped from or to zero).
-    pub(crate) fn apply(&mut self, split: Split, pods: usize) -> bool {
+    /// Puts a split in force and recomputes the fleet's failure, ending the stretch in force
+    /// if either changed (`record` receives it, see [`Traffic::finish`]). Returns whether the
+    /// split's kind changed (every pod's share may then have jumped from or to zero).
+    pub(crate) fn apply(
+        &mut self,
+        split: Split,
+        pods: usize,
+        record: &mut impl FnMut(Millis, Millis, f64, f64),
+    ) -> bool {
         let changed = std::mem::discriminant(&split) != std::mem::discriminant(&self.split);
         let (unit, everyone, refused, rejected) = match split {
             Split::Refused => (0.0, 0.0, 1.0, 0.0),
@@ -240,33 +259,49 @@ impl Traffic {
                 (per, 0.0, (1.0 - pinned).max(0.0), 0.0)
             }
         };
+        let fleet =
+            refused + rejected + unit * self.weighted_failure.value + everyone * self.failure.value;
+        let fleet = fleet.clamp(0.0, 1.0);
+        let current = (
+            self.unit,
+            self.everyone,
+            self.refused,
+            self.rejected,
+            self.fleet_failure,
+        );
+        if (unit, everyone, refused, rejected, fleet) != current {
+            self.finish(record);
+        }
         self.split = split;
         self.unit = unit;
         self.everyone = everyone;
         self.refused = refused;
         self.rejected = rejected;
-        let fleet =
-            refused + rejected + unit * self.weighted_failure.value + everyone * self.failure.value;
-        self.fleet_failure = fleet.clamp(0.0, 1.0);
+        self.fleet_failure = fleet;
         changed
     }
 
-    /// Integrates the traffic of `[last, to)` with the current split; `record` receives the
-    /// span, the request rate per millisecond and the fraction failing, for the fleet's
-    /// time series.
-    pub(crate) fn advance(&mut self, to: Millis, mut record: impl FnMut(Millis, Millis, f64, f64)) {
-        if to <= self.last {
+    /// Integrates the traffic up to `to` with the split in force.
+    pub(crate) fn advance(&mut self, to: Millis) {
+        self.last = self.last.max(to);
+    }
+
+    /// Ends the stretch in force at `last`: its requests go to the totals and the share
+    /// clocks move on; `record` receives its span, the request rate per millisecond and the
+    /// fraction failing, for the fleet's time series.
+    pub(crate) fn finish(&mut self, record: &mut impl FnMut(Millis, Millis, f64, f64)) {
+        if self.last <= self.since {
             return;
         }
-        let span = (to - self.last) as f64;
-        record(self.last, to, self.rate_per_ms, self.fleet_failure);
+        let span = (self.last - self.since) as f64;
+        record(self.since, self.last, self.rate_per_ms, self.fleet_failure);
         let requests = self.rate_per_ms * span;
         self.total_requests += requests;
         self.total_failed += requests * self.fleet_failure;
         self.total_refused += requests * self.refused;
         self.unit_integral += self.unit * span;
         self.everyone_integral += self.everyone * span;
-        self.last = to;
+        self.since = self.last;
     }
 }
 
@@ -280,14 +315,15 @@ mod tests {
         for pod in 0..3 {
             traffic.set(pod, true, 1.0, if pod == 0 { 1.0 } else { 0.0 });
         }
-        traffic.apply(Split::Members, 3);
+        traffic.apply(Split::Members, 3, &mut |_, _, _, _| {});
         assert!((traffic.fleet_failure() - 1.0 / 3.0).abs() < 1e-12);
-        traffic.advance(3000, |_, _, _, _| {});
+        traffic.advance(3000);
         // Pod 0 leaves rotation: the others' shares rise without being touched.
         traffic.set(0, false, 0.0, 1.0);
-        traffic.apply(Split::Members, 3);
+        traffic.apply(Split::Members, 3, &mut |_, _, _, _| {});
         assert_eq!(traffic.fleet_failure(), 0.0);
-        traffic.advance(6000, |_, _, _, _| {});
+        traffic.advance(6000);
+        traffic.finish(&mut |_, _, _, _| {});
         for pod in 0..3 {
             traffic.flush(pod);
         }
@@ -307,9 +343,9 @@ mod tests {
         let mut traffic = Traffic::new(2, 1000.0);
         traffic.set(0, false, 0.0, 1.0);
         traffic.set(1, false, 0.0, 0.0);
-        assert!(!traffic.apply(Split::Refused, 2));
+        assert!(!traffic.apply(Split::Refused, 2, &mut |_, _, _, _| {}));
         assert_eq!(traffic.fleet_failure(), 1.0);
-        assert!(traffic.apply(Split::Everyone, 2));
+        assert!(traffic.apply(Split::Everyone, 2, &mut |_, _, _, _| {}));
         assert_eq!(traffic.fleet_failure(), 0.5);
         assert_eq!(traffic.share(1), 0.5);
     }
@@ -319,7 +355,7 @@ mod tests {
         let mut traffic = Traffic::new(2, 1000.0);
         traffic.set(0, true, 3.0, 0.0);
         traffic.set(1, false, 0.0, 0.0);
-        traffic.apply(Split::Connections { clients: 4 }, 2);
+        traffic.apply(Split::Connections { clients: 4 }, 2, &mut |_, _, _, _| {});
         assert!((traffic.refused() - 0.25).abs() < 1e-12);
         assert!((traffic.share(0) - 0.75).abs() < 1e-12);
     }
@@ -333,7 +369,7 @@ mod tests {
         for pod in 0..3 {
             traffic.set(pod, true, 1.0, 0.0);
         }
-        traffic.apply(Split::Members, 3);
+        traffic.apply(Split::Members, 3, &mut |_, _, _, _| {});
         assert_eq!(traffic.fleet_failure(), 0.0);
     }
 }

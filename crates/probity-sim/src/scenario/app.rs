@@ -5,7 +5,7 @@ use super::dependency::DependencyNames;
 use super::{Checked, at_least_one, list_or_none, positive};
 use crate::error::Invalid;
 use crate::time::{Millis, Span};
-use probity::Tier;
+use probity_contract::Tier;
 use serde::Deserialize;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

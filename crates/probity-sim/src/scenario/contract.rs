@@ -7,7 +7,7 @@ use super::dependency::DependencyNames;
 use super::read::read_capped;
 use crate::error::Invalid;
 use crate::time::Span;
-use probity::contract::{Contract, LivenessKind};
+use probity_contract::contract::{Contract, LivenessKind};
 use probity_contract::probe::ProbeKind;
 use std::path::Path;
 
@@ -25,15 +25,6 @@ pub(super) fn read(path: &Path) -> Checked<Contract> {
             format!("{} is not a probity contract: {error}", path.display()),
         )
     })
-}
-
-/// probity's own probe kind, until the runtime speaks probity-contract's.
-fn kind(probe: probity::contract::ProbeKind) -> ProbeKind {
-    match probe {
-        probity::contract::ProbeKind::Liveness => ProbeKind::Liveness,
-        probity::contract::ProbeKind::Readiness => ProbeKind::Readiness,
-        probity::contract::ProbeKind::Startup => ProbeKind::Startup,
-    }
 }
 
 /// Adds the contract's checks and endpoints to those declared.
@@ -117,7 +108,7 @@ pub(super) fn import(
         });
     }
     for endpoint in &contract.endpoints {
-        let probe = kind(endpoint.probe);
+        let probe = endpoint.probe;
         let mut names = endpoint.checks.clone();
         if probe == ProbeKind::Readiness {
             // probity's readiness also fails until boot completes and once SIGTERM arrives.
