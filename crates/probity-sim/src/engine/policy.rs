@@ -112,12 +112,14 @@ impl CheckState {
                 at: at(time),
                 ok: self.last_ok,
                 warning: false,
+                local: false,
             }),
             unhealthy_since: self.unhealthy_since.map(at),
             staleness: spec.staleness.map_or(Duration::MAX, at),
             fail_open_for: spec.fail_open_for.map(at),
             consecutive_successes: self.hysteresis.consecutive_successes(),
             rise: self.hysteresis.rise(),
+            fallback: None,
         }
     }
 

@@ -58,6 +58,7 @@ impl Runtime {
                 fail_open_for: settings.fail_open_for.map(Duration::from_millis),
                 consecutive_successes: 0,
                 rise: settings.rise,
+                fallback: None,
             },
         }
     }
@@ -80,6 +81,7 @@ impl Runtime {
             at,
             ok,
             warning: false,
+            local: false,
         });
         transition
     }
