@@ -260,3 +260,34 @@ fn nesting_deeper_than_the_parser_allows_is_a_finding_not_a_crash() {
     let flow = format!("a: {}{}\n", "[".repeat(100_000), "]".repeat(100_000));
     assert_eq!(run("flow.yaml", &flow).findings[0].rule, "invalid-yaml");
 }
+
+#[test]
+fn every_kind_with_a_pod_template_is_judged_and_named() {
+    let service = |app: &str| {
+        format!(
+            "---\napiVersion: v1\nkind: Service\nmetadata: {{name: {app}}}\nspec: {{selector: {{app: {app}}}}}\n"
+        )
+    };
+    let text = format!(
+        "apiVersion: v1\nkind: ReplicationController\nmetadata: {{name: rc}}\nspec:\n  selector: {{app: rc}}\n  template:\n    metadata: {{labels: {{app: rc}}}}\n    spec:\n      containers: [{{name: c, image: i}}]\n{}\
+         ---\napiVersion: apps.kruise.io/v1alpha1\nkind: CloneSet\nmetadata: {{name: cs}}\nspec:\n  selector: {{matchLabels: {{app: cs}}}}\n  template:\n    metadata: {{labels: {{app: cs}}}}\n    spec:\n      containers: [{{name: c, image: i}}]\n{}\
+         ---\napiVersion: example.com/v1\nkind: Widget\nmetadata: {{name: w}}\nspec: {{template: {{size: 3}}}}\n",
+        service("rc"),
+        service("cs")
+    );
+    let report = run("workloads.yaml", &text);
+    let found: Vec<(&str, &str, &str)> = report
+        .findings
+        .iter()
+        .map(|finding| (finding.rule, finding.kind.as_str(), finding.name.as_str()))
+        .collect();
+    assert_eq!(
+        found,
+        [
+            ("missing-readiness-probe", "ReplicationController", "rc"),
+            ("missing-readiness-probe", "CloneSet", "cs"),
+        ]
+    );
+    assert_eq!(report.objects, 4);
+    assert_eq!(report.skipped_kinds(), [("Widget", 1)]);
+}
