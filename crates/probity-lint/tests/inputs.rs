@@ -291,3 +291,24 @@ fn every_kind_with_a_pod_template_is_judged_and_named() {
     assert_eq!(report.objects, 4);
     assert_eq!(report.skipped_kinds(), [("Widget", 1)]);
 }
+
+#[test]
+fn a_built_in_kind_name_in_another_api_group_is_not_the_built_in_kind() {
+    // Knative's Service carries a pod template (judged as a workload, its `template` no typo);
+    // a `Deployment` of some other group without one is skipped, not read as apps/v1.
+    let text = "apiVersion: serving.knative.dev/v1\nkind: Service\nmetadata: {name: greeter}\nspec:\n  template:\n    spec:\n      containers:\n      - image: greeter:1\n        livenessProbe: {httpGet: {path: /livez}, timeoutSeconds: 10}\n---\napiVersion: example.com/v1\nkind: Deployment\nmetadata: {name: release}\nspec: {target: prod}\n---\napiVersion: extensions/v1beta1\nkind: Deployment\nmetadata: {name: old}\nspec:\n  template:\n    metadata: {labels: {app: old}}\n    spec:\n      containers: [{name: c, image: i, livenessProbe: {tcpSocket: {port: 1}, timeoutSeconds: 10}}]\n";
+    let report = run("groups.yaml", text);
+    let found: Vec<(&str, &str, usize)> = report
+        .findings
+        .iter()
+        .map(|finding| (finding.rule, finding.kind.as_str(), finding.line))
+        .collect();
+    assert_eq!(
+        found,
+        [
+            ("timeout-not-below-period", "Service", 9),
+            ("timeout-not-below-period", "Deployment", 23),
+        ]
+    );
+    assert_eq!(report.skipped_kinds(), [("Deployment", 1)]);
+}
