@@ -95,7 +95,14 @@ fn a_repeated_configmap_key_does_not_stop_the_workloads_of_the_file() {
         rules_at(&report),
         [("duplicate-key", 6), ("timeout-not-below-period", 17)]
     );
-    assert_eq!(report.findings[0].kind, "");
+    // The ConfigMap is not judged, but the finding still names it.
+    assert_eq!(
+        (
+            report.findings[0].kind.as_str(),
+            report.findings[0].name.as_str()
+        ),
+        ("ConfigMap", "carts")
+    );
     assert_eq!(report.skipped.len(), 1);
 }
 
