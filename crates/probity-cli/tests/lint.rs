@@ -149,6 +149,11 @@ fn counts_skipped_kinds_and_lists_them_when_verbose() {
         stdout.contains("skipped: <stdin>:13: ConfigMap `settings`"),
         "{stdout}"
     );
+    // Listed already: the summary no longer points at `--verbose`.
+    assert!(
+        stdout.contains("skipped (ConfigMap 1, PrometheusRule 1)"),
+        "{stdout}"
+    );
 }
 
 #[test]

@@ -216,11 +216,17 @@ fn lint_piece(piece: &Piece, source: &Source, names: &[Arc<str>], options: &Opti
         Parsed::Document(document) => {
             let Some(root) = &document.root else { return };
             let mut objects = Vec::new();
+            let skipped_before = partial.skipped.len();
             collect(&mut cx, &mut partial, index, root, 0, &mut objects);
             for object in &mut objects {
                 object.suppressions = facts::suppressions(object);
             }
-            report_duplicates(&mut cx, index, &document.duplicate_keys, &objects);
+            // A document that is one object of a kind not judged (a ConfigMap) still names it.
+            let skipped = match &partial.skipped[skipped_before..] {
+                [only] if objects.is_empty() => Some((only.kind.as_str(), only.name.as_str())),
+                _ => None,
+            };
+            report_duplicates(&mut cx, index, &document.duplicate_keys, &objects, skipped);
             for object in &objects {
                 judge(&mut cx, &mut partial, object, options);
             }
@@ -283,6 +289,7 @@ fn report_duplicates(
     source: usize,
     duplicates: &[DuplicateKey],
     objects: &[Object<'_>],
+    skipped: Option<(&str, &str)>,
 ) {
     for duplicate in duplicates {
         let message = format!(
@@ -304,13 +311,21 @@ fn report_duplicates(
                 message,
                 autofix,
             ),
-            None => cx.report_document(
-                source,
-                &catalogue::DUPLICATE_KEY,
-                duplicate.repeated,
-                message,
-                autofix,
-            ),
+            None => {
+                let at = cx.findings.len();
+                cx.report_document(
+                    source,
+                    &catalogue::DUPLICATE_KEY,
+                    duplicate.repeated,
+                    message,
+                    autofix,
+                );
+                if let (Some((kind, name)), Some((_, finding))) = (skipped, cx.findings.get_mut(at))
+                {
+                    kind.clone_into(&mut finding.kind);
+                    name.clone_into(&mut finding.name);
+                }
+            }
         }
     }
 }

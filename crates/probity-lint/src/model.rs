@@ -54,21 +54,28 @@ pub(crate) enum Kind {
 impl Kind {
     /// The built-in kind named `kind`; other kinds are custom workloads when they carry a pod
     /// template, and skipped otherwise.
-    pub(crate) fn parse(kind: &str) -> Option<Self> {
-        Some(match kind {
-            "Pod" => Kind::Pod,
-            "Deployment" => Kind::Deployment,
-            "StatefulSet" => Kind::StatefulSet,
-            "DaemonSet" => Kind::DaemonSet,
-            "ReplicaSet" => Kind::ReplicaSet,
-            "ReplicationController" => Kind::ReplicationController,
-            "Job" => Kind::Job,
-            "CronJob" => Kind::CronJob,
-            "Service" => Kind::Service,
-            "PodDisruptionBudget" => Kind::PodDisruptionBudget,
-            "HorizontalPodAutoscaler" => Kind::HorizontalPodAutoscaler,
+    /// The built-in kind `kind` of `api_version`, if it is one. A kind name alone is not enough:
+    /// Knative's `serving.knative.dev/v1` `Service` is a workload with its own schema, not a core
+    /// Service, so a kind counts as built in only in its own API group (`apps/v1`,
+    /// `extensions/v1beta1`…; the core group is the bare version `v1`).
+    pub(crate) fn parse(api_version: &str, kind: &str) -> Option<Self> {
+        // The group is everything before the last `/`; the core group has none.
+        let group = api_version.rsplit_once('/').map_or("", |(group, _)| group);
+        let (parsed, groups): (Kind, &[&str]) = match kind {
+            "Pod" => (Kind::Pod, &[""]),
+            "ReplicationController" => (Kind::ReplicationController, &[""]),
+            "Service" => (Kind::Service, &[""]),
+            "Deployment" => (Kind::Deployment, &["apps", "extensions"]),
+            "StatefulSet" => (Kind::StatefulSet, &["apps"]),
+            "DaemonSet" => (Kind::DaemonSet, &["apps", "extensions"]),
+            "ReplicaSet" => (Kind::ReplicaSet, &["apps", "extensions"]),
+            "Job" => (Kind::Job, &["batch"]),
+            "CronJob" => (Kind::CronJob, &["batch"]),
+            "PodDisruptionBudget" => (Kind::PodDisruptionBudget, &["policy"]),
+            "HorizontalPodAutoscaler" => (Kind::HorizontalPodAutoscaler, &["autoscaling"]),
             _ => return None,
-        })
+        };
+        groups.contains(&group).then_some(parsed)
     }
 
     /// Whether the kind keeps a number of long-running replicas (so fleets, budgets and load
@@ -471,6 +478,22 @@ pub(crate) struct Service {
     /// `None` when the Service has no selector (its endpoints are managed by hand).
     pub(crate) selector: Option<Vec<(String, String)>>,
     pub(crate) publish_not_ready: Option<Position>,
+    /// Every port the Service exposes serves metrics (see [`is_metrics_port`]).
+    pub(crate) metrics_only: bool,
+}
+
+/// Whether a Service port, by its name or its target port's name, serves metrics for a scraper:
+/// `metrics`, `http-metrics`, `metricshttps`, `prometheus`, `tcp-prometheus-servicemonitor`.
+/// Prometheus' Kubernetes discovery scrapes every endpoint, ready or not (its `endpoints` and
+/// `endpointslice` roles label each target with `__meta_kubernetes_endpoint_ready`), so a
+/// readiness probe changes nothing for such a Service.
+fn is_metrics_port(port: &Node) -> bool {
+    ["name", "targetPort"].iter().any(|key| {
+        port.get(key).and_then(Node::as_str).is_some_and(|name| {
+            let name = name.to_ascii_lowercase();
+            name.contains("metrics") || name.contains("prometheus")
+        })
+    })
 }
 
 /// `minAvailable` or `maxUnavailable`: a count or a percentage.
@@ -569,8 +592,8 @@ pub(crate) fn read_object(source: usize, root: &Node) -> Result<Read<'_>, NotAnO
             &format!("`kind` is {}, not a string", kind_entry.value.describe()),
         ));
     };
-    match root.entry("apiVersion") {
-        Some(entry) if entry.value.as_str().is_some() => {}
+    let api_version = match root.entry("apiVersion") {
+        Some(entry) if let Some(text) = entry.value.as_str() => text,
         Some(entry) => {
             return Err(not_an_object(
                 entry.value.position,
@@ -578,7 +601,7 @@ pub(crate) fn read_object(source: usize, root: &Node) -> Result<Read<'_>, NotAnO
             ));
         }
         None => return Err(not_an_object(root.position, "it has no `apiVersion`")),
-    }
+    };
     if kind_text == "List" || kind_text.ends_with("List") && root.get("items").is_some() {
         let items = root
             .get("items")
@@ -596,7 +619,7 @@ pub(crate) fn read_object(source: usize, root: &Node) -> Result<Read<'_>, NotAnO
         })
         .and_then(Node::scalar_text)
         .unwrap_or_else(|| "<unnamed>".to_owned());
-    let kind = match Kind::parse(kind_text) {
+    let kind = match Kind::parse(api_version, kind_text) {
         Some(kind) => kind,
         None if has_pod_template(root) => Kind::CustomWorkload,
         None => {
@@ -1209,9 +1232,14 @@ fn read_service(spec: Option<&Node>, problems: &mut Vec<Problem>) -> Service {
         (read_bool(spec, "publishNotReadyAddresses", problems) == Some(true))
             .then_some(entry.key_position)
     });
+    let metrics_only = spec
+        .and_then(|spec| spec.get("ports"))
+        .and_then(Node::as_seq)
+        .is_some_and(|ports| !ports.is_empty() && ports.iter().all(is_metrics_port));
     Service {
         selector,
         publish_not_ready,
+        metrics_only,
     }
 }
 

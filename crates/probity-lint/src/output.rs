@@ -187,7 +187,7 @@ pub fn write_human(
             writeln!(out)?;
         }
     }
-    writeln!(out, "{}", summary_line(report))
+    writeln!(out, "{}", summary(report, !style.verbose))
 }
 
 /// Prints the source line with a caret under the column.
@@ -228,6 +228,12 @@ fn snippet(block: &mut String, paint: &Paint, finding: &Finding, line: &str) {
 /// "2 error(s), 1 warning(s), 0 info in 12 object(s), 3 document(s) of other kinds skipped
 /// (ConfigMap 2, PrometheusRule 1), 1 suppressed".
 pub fn summary_line(report: &Report) -> String {
+    summary(report, true)
+}
+
+/// The summary line, pointing at `--verbose` for the skipped documents when `hint` (not when
+/// they are listed already).
+fn summary(report: &Report, hint: bool) -> String {
     let count = |severity| {
         report
             .findings
@@ -250,9 +256,10 @@ pub fn summary_line(report: &Report) -> String {
             .collect();
         let _ = write!(
             line,
-            ", {} document(s) of other kinds skipped ({}; `--verbose` lists them)",
+            ", {} document(s) of other kinds skipped ({}{})",
             report.skipped.len(),
-            kinds.join(", ")
+            kinds.join(", "),
+            if hint { "; `--verbose` lists them" } else { "" }
         );
     }
     if report.unreadable > 0 {

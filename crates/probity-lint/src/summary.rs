@@ -74,6 +74,8 @@ pub(crate) struct ServiceSummary {
     /// `None` when the Service has no selector (its endpoints are managed by hand).
     pub(crate) selector: Option<Vec<(String, String)>>,
     pub(crate) publish_not_ready: Option<Position>,
+    /// Every port serves metrics: no traffic that readiness would steer.
+    pub(crate) metrics_only: bool,
 }
 
 #[derive(Debug)]
@@ -118,6 +120,7 @@ pub(crate) fn summarise(summaries: &mut Summaries, object: &Object<'_>, facts: &
             subject: Subject::of(object),
             selector: service.selector.clone(),
             publish_not_ready: service.publish_not_ready,
+            metrics_only: service.metrics_only,
         }),
         Body::Budget(budget) => summaries.budgets.push(BudgetSummary {
             subject: Subject::of(object),

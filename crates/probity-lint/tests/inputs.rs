@@ -95,7 +95,14 @@ fn a_repeated_configmap_key_does_not_stop_the_workloads_of_the_file() {
         rules_at(&report),
         [("duplicate-key", 6), ("timeout-not-below-period", 17)]
     );
-    assert_eq!(report.findings[0].kind, "");
+    // The ConfigMap is not judged, but the finding still names it.
+    assert_eq!(
+        (
+            report.findings[0].kind.as_str(),
+            report.findings[0].name.as_str()
+        ),
+        ("ConfigMap", "carts")
+    );
     assert_eq!(report.skipped.len(), 1);
 }
 
@@ -259,4 +266,56 @@ fn nesting_deeper_than_the_parser_allows_is_a_finding_not_a_crash() {
     assert_eq!(rules, ["invalid-yaml", "timeout-not-below-period"]);
     let flow = format!("a: {}{}\n", "[".repeat(100_000), "]".repeat(100_000));
     assert_eq!(run("flow.yaml", &flow).findings[0].rule, "invalid-yaml");
+}
+
+#[test]
+fn every_kind_with_a_pod_template_is_judged_and_named() {
+    let service = |app: &str| {
+        format!(
+            "---\napiVersion: v1\nkind: Service\nmetadata: {{name: {app}}}\nspec: {{selector: {{app: {app}}}}}\n"
+        )
+    };
+    let text = format!(
+        "apiVersion: v1\nkind: ReplicationController\nmetadata: {{name: rc}}\nspec:\n  selector: {{app: rc}}\n  template:\n    metadata: {{labels: {{app: rc}}}}\n    spec:\n      containers: [{{name: c, image: i}}]\n{}\
+         ---\napiVersion: apps.kruise.io/v1alpha1\nkind: CloneSet\nmetadata: {{name: cs}}\nspec:\n  selector: {{matchLabels: {{app: cs}}}}\n  template:\n    metadata: {{labels: {{app: cs}}}}\n    spec:\n      containers: [{{name: c, image: i}}]\n{}\
+         ---\napiVersion: example.com/v1\nkind: Widget\nmetadata: {{name: w}}\nspec: {{template: {{size: 3}}}}\n",
+        service("rc"),
+        service("cs")
+    );
+    let report = run("workloads.yaml", &text);
+    let found: Vec<(&str, &str, &str)> = report
+        .findings
+        .iter()
+        .map(|finding| (finding.rule, finding.kind.as_str(), finding.name.as_str()))
+        .collect();
+    assert_eq!(
+        found,
+        [
+            ("missing-readiness-probe", "ReplicationController", "rc"),
+            ("missing-readiness-probe", "CloneSet", "cs"),
+        ]
+    );
+    assert_eq!(report.objects, 4);
+    assert_eq!(report.skipped_kinds(), [("Widget", 1)]);
+}
+
+#[test]
+fn a_built_in_kind_name_in_another_api_group_is_not_the_built_in_kind() {
+    // Knative's Service carries a pod template (judged as a workload, its `template` no typo);
+    // a `Deployment` of some other group without one is skipped, not read as apps/v1.
+    let text = "apiVersion: serving.knative.dev/v1\nkind: Service\nmetadata: {name: greeter}\nspec:\n  template:\n    spec:\n      containers:\n      - image: greeter:1\n        livenessProbe: {httpGet: {path: /livez}, timeoutSeconds: 10}\n---\napiVersion: example.com/v1\nkind: Deployment\nmetadata: {name: release}\nspec: {target: prod}\n---\napiVersion: extensions/v1beta1\nkind: Deployment\nmetadata: {name: old}\nspec:\n  template:\n    metadata: {labels: {app: old}}\n    spec:\n      containers: [{name: c, image: i, livenessProbe: {tcpSocket: {port: 1}, timeoutSeconds: 10}}]\n";
+    let report = run("groups.yaml", text);
+    let found: Vec<(&str, &str, usize)> = report
+        .findings
+        .iter()
+        .map(|finding| (finding.rule, finding.kind.as_str(), finding.line))
+        .collect();
+    assert_eq!(
+        found,
+        [
+            ("timeout-not-below-period", "Service", 9),
+            ("timeout-not-below-period", "Deployment", 23),
+        ]
+    );
+    assert_eq!(report.skipped_kinds(), [("Deployment", 1)]);
 }

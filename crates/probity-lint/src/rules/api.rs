@@ -123,6 +123,16 @@ fn check_probe(cx: &mut Cx<'_>, object: &Object<'_>, container: &str, probe: &Pr
         if probe.is_undecodable(&violation.field) {
             continue;
         }
+        // A custom resource's controller builds the pod from its template and may fill in what
+        // it leaves out: Knative Serving defaults a probe's port to the container's serving
+        // port (knative.dev/docs/serving/services/health-checks: "port is optional"), so a
+        // port that is not written is the controller's to choose, not a rejected value.
+        if object.kind == Kind::CustomWorkload
+            && violation.field.ends_with(".port")
+            && probe.written_scalar(&violation.field).is_none()
+        {
+            continue;
+        }
         let fix = fix_for(cx, object, probe, &violation.field);
         cx.report_with_fix(
             object,

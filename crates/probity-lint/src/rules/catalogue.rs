@@ -107,7 +107,9 @@ pub const TIMEOUT_NOT_BELOW_PERIOD: Rule = Rule {
 probed back to back, the detection time becomes failureThreshold × timeout instead of \
 failureThreshold × period, and a hanging handler piles work up in the process (\"a timeout \
 longer than the probe interval piles probes on top of each other … give every check a timeout \
-strictly shorter than the interval\"). Kubernetes defaults are period 10 s, timeout 1 s.",
+strictly shorter than the interval\"). Kubernetes defaults are period 10 s, timeout 1 s. Both \
+at 1 s is not reported: 1 is the least either may be (`validateProbe`), so no timeout is shorter \
+than a 1 s period, and back-to-back probes are then the cadence chosen.",
     fix: "Make `timeoutSeconds` shorter than `periodSeconds` (the endpoint should answer from a \
 cached snapshot in milliseconds, so the default 1 s is usually right); `--fix` sets it to one \
 second below the period, the longest timeout that no longer overlaps the next probe.",
@@ -410,7 +412,10 @@ pub const MISSING_READINESS_PROBE: Rule = Rule {
 EndpointSlice sends it traffic before it can serve and keeps sending traffic while it cannot: in \
 the pool-leak incident the broken instance kept a third of the traffic for 26 minutes, in the \
 silent database outage the fleet served errors for 10. Only the Service's selection makes it \
-matter, so the rule fires for workloads a Service in the same input selects.",
+matter, so the rule fires for workloads a Service in the same input selects, unless every port \
+of that Service serves metrics (`metrics`, `http-metrics`, `prometheus` by name or target port): \
+Prometheus' Kubernetes discovery scrapes endpoints whether they are ready or not, so there is no \
+traffic for readiness to steer.",
     fix: "Add a `readinessProbe` on an endpoint that checks what a request needs (`/readyz`), \
 answered from a cached snapshot.",
 };

@@ -144,7 +144,8 @@ pub(crate) fn check(cx: &mut Cx<'_>, summaries: &Summaries) {
         if let Some(service) = service_selectors
             .candidates_unordered(&workload.pod_labels)
             .map(|position| &services[position])
-            .find(|service| selects(service, workload))
+            // A Service that only exposes metrics carries no requests for readiness to steer.
+            .find(|service| !service.metrics_only && selects(service, workload))
         {
             cx.report(
                 &workload.subject,

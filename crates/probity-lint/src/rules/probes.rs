@@ -358,7 +358,11 @@ fn check_probe(
     probe: &Probe<'_>,
 ) {
     let name = Some(container.name.as_str());
-    if probe.timing.timeout_reaches_period() {
+    // With `periodSeconds: 1`, the API's minimum, no timeout is below the period (the least
+    // `timeoutSeconds` is 1 too): a probe that times out is followed at once by the next, which
+    // is the cadence the author chose, not a pile-up. Only a longer timeout is a mistake there.
+    let shortest_possible = probe.period.value == 1 && probe.timeout.value == 1;
+    if probe.timing.timeout_reaches_period() && !shortest_possible {
         cx.report_with_fix(
             object,
             &rule::TIMEOUT_NOT_BELOW_PERIOD,
