@@ -486,31 +486,10 @@ fn parse_amqp_url(url: &str, args: &Args) -> anyhow::Result<OutboxConfig> {
     })
 }
 
-/// Parses `500ms`, `5s`, `2m`, `1h`, or a bare number of seconds (`1.5`).
+/// Parses a duration as Go and Kubernetes write it (`500ms`, `5s`, `1m30s`, `2h`), or a bare
+/// number of seconds (`1.5`): the one parser probity-contract gives every tool.
 pub fn parse_duration(text: &str) -> Result<Duration, String> {
-    let text = text.trim();
-    let split = text
-        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-        .unwrap_or(text.len());
-    let (number, unit) = text.split_at(split);
-    let value: f64 = number
-        .parse()
-        .map_err(|_| format!("`{text}` is not a duration; use e.g. 500ms, 5s, 2m"))?;
-    let seconds = match unit.trim() {
-        "ms" => value / 1000.0,
-        "" | "s" => value,
-        "m" => value * 60.0,
-        "h" => value * 3600.0,
-        other => {
-            return Err(format!(
-                "unknown unit `{other}` in `{text}`; use ms, s, m or h"
-            ));
-        }
-    };
-    if !seconds.is_finite() || seconds > 86_400.0 * 365.0 {
-        return Err(format!("`{text}` is out of range"));
-    }
-    Ok(Duration::from_secs_f64(seconds))
+    probity_contract::duration::parse_or_seconds(text).map_err(|error| error.to_string())
 }
 
 #[cfg(test)]
@@ -529,16 +508,12 @@ mod tests {
         assert_eq!(parse_duration("5s"), Ok(Duration::from_secs(5)));
         assert_eq!(parse_duration("2m"), Ok(Duration::from_secs(120)));
         assert_eq!(parse_duration("1.5"), Ok(Duration::from_millis(1500)));
-        assert!(
-            parse_duration("5 parsecs")
-                .unwrap_err()
-                .contains("unknown unit")
-        );
-        assert!(
-            parse_duration("soon")
-                .unwrap_err()
-                .contains("not a duration")
-        );
+        assert_eq!(parse_duration("1m30s"), Ok(Duration::from_secs(90)));
+        assert_eq!(parse_duration("2h"), Ok(Duration::from_secs(7200)));
+        for bad in ["5 parsecs", "soon", "-10s"] {
+            let error = parse_duration(bad).unwrap_err();
+            assert!(error.contains(bad.trim()), "{bad}: {error}");
+        }
         assert!(parse_duration("").is_err());
     }
 
