@@ -71,10 +71,7 @@ fn bad_flags_exit_2_saying_what_is_wrong() {
             &["--listen", "localhost"][..],
             "invalid value 'localhost' for '--listen <ADDR>'",
         ),
-        (
-            &["--drain-delay", "5 parsecs"][..],
-            "unknown unit `",
-        ),
+        (&["--drain-delay", "5 parsecs"][..], "unknown unit `"),
         (&["--pool-size", "0"][..], "0 is not in 1..=100"),
         (
             &["--database-url", "sqlite://"][..],
