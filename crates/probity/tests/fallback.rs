@@ -78,6 +78,14 @@ fn readiness(health: &Health) -> Status {
         .status(ProbeKind::Readiness, Instant::now())
 }
 
+/// Whether a fallback serves for `db` now.
+fn fallback_serves_db(health: &Health) -> bool {
+    health
+        .snapshot()
+        .serving_instead("db", Instant::now())
+        .is_some()
+}
+
 fn body(health: &Health, format: Format, details: Details) -> (u16, String) {
     let query = Query::default();
     let answer = render(
@@ -176,12 +184,7 @@ async fn when_the_fallback_fails_too_readiness_fails() {
     assert_eq!(verdict.failing, vec!["db"]);
     assert_eq!(verdict.degraded, vec!["cache"]);
     assert!(verdict.served_by.is_empty());
-    assert!(
-        health
-            .snapshot()
-            .serving_instead("db", Instant::now())
-            .is_none()
-    );
+    assert!(!fallback_serves_db(&health));
     // The cache comes back: it serves again once healthy by its own rise count (not before:
     // a fallback is judged on its own evidence), and readiness is degraded again.
     cache.set(true);
@@ -256,12 +259,7 @@ async fn after_the_outage_the_check_recovers_through_its_rise_count_then_passes(
     );
     advance(secs(2.0)).await; // 3 of 3
     assert_eq!(readiness(&health), Status::Pass);
-    assert!(
-        health
-            .snapshot()
-            .serving_instead("db", Instant::now())
-            .is_none()
-    );
+    assert!(!fallback_serves_db(&health));
 }
 
 #[tokio::test(start_paused = true)]
@@ -274,12 +272,7 @@ async fn without_a_result_yet_the_fallback_does_not_serve() {
         .unwrap();
     // Not started: no check has a result.
     assert_eq!(readiness(&health), Status::Fail);
-    assert!(
-        health
-            .snapshot()
-            .serving_instead("db", Instant::now())
-            .is_none()
-    );
+    assert!(!fallback_serves_db(&health));
 }
 
 #[tokio::test(start_paused = true)]
