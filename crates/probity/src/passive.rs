@@ -5,7 +5,11 @@
 //! consecutive real failures (default 5) the check is marked failing at once — an exhausted
 //! pool drains the instance in milliseconds, not at the next poll — and its poller re-polls
 //! immediately, once: further failures keep the check failing (each run of `passive_failures`
-//! restarts its `rise` count) without polling a dependency in trouble any faster. A reported
+//! restarts its `rise` count) without polling a dependency in trouble any faster. Requests
+//! cannot tell whose fault a starved pool is — a database every instance lost strands the pool
+//! as a leak does — so a report never marks a failure as this instance's own: where the check
+//! names a fallback, the fallback serves until the re-poll confirms a local fault, which then
+//! drains (within one poll timeout). A reported
 //! success only resets the run: **recovery comes only from polls**, through the usual `rise`
 //! count, so a trickle of lucky requests cannot put a broken instance back in rotation.
 //!

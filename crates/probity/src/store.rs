@@ -465,7 +465,12 @@ fn record(
         at: at.into_std(),
         ok: result.ok,
         warning: result.warning.is_some(),
-        local: is_local(&result),
+        // A passive report cannot tell this instance's exhaustion from a database every
+        // instance lost: a cut strands the whole pool, and its requests time out as they would
+        // behind a leak. Only a poll confirms a fault as local (the immediate re-poll the
+        // report triggers); until then a fallback may serve, so a shared outage never drains
+        // the fleet for a moment.
+        local: !forced && is_local(&result),
     });
     next.last = Some(result);
     next.prerendered.fill(&next);

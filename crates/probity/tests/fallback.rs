@@ -221,21 +221,42 @@ async fn an_exhausted_pool_is_this_instances_own_and_drains_despite_the_fallback
 }
 
 #[tokio::test(start_paused = true)]
-async fn a_passive_report_of_an_exhausted_pool_drains_at_once_despite_the_fallback() {
+async fn a_passive_report_of_an_exhausted_pool_degrades_until_a_poll_confirms_it_is_local() {
     let (db, cache) = (Database::default(), Switch::new(true));
     let health = started(&db, &cache).await;
     let reporter = health.reporter("db").unwrap();
+    // The requests cannot tell a leak from a database every instance lost: the check fails at
+    // once, but the cache serves until a poll says whose fault it is.
     for _ in 0..5 {
         reporter.failure("no pooled connection given back within the acquire timeout");
     }
-    assert_eq!(readiness(&health), Status::Fail);
-    // The re-poll finds the database answering; recovery takes the usual rise count.
-    advance(secs(0.1)).await;
     assert_eq!(
         readiness(&health),
         Status::Warn,
-        "recovering, served by the cache"
+        "failing, served by the cache"
     );
+    assert!(!health.snapshot().check("db").unwrap().is_local_fault());
+    // The re-poll confirms the pool is this instance's own trouble: it drains.
+    db.set(EXHAUSTED);
+    advance(secs(0.1)).await;
+    assert!(health.snapshot().check("db").unwrap().is_local_fault());
+    assert_eq!(readiness(&health), Status::Fail);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_passive_report_during_a_shared_outage_never_drains_the_instance() {
+    let (db, cache) = (Database::default(), Switch::new(true));
+    let health = started(&db, &cache).await;
+    let reporter = health.reporter("db").unwrap();
+    db.set(DOWN);
+    for _ in 0..5 {
+        reporter.failure("no pooled connection given back within the acquire timeout");
+    }
+    assert_eq!(readiness(&health), Status::Warn);
+    // The re-poll finds the database refusing: a shared fault, still served by the cache.
+    advance(secs(0.1)).await;
+    assert_eq!(readiness(&health), Status::Warn);
+    assert!(!health.snapshot().check("db").unwrap().is_local_fault());
 }
 
 #[tokio::test(start_paused = true)]
