@@ -84,6 +84,14 @@ run_wrk() { # name url [header] → appends "rps p99" to $work/$name
   awk '/^Requests\/sec:/ {rps = $2} $1 == "99%" {p99 = $2} END {print rps, p99}' <<<"$output" >>"$work/$name"
 }
 
+# The machine's speed drifts by more than the differences measured (±15% between runs a minute
+# apart on a shared VM), so each target runs right after its own run of the bare handler, and its
+# ratio is taken against that neighbour.
+run_paired() { # name url [header] → $work/$name and the bare neighbour in $work/$name.bare
+  run_wrk "$1.bare" "http://127.0.0.1:$bare_port/readyz"
+  run_wrk "$@"
+}
+
 # Interleaved rounds, so drift in what else the machine does hits every target alike; each
 # target's median round is reported.
 rounds=${ROUNDS:-7}
@@ -92,16 +100,16 @@ if [ "${AGENT_ONLY:-0}" != 1 ]; then
 echo "wrk -t$threads -c$connections -d${duration}s, $rounds interleaved rounds, on $(nproc) cores"
 for _ in $(seq "$rounds"); do
   run_wrk bare-axum "http://127.0.0.1:$bare_port/readyz"
-  run_wrk probes-only "http://127.0.0.1:$probes_port/readyz"
-  run_wrk readyz "http://127.0.0.1:$main_port/readyz"
-  run_wrk readyz-verbose "http://127.0.0.1:$main_port/readyz?verbose"
-  run_wrk readyz-json "http://127.0.0.1:$main_port/readyz" "Accept: application/json"
-  run_wrk readyz-health-json "http://127.0.0.1:$main_port/readyz" "Accept: application/health+json"
-  run_wrk bare-verbose-body "http://127.0.0.1:$bare_port/static/verbose.txt"
-  run_wrk bare-json-body "http://127.0.0.1:$bare_port/static/readyz.json"
-  run_wrk bare-health-json-body "http://127.0.0.1:$bare_port/static/readyz.health.json"
+  run_paired probes-only "http://127.0.0.1:$probes_port/readyz"
+  run_paired readyz "http://127.0.0.1:$main_port/readyz"
+  run_paired readyz-verbose "http://127.0.0.1:$main_port/readyz?verbose"
+  run_paired readyz-json "http://127.0.0.1:$main_port/readyz" "Accept: application/json"
+  run_paired readyz-health-json "http://127.0.0.1:$main_port/readyz" "Accept: application/health+json"
+  run_paired bare-verbose-body "http://127.0.0.1:$bare_port/static/verbose.txt"
+  run_paired bare-json-body "http://127.0.0.1:$bare_port/static/readyz.json"
+  run_paired bare-health-json-body "http://127.0.0.1:$bare_port/static/readyz.health.json"
 done
-# Each round's ratio to the bare handler of the same round (drift cancels), then the median.
+# Each round's ratio to the bare handler run just before it (drift cancels), then the median.
 # The last column compares each format with the bare handler sending the same bytes.
 same_body() { # name → the bare target that sends its body
   case $1 in
@@ -115,7 +123,8 @@ for name in bare-axum probes-only readyz readyz-verbose readyz-json readyz-healt
   bare-verbose-body bare-json-body bare-health-json-body; do
   rps=$(cut -d' ' -f1 "$work/$name" | median)
   p99=$(cut -d' ' -f2 "$work/$name" | sort -V | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }')
-  ratio=$(paste -d' ' "$work/$name" "$work/bare-axum" | awk '{ print $1 / $3 }' | median)
+  ratio=1
+  [ -e "$work/$name.bare" ] && ratio=$(paste -d' ' "$work/$name" "$work/$name.bare" | awk '{ print $1 / $3 }' | median)
   same=$(paste -d' ' "$work/$name" "$work/$(same_body "$name")" | awk '{ print $1 / $3 }' | median)
   all=$(cut -d' ' -f1 "$work/$name" | awk '{ printf "%.0f ", $1 }')
   printf '%-22s %8.0f req/s   p99 %8s   %.2f × bare   %.2f × same body   (rounds: %s)\n' \
@@ -198,15 +207,16 @@ wait_http "http://127.0.0.1:$agent_port/readyz"
 : >"$work/bare-axum-2" 
 for _ in $(seq "$rounds"); do
   run_wrk bare-axum-2 "http://127.0.0.1:$bare_port/readyz"
-  run_wrk agent-readyz "http://127.0.0.1:$agent_port/readyz"
-  run_wrk agent-readyz-verbose "http://127.0.0.1:$agent_port/readyz?verbose"
+  run_paired agent-readyz "http://127.0.0.1:$agent_port/readyz"
+  run_paired agent-readyz-verbose "http://127.0.0.1:$agent_port/readyz?verbose"
 done
 echo
 echo "probity agent (2 checks) against bare axum, $rounds interleaved rounds"
 for name in bare-axum-2 agent-readyz agent-readyz-verbose; do
   rps=$(cut -d' ' -f1 "$work/$name" | median)
   p99=$(cut -d' ' -f2 "$work/$name" | sort -V | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }')
-  ratio=$(paste -d' ' "$work/$name" "$work/bare-axum-2" | awk '{ print $1 / $3 }' | median)
+  ratio=1
+  [ -e "$work/$name.bare" ] && ratio=$(paste -d' ' "$work/$name" "$work/$name.bare" | awk '{ print $1 / $3 }' | median)
   printf '%-20s %8.0f req/s   p99 %8s   %.2f × bare\n' "$name" "$rps" "$p99" "$ratio"
 done
 echo "target: agent /readyz ≥ 0.90 × bare"
