@@ -109,8 +109,9 @@ pub enum DrainOutcome {
     NeverDrained,
     /// No pod failed requests while in rotation: there was nothing to drain.
     NothingToDrain,
-    /// Every pod the fault broke left rotation or stayed in it serving degraded (a check
-    /// failing while its fallback serves: readiness `warn`), at least one of them degraded.
+    /// Every pod the fault broke left rotation or, never leaving it, served degraded (a
+    /// check failing while its fallback serves: readiness `warn`); at least one served
+    /// degraded.
     Degraded,
 }
 

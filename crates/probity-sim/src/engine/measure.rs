@@ -269,16 +269,13 @@ impl Sim<'_> {
             .iter()
             .filter(|record| record.affected_at.is_some())
             .collect();
-        // A pod that went on serving degraded (a fallback serving instead) was handled as
-        // its readiness said, at the earlier of the two.
+        // A pod that never left rotation but served degraded (a fallback serving instead)
+        // was handled as its readiness said, from when it began to.
         let (drain, time_to_drain_s) = match onset {
             Some(onset) if !affected.is_empty() => {
                 let handled: Option<Vec<(Millis, bool)>> = affected
                     .iter()
                     .map(|record| match (record.drained_at, record.degraded_at) {
-                        (Some(drained), Some(degraded)) if degraded < drained => {
-                            Some((degraded, true))
-                        }
                         (Some(drained), _) => Some((drained, false)),
                         (None, Some(degraded)) => Some((degraded, true)),
                         (None, None) => None,
