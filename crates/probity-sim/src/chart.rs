@@ -273,6 +273,11 @@ pub fn title(report: &Report) -> String {
         crate::report::DrainOutcome::Drained => format!("drained in {}", report.drain_text()),
         crate::report::DrainOutcome::NeverDrained => "never drained".into(),
         crate::report::DrainOutcome::NothingToDrain => "nothing to drain".into(),
+        crate::report::DrainOutcome::Degraded => format!(
+            "{} served degraded, {}",
+            report.requests_degraded.unwrap_or(0),
+            report.drain_text()
+        ),
     };
     format!(
         "{} — {} requests failed, {drain}, {} restarts",

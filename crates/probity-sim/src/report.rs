@@ -78,6 +78,10 @@ pub struct InstanceReport {
     pub requests: u64,
     /// Requests it failed.
     pub failed: u64,
+    /// When a check names a fallback: requests it served degraded, answered by the fallback
+    /// instead of the dependency they need (neither failed nor served as usual).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub degraded: Option<u64>,
     /// `failed / requests` over the whole run.
     pub error_rate: f64,
     /// Container restarts.
@@ -105,6 +109,10 @@ pub enum DrainOutcome {
     NeverDrained,
     /// No pod failed requests while in rotation: there was nothing to drain.
     NothingToDrain,
+    /// Every pod the fault broke left rotation or, never leaving it, served degraded (a
+    /// check failing while its fallback serves: readiness `warn`); at least one served
+    /// degraded.
+    Degraded,
 }
 
 /// A fault as it ran.
@@ -143,6 +151,11 @@ pub struct Report {
     pub requests_failed: u64,
     /// Of those, requests refused because the router had nowhere to send them.
     pub requests_refused: u64,
+    /// When a check names a fallback: requests served degraded over the whole run, answered
+    /// by the fallback instead of the dependency they need. Counted neither in
+    /// `requests_failed` nor as served as usual.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub requests_degraded: Option<u64>,
     /// Container restarts across the fleet.
     pub restarts: u32,
     /// Times a health check took a running instance out of rotation.
@@ -150,8 +163,9 @@ pub struct Report {
     /// Times instances entered or left rotation.
     pub rotation_changes: u32,
     /// From the first fault's onset until every instance the fault broke was out of
-    /// rotation because of a health check; `null` when that never happened or when there was
-    /// nothing to drain (`drain` says which).
+    /// rotation because of a health check (or, for `degraded`, out of rotation or serving
+    /// degraded); `null` when that never happened or when there was nothing to drain (`drain`
+    /// says which).
     pub time_to_drain_s: Option<f64>,
     /// Whether the pods the fault broke were drained, never drained, or none needed it.
     pub drain: DrainOutcome,
@@ -212,6 +226,7 @@ impl Report {
     pub fn drain_text(&self) -> String {
         match (self.drain, self.time_to_drain_s) {
             (DrainOutcome::Drained, Some(time)) => human_seconds(time),
+            (DrainOutcome::Degraded, Some(time)) => format!("degraded at {}", human_seconds(time)),
             (DrainOutcome::NothingToDrain, _) => "nothing to drain".into(),
             _ => "never".into(),
         }
@@ -242,6 +257,12 @@ impl Report {
     /// is the span the error rate is measured over (the report's own fault window unless a
     /// comparison sets a common one).
     pub fn rows_over(&self, window: (f64, f64)) -> Vec<(&'static str, String)> {
+        self.rows_with(window, self.requests_degraded.is_some())
+    }
+
+    /// The rows, with the requests served degraded when `degraded` (so two reports compared
+    /// side by side have the same rows).
+    fn rows_with(&self, window: (f64, f64), degraded: bool) -> Vec<(&'static str, String)> {
         let mut qps = self
             .dependency_check_qps
             .iter()
@@ -251,21 +272,34 @@ impl Report {
         if qps.is_empty() {
             qps = "-".into();
         }
-        let share = if self.requests_total > 0 {
-            self.requests_failed as f64 / self.requests_total as f64
-        } else {
-            0.0
+        let share = |count: u64| {
+            if self.requests_total > 0 {
+                count as f64 / self.requests_total as f64
+            } else {
+                0.0
+            }
         };
-        vec![
-            (
-                "requests failed",
-                format!(
-                    "{} of {} ({})",
-                    self.requests_failed,
-                    self.requests_total,
-                    percent(share)
-                ),
+        let mut rows = vec![(
+            "requests failed",
+            format!(
+                "{} of {} ({})",
+                self.requests_failed,
+                self.requests_total,
+                percent(share(self.requests_failed))
             ),
+        )];
+        if degraded {
+            let served = self.requests_degraded.unwrap_or(0);
+            rows.push((
+                "served degraded",
+                format!(
+                    "{served} of {} ({})",
+                    self.requests_total,
+                    percent(share(served))
+                ),
+            ));
+        }
+        rows.extend([
             ("outage", human_seconds(self.outage_s)),
             ("time to drain", self.drain_text()),
             ("time to recover", seconds(self.time_to_recover_s)),
@@ -286,7 +320,8 @@ impl Report {
             ("replicas", self.replicas.to_string()),
             ("probe load", format!("{:.1} req/s", self.probe_rps)),
             ("health-check load", qps),
-        ]
+        ]);
+        rows
     }
 
     /// The rows over the report's own fault window.
@@ -311,6 +346,9 @@ impl Report {
                     instance.restarts,
                     instance.drains
                 );
+                if let Some(degraded) = instance.degraded {
+                    let _ = write!(out, ", {degraded} served degraded");
+                }
                 if let (Some(traffic), Some(requests)) = (
                     instance.out_of_rotation_traffic_s,
                     instance.out_of_rotation_requests,
@@ -341,8 +379,9 @@ pub fn common_window(before: &Report, after: &Report) -> (f64, f64) {
 /// A side-by-side table of two reports (before and after a fix).
 pub fn compare_text(before: &Report, after: &Report) -> String {
     let window = common_window(before, after);
-    let left = before.rows_over(window);
-    let right = after.rows_over(window);
+    let degraded = before.requests_degraded.is_some() || after.requests_degraded.is_some();
+    let left = before.rows_with(window, degraded);
+    let right = after.rows_with(window, degraded);
     let width = left
         .iter()
         .map(|(_, v)| v.len())

@@ -8,10 +8,12 @@
 
 use super::Sim;
 use super::pod::Process;
+use super::policy;
 use super::pool;
 use super::queue::Event;
+use super::traffic::Outcome;
 use crate::report::KillReason;
-use crate::scenario::{FaultKind, OutageBehaviour, PoolCheck};
+use crate::scenario::{FaultKind, OutageBehaviour, PoolCheck, RequestClass};
 use crate::time::Millis;
 use std::collections::BTreeSet;
 
@@ -26,6 +28,80 @@ pub(super) enum Condition {
     Slow(Millis),
     /// A call fails with this probability.
     Flicker(f64),
+}
+
+/// How a request reaches a dependency it needs.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(super) enum Fare {
+    /// It calls the dependency.
+    Direct,
+    /// The dependency's check is served by its fallback: `share` of the requests are
+    /// answered from `dependency`, the rest refused at once.
+    Fallback { dependency: usize, share: f64 },
+}
+
+/// Where each dependency's fallback is, for the requests.
+#[derive(Debug, Default)]
+pub(super) struct Fallbacks {
+    /// By dependency: the polled check of it that names a fallback, the fallback check and
+    /// the fallback's dependency.
+    pub(super) of: Vec<Option<(usize, usize, usize)>>,
+}
+
+impl Fallbacks {
+    /// The fallbacks of a scenario's checks that have pollers.
+    pub(super) fn new(scenario: &crate::scenario::Scenario, polled: &[bool]) -> Self {
+        let targets = scenario
+            .app
+            .fallback_dependencies(scenario.dependencies.len());
+        let of = scenario
+            .app
+            .fallbacks_by_dependency(scenario.dependencies.len())
+            .into_iter()
+            .zip(targets)
+            .map(|(pair, target)| match (pair, target) {
+                (Some((check, fallback)), Some(target)) if polled[check] => {
+                    Some((check, fallback, target))
+                }
+                _ => None,
+            })
+            .collect();
+        Fallbacks { of }
+    }
+
+    /// Whether any check has a fallback the requests can be served by.
+    pub(super) fn any(&self) -> bool {
+        self.of.iter().any(Option::is_some)
+    }
+}
+
+/// How a health check's call to a dependency went.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct Call {
+    /// Time until the call had its answer.
+    pub(super) latency: Millis,
+    /// Whether it succeeded.
+    pub(super) answered: bool,
+    /// For a failure: the pod's own pool had no connection for it (probity's `exhausted`).
+    pub(super) local: bool,
+}
+
+impl Call {
+    fn answer(latency: Millis, answered: bool) -> Self {
+        Call {
+            latency,
+            answered,
+            local: false,
+        }
+    }
+
+    fn local(latency: Millis) -> Self {
+        Call {
+            latency,
+            answered: false,
+            local: true,
+        }
+    }
 }
 
 /// The dependencies' shared state.
@@ -140,15 +216,17 @@ impl Sim<'_> {
         self.scenario.requests.rate / 1000.0 * self.traffic.share(pod) * reaching * pool.hold as f64
     }
 
-    /// A call a health check makes to a dependency: its latency and whether it succeeds.
-    /// `asks` is what the check asks of a pool modelled as a queue, and its acquire budget.
+    /// A call a health check makes to a dependency: its latency, whether it succeeds, and
+    /// whether a failure is the pod's own pool's (no connection to be had), which probity
+    /// reports as `exhausted` and no fallback covers. `asks` is what the check asks of a
+    /// pool modelled as a queue, and its acquire budget.
     pub(super) fn call_dependency(
         &mut self,
         pod: usize,
         dependency: usize,
         asks: Option<(PoolCheck, Millis)>,
         count: bool,
-    ) -> (Millis, bool) {
+    ) -> Call {
         if count {
             self.dependencies.calls[dependency] += 1;
         }
@@ -164,7 +242,7 @@ impl Sim<'_> {
                 } else {
                     0
                 };
-                return (waited, false);
+                return Call::local(waited);
             }
             if let Some(pool) = spec.pool {
                 let offered = self.pool_load(pod, dependency);
@@ -176,7 +254,7 @@ impl Sim<'_> {
                     ),
                 };
                 if self.rng.f64() < failing {
-                    return (waited, false);
+                    return Call::local(waited);
                 }
             }
             if let Some(size) = self.scenario.app.pool_size
@@ -187,17 +265,17 @@ impl Sim<'_> {
                     .count() as u32
                     >= size
             {
-                return (spec.connect_timeout, false);
+                return Call::local(spec.connect_timeout);
             }
         }
         // Transitive health: the dependency's own health endpoint fails when what it checks
         // is down.
         for &upstream in &spec.health_depends_on {
             if self.dependency_down(pod, upstream) {
-                return (spec.latency, false);
+                return Call::answer(spec.latency, false);
             }
         }
-        match self.condition(pod, dependency) {
+        let (latency, answered) = match self.condition(pod, dependency) {
             Condition::Down(OutageBehaviour::Refuse) => (0, false),
             Condition::Down(OutageBehaviour::Hang) => (spec.connect_timeout, false),
             Condition::Slow(latency) => (latency, true),
@@ -209,7 +287,8 @@ impl Sim<'_> {
                 Some(latency) => (latency, true),
                 None => (spec.latency, true),
             },
-        }
+        };
+        Call::answer(latency, answered)
     }
 
     /// What a real request's call to `dependency` does right now from `process`: the
@@ -243,6 +322,32 @@ impl Sim<'_> {
         }
     }
 
+    /// Whether real calls to `dependency` from `process` fail for the pod's own pool (leaked
+    /// dry, held by hung calls, or too busy while the dependency answers): what its handlers
+    /// would report as `exhausted`.
+    pub(super) fn requests_fail_locally(
+        &self,
+        pod: usize,
+        process: &Process,
+        dependency: usize,
+    ) -> bool {
+        if process.pool_exhausted(dependency) {
+            return true;
+        }
+        if let Some(size) = self.scenario.app.pool_size
+            && process.held(dependency, self.now) as u32 >= size
+        {
+            return true;
+        }
+        let Some(pool) = self.scenario.dependencies[dependency].pool else {
+            return false;
+        };
+        let (available, _) = self.dependency_call_fares(pod, process, dependency);
+        let offered = self.pool_load(pod, dependency);
+        let timeout = self.scenario.requests.timeout as f64;
+        available > 0.0 && pool::served(pool.size, offered, pool.hold as f64, timeout) < 1.0
+    }
+
     /// How a real call fares past the pool: the fraction that succeed, and how long a
     /// failing one takes.
     fn dependency_call_fares(
@@ -271,32 +376,80 @@ impl Sim<'_> {
         }
     }
 
-    /// Fraction of the pod's requests that fail right now.
-    pub(super) fn pod_failure(&self, pod: usize) -> f64 {
+    /// How a request of `class` fares at `need` from `process` right now: it calls the
+    /// dependency, or, while the dependency's check is served by its fallback, the handler
+    /// answers [`RequestClass::served_by_fallback`] of them from the fallback's dependency
+    /// (probity's `HealthState::degraded`) and refuses the rest at once.
+    pub(super) fn need_fares(&self, process: &Process, class: &RequestClass, need: usize) -> Fare {
+        if let Some((check, _, fallback)) = self.fallbacks.of[need]
+            && policy::served_by_fallback(
+                &self.scenario.app.checks,
+                &process.checks,
+                check,
+                self.now,
+            )
+        {
+            return Fare::Fallback {
+                dependency: fallback,
+                share: class.served_by_fallback,
+            };
+        }
+        Fare::Direct
+    }
+
+    /// Whether any of the pod's checks fails while its fallback serves in its place now.
+    pub(super) fn serves_degraded(&self, pod: usize) -> bool {
         let Some(process) = self.pods[pod].serving() else {
-            return 1.0;
+            return false;
+        };
+        self.fallbacks.of.iter().flatten().any(|&(check, _, _)| {
+            policy::served_by_fallback(&self.scenario.app.checks, &process.checks, check, self.now)
+        })
+    }
+
+    /// What becomes of the pod's requests right now: the fractions that fail and that are
+    /// served degraded.
+    pub(super) fn pod_outcome(&self, pod: usize) -> Outcome {
+        let Some(process) = self.pods[pod].serving() else {
+            return Outcome::failing(1.0);
         };
         let mut passing = 0.0;
+        let mut degraded = 0.0;
         for class in &self.scenario.requests.mix {
+            // Requests that succeed, and those among them that a fallback answered.
             let mut succeeds = 1.0;
+            let mut direct = 1.0;
             for &dependency in &class.needs {
-                let (available, _) = self.request_call(pod, process, dependency);
+                let (normal, instead) = match self.need_fares(process, class, dependency) {
+                    Fare::Direct => (self.request_call(pod, process, dependency).0, 0.0),
+                    Fare::Fallback { dependency, share } => {
+                        (0.0, share * self.request_call(pod, process, dependency).0)
+                    }
+                };
+                let available = normal + instead;
                 if available == 0.0 {
                     succeeds = 0.0;
+                    direct = 0.0;
                     break;
                 }
                 succeeds *= available;
+                direct *= normal;
             }
             passing += class.share * succeeds;
+            degraded += class.share * (succeeds - direct);
         }
         // A pod sent more than it can serve slows down until the excess times out.
         if let Some(capacity) = self.scenario.app.capacity {
             let load = self.scenario.requests.rate * self.traffic.share(pod);
             if load > capacity {
                 passing *= capacity / load;
+                degraded *= capacity / load;
             }
         }
-        (1.0 - passing).clamp(0.0, 1.0)
+        Outcome {
+            failure: (1.0 - passing).clamp(0.0, 1.0),
+            degraded: degraded.clamp(0.0, 1.0),
+        }
     }
 
     /// A health-check call that hangs until `until` holds a pool connection (and memory):

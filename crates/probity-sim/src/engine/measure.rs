@@ -18,6 +18,9 @@ pub(super) struct PodRecord {
     pub(super) affected_at: Option<Millis>,
     /// When a health check first took it out of rotation after the onset.
     pub(super) drained_at: Option<Millis>,
+    /// When it first served degraded in rotation after the onset (a check failing while its
+    /// fallback serves).
+    pub(super) degraded_at: Option<Millis>,
     /// Its states, each from a time on.
     pub(super) lanes: Vec<(Millis, LaneState)>,
     pub(super) in_rotation: bool,
@@ -156,6 +159,14 @@ impl Sim<'_> {
         {
             record.affected_at = Some(self.now);
         }
+        if self.fallbacks.any()
+            && self.now >= onset
+            && self.measure.pods[pod].in_rotation
+            && self.measure.pods[pod].degraded_at.is_none()
+            && self.serves_degraded(pod)
+        {
+            self.measure.pods[pod].degraded_at = Some(self.now);
+        }
     }
 
     /// What the run measured.
@@ -258,15 +269,28 @@ impl Sim<'_> {
             .iter()
             .filter(|record| record.affected_at.is_some())
             .collect();
+        // A pod that never left rotation but served degraded (a fallback serving instead)
+        // was handled as its readiness said, from when it began to.
         let (drain, time_to_drain_s) = match onset {
             Some(onset) if !affected.is_empty() => {
-                let drained: Option<Vec<Millis>> =
-                    affected.iter().map(|record| record.drained_at).collect();
-                match drained {
+                let handled: Option<Vec<(Millis, bool)>> = affected
+                    .iter()
+                    .map(|record| match (record.drained_at, record.degraded_at) {
+                        (Some(drained), _) => Some((drained, false)),
+                        (None, Some(degraded)) => Some((degraded, true)),
+                        (None, None) => None,
+                    })
+                    .collect();
+                match handled {
                     Some(times) => {
-                        let latest = times.into_iter().max().unwrap_or(onset);
+                        let degraded = times.iter().any(|(_, degraded)| *degraded);
+                        let latest = times.into_iter().map(|(at, _)| at).max().unwrap_or(onset);
                         (
-                            DrainOutcome::Drained,
+                            if degraded {
+                                DrainOutcome::Degraded
+                            } else {
+                                DrainOutcome::Drained
+                            },
                             Some(latest.saturating_sub(onset) as f64 / 1000.0),
                         )
                     }
@@ -291,6 +315,7 @@ impl Sim<'_> {
             .collect::<BTreeMap<_, _>>();
 
         let keep_alive = scenario.requests.keep_alive.is_some();
+        let fallbacks = self.fallbacks.any();
         let instances = measure
             .pods
             .iter()
@@ -315,6 +340,7 @@ impl Sim<'_> {
                     name: scenario.fleet.names[pod].clone(),
                     requests: flow.requests.round() as u64,
                     failed: flow.failed.round() as u64,
+                    degraded: fallbacks.then(|| flow.served_degraded.round() as u64),
                     error_rate: round(
                         if flow.requests > 0.0 {
                             flow.failed / flow.requests
@@ -345,6 +371,7 @@ impl Sim<'_> {
             requests_total: self.traffic.total_requests.round() as u64,
             requests_failed: self.traffic.total_failed.round() as u64,
             requests_refused: self.traffic.total_refused.round() as u64,
+            requests_degraded: fallbacks.then(|| self.traffic.total_degraded.round() as u64),
             restarts: measure.pods.iter().map(|record| record.restarts).sum(),
             drains: measure.pods.iter().map(|record| record.drains).sum(),
             rotation_changes: measure.rotation_changes,

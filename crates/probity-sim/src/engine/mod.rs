@@ -93,6 +93,8 @@ struct Sim<'a> {
     connections: Option<keep_alive::Connections>,
     /// Which checks have pollers (those read from a cached snapshot).
     polled: Vec<bool>,
+    /// The dependencies a fallback serves instead of, for the requests.
+    fallbacks: dependencies::Fallbacks,
     /// Which checks' successful polls may leave no event (see [`poll_lane`]).
     quiet_polls: Vec<bool>,
     /// Each pod's pollers, `checks` apiece: which poll events are current, and what a
@@ -131,6 +133,7 @@ impl<'a> Sim<'a> {
             })
             .collect();
         let passive = passive::Passive::new(scenario, &polled);
+        let fallbacks = dependencies::Fallbacks::new(scenario, &polled);
         let quiet_polls = scenario
             .app
             .checks
@@ -176,6 +179,7 @@ impl<'a> Sim<'a> {
             passive,
             connections,
             polled,
+            fallbacks,
             quiet_polls,
             poll_keys: vec![poll_lane::PollKey::default(); pods * scenario.app.checks.len()],
             poll_lanes: vec![poll_lane::PollLane::default(); pods * scenario.app.checks.len()],
@@ -275,7 +279,8 @@ impl<'a> Sim<'a> {
                 check,
                 process,
                 success,
-            } => self.poll_done(pod as usize, usize::from(check), process, success),
+                local,
+            } => self.poll_done(pod as usize, usize::from(check), process, success, local),
             Event::BootDone {
                 pod,
                 process,
@@ -301,6 +306,7 @@ impl<'a> Sim<'a> {
             Event::Eject { pod, epoch } => self.eject(pod as usize, epoch),
             Event::EjectEnd { pod, epoch } => self.eject_end(pod as usize, epoch),
             Event::HungEnd { pod, .. } => self.mark(pod as usize),
+            Event::Reassess { pod, process } => self.reassess(pod as usize, process),
             Event::OutlierSweep => self.outlier_sweep(),
             Event::CrashExit { pod, container } => self.crash_exit(pod as usize, container),
             Event::PassiveResume {
@@ -387,14 +393,20 @@ impl<'a> Sim<'a> {
                 self.router.membership_changed(pod, member, &mut reweighted);
             }
             let weight = self.weight_of(pod, member);
-            let failure = self.pod_failure(pod);
-            self.traffic.set(pod, member, weight, failure);
+            let outcome = self.pod_outcome(pod);
+            self.traffic.set(pod, member, weight, outcome);
         }
         for &pod in &reweighted {
             let flow = &self.traffic.flows[pod];
-            let (member, failure) = (flow.member, flow.failure);
+            let (member, outcome) = (
+                flow.member,
+                traffic::Outcome {
+                    failure: flow.failure,
+                    degraded: flow.degraded,
+                },
+            );
             let weight = self.weight_of(pod, member);
-            self.traffic.set(pod, member, weight, failure);
+            self.traffic.set(pod, member, weight, outcome);
         }
         let pod_count = self.pods.len();
         let split = match &self.connections {
@@ -421,8 +433,8 @@ impl<'a> Sim<'a> {
             for pod in again {
                 let flow = &self.traffic.flows[pod];
                 let (member, weight) = (flow.member, flow.weight);
-                let failure = self.pod_failure(pod);
-                self.traffic.set(pod, member, weight, failure);
+                let outcome = self.pod_outcome(pod);
+                self.traffic.set(pod, member, weight, outcome);
             }
             let measure = &mut self.measure;
             self.traffic
@@ -446,6 +458,11 @@ impl<'a> Sim<'a> {
             self.update_passive(pod);
         }
         self.schedule_passive_due();
+        if self.fallbacks.any() {
+            for &pod in &pods {
+                self.schedule_reassessment(pod);
+            }
+        }
     }
 
     /// Integrates the traffic up to `to`.

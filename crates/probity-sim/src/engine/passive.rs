@@ -15,6 +15,7 @@
 //! real time.
 
 use super::Sim;
+use super::dependencies::Fare;
 use super::queue::Event;
 use super::traffic::Split;
 use crate::scenario::CheckTarget;
@@ -245,11 +246,30 @@ impl Sim<'_> {
                 for class in &self.scenario.requests.mix {
                     let mut reach = 1.0;
                     for &need in &class.needs {
-                        if need == dependency {
-                            reaching += class.share * reach;
-                            break;
+                        match self.need_fares(process, class, need) {
+                            Fare::Direct => {
+                                if need == dependency {
+                                    reaching += class.share * reach;
+                                    break;
+                                }
+                                reach *= self.request_call(pod, process, need).0;
+                            }
+                            // The handler answers from the fallback and does not call
+                            // `need`; the rest it refuses.
+                            Fare::Fallback {
+                                dependency: instead,
+                                share,
+                            } => {
+                                if instead == dependency {
+                                    reaching += class.share * reach * share;
+                                    break;
+                                }
+                                if need == dependency {
+                                    break;
+                                }
+                                reach *= share * self.request_call(pod, process, instead).0;
+                            }
                         }
-                        reach *= self.request_call(pod, process, need).0;
                     }
                 }
                 let (available, delay) = self.request_call(pod, process, dependency);
@@ -398,6 +418,11 @@ impl Sim<'_> {
         let check = self.passive.checks[passive].check;
         let (unit, everyone) = self.share_clocks();
         let now = self.now;
+        let dependency = self.passive.checks[passive].dependency;
+        let local = self.pods[pod]
+            .process
+            .as_ref()
+            .is_some_and(|process| self.requests_fail_locally(pod, process, dependency));
         let fell = match self.pods[pod].process.as_mut() {
             Some(state) if state.id == top.process && state.passive[passive].epoch == top.epoch => {
                 let run = &mut state.passive[passive];
@@ -411,7 +436,7 @@ impl Sim<'_> {
                 run.epoch += 1;
                 let check_state = &mut state.checks[check];
                 // The forced result also counts as the latest result.
-                Some(check_state.force_unhealthy(now).is_some())
+                Some(check_state.force_unhealthy(local, now).is_some())
             }
             _ => None,
         };

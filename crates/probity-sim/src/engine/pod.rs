@@ -126,6 +126,9 @@ pub(super) struct Process {
     pub(super) inflight: Vec<(Millis, u16)>,
     /// The last answer to a readiness probe was a failure.
     pub(super) answered_unready: bool,
+    /// When a verdict judged with a fallback next changes by time alone, if a
+    /// [`Event::Reassess`] is scheduled for it.
+    pub(super) reassess_at: Option<Millis>,
 }
 
 impl Process {
@@ -145,6 +148,7 @@ impl Process {
             passive: vec![PassiveRun::new(); passive],
             inflight: Vec::new(),
             answered_unready: false,
+            reassess_at: None,
         }
     }
 
@@ -322,6 +326,7 @@ impl Sim<'_> {
             passive: vec![PassiveRun::new(); passive],
             inflight: Vec::new(),
             answered_unready: false,
+            reassess_at: None,
         });
         self.refresh_poll_keys(pod);
         self.boot_started(pod);

@@ -17,7 +17,9 @@ use crate::scenario::{Check, CheckTarget, EndpointMode, Handler, InternalKind};
 use crate::time::Millis;
 use probity_contract::Tier;
 use probity_contract::hysteresis::{Hysteresis, Transition};
-use probity_contract::verdict::{Effect, Entry, Evidence, Gate, Sample, Status, Subject};
+use probity_contract::verdict::{
+    CheckVerdict, Effect, Entry, Evidence, Gate, Sample, Status, Subject,
+};
 use std::time::Duration;
 
 #[cfg(test)]
@@ -32,6 +34,9 @@ pub(super) struct CheckState {
     pub(super) last_result_at: Option<Millis>,
     /// Whether the latest result passed.
     last_ok: bool,
+    /// Whether the latest result failed for this process's own capacity (its pool), which
+    /// no fallback covers.
+    last_local: bool,
     /// When the check last turned unhealthy after having been healthy (for fail-open).
     pub(super) unhealthy_since: Option<Millis>,
     /// Bumped to cancel the scheduled poll when a re-poll takes its place.
@@ -49,6 +54,7 @@ impl CheckState {
             hysteresis: Hysteresis::new(check.rise, check.fall, check.boot_requires_rise),
             last_result_at: None,
             last_ok: false,
+            last_local: false,
             unhealthy_since: None,
             poll_epoch: 0,
             polling: false,
@@ -60,22 +66,28 @@ impl CheckState {
     pub(super) fn settled(check: &Check) -> Self {
         let mut state = CheckState::fresh(check);
         for _ in 0..check.rise.max(1) {
-            state.observe(true, 0);
+            state.observe(true, false, 0);
         }
         state
     }
 
-    /// A poll's result at `now`, through the hysteresis; returns the transition it caused.
-    pub(super) fn observe(&mut self, success: bool, now: Millis) -> Option<Transition> {
+    /// A poll's result at `now`, through the hysteresis (`local`: it failed for this
+    /// process's own pool); returns the transition it caused.
+    pub(super) fn observe(
+        &mut self,
+        success: bool,
+        local: bool,
+        now: Millis,
+    ) -> Option<Transition> {
         let transition = self.hysteresis.observe(success);
-        self.recorded(transition, success, now)
+        self.recorded(transition, success, local && !success, now)
     }
 
-    /// Passive reports of real failures fail the check at once at `now`; returns whether it
-    /// fell.
-    pub(super) fn force_unhealthy(&mut self, now: Millis) -> Option<Transition> {
+    /// Passive reports of real failures fail the check at once at `now` (`local`: the calls
+    /// failed for this process's own pool); returns whether it fell.
+    pub(super) fn force_unhealthy(&mut self, local: bool, now: Millis) -> Option<Transition> {
         let transition = self.hysteresis.force_unhealthy();
-        self.recorded(transition, false, now)
+        self.recorded(transition, false, local, now)
     }
 
     /// Keeps a result the way probity's runtime publishes it: the result is the latest, and
@@ -84,10 +96,12 @@ impl CheckState {
         &mut self,
         transition: Option<Transition>,
         success: bool,
+        local: bool,
         now: Millis,
     ) -> Option<Transition> {
         self.last_result_at = Some(now);
         self.last_ok = success;
+        self.last_local = local;
         match transition {
             Some(Transition::Rose) => self.unhealthy_since = None,
             Some(Transition::Fell) => self.unhealthy_since = Some(now),
@@ -112,7 +126,7 @@ impl CheckState {
                 at: at(time),
                 ok: self.last_ok,
                 warning: false,
-                local: false,
+                local: self.last_local,
             }),
             unhealthy_since: self.unhealthy_since.map(at),
             staleness: spec.staleness.map_or(Duration::MAX, at),
@@ -123,16 +137,93 @@ impl CheckState {
         }
     }
 
-    /// The check's entry in a `cached` endpoint's answer at `now`: probity's verdict.
-    pub(super) fn entry(&self, spec: &Check, index: usize, now: Millis) -> Entry {
-        let verdict = self.evidence(spec).verdict(at(now));
-        Entry {
-            subject: Subject::Check(index),
-            status: verdict.status,
-            tier: Some(spec.tier),
-            check: Some(verdict),
+    /// When the check's verdict next changes by time alone, after `now`: its staleness bound
+    /// running out, or its fail-open window closing.
+    fn changes_by_itself(&self, spec: &Check, now: Millis) -> Option<Millis> {
+        let stale = spec
+            .staleness
+            .zip(self.last_result_at)
+            .map(|(bound, last)| last + bound + 1);
+        let closes = spec
+            .fail_open_for
+            .zip(self.unhealthy_since)
+            .filter(|_| !self.hysteresis.is_healthy())
+            .map(|(window, since)| since + window);
+        [stale, closes]
+            .into_iter()
+            .flatten()
+            .filter(|&at| at > now)
+            .min()
+    }
+}
+
+/// Check `check`'s verdict at `now` among a process's check states: probity's
+/// [`Evidence::verdict_among`], which judges a check with its fallback (a hard check failing
+/// while its fallback serves is `warn`, served by it).
+pub(super) fn verdict(
+    specs: &[Check],
+    states: &[CheckState],
+    check: usize,
+    now: Millis,
+) -> CheckVerdict {
+    let spec = &specs[check];
+    let own = states[check].evidence(spec);
+    match spec.fallback {
+        None => own.verdict(at(now)),
+        Some(fallback) => {
+            // The pair the verdict judges among: the check, and at index 1 its fallback.
+            let pair = [
+                Evidence {
+                    fallback: Some(1),
+                    ..own
+                },
+                states[fallback].evidence(&specs[fallback]),
+            ];
+            pair[0].verdict_among(&pair, |evidence| evidence, at(now))
         }
     }
+}
+
+/// The check's entry in a `cached` endpoint's answer at `now`: probity's verdict.
+pub(super) fn cached_entry(
+    specs: &[Check],
+    states: &[CheckState],
+    check: usize,
+    now: Millis,
+) -> Entry {
+    let verdict = verdict(specs, states, check, now);
+    Entry {
+        subject: Subject::Check(check),
+        status: verdict.status,
+        tier: Some(specs[check].tier),
+        check: Some(verdict),
+    }
+}
+
+/// Whether check `check` fails while its fallback serves in its place at `now` (what a
+/// handler reads through probity's `HealthState::degraded`).
+pub(super) fn served_by_fallback(
+    specs: &[Check],
+    states: &[CheckState],
+    check: usize,
+    now: Millis,
+) -> bool {
+    verdict(specs, states, check, now).served_by.is_some()
+}
+
+/// When the verdict of `check` (judged with its fallback) may next change by time alone,
+/// after `now`.
+pub(super) fn verdict_changes_by_itself(
+    specs: &[Check],
+    states: &[CheckState],
+    check: usize,
+    now: Millis,
+) -> Option<Millis> {
+    let own = states[check].changes_by_itself(&specs[check], now);
+    let fallback = specs[check]
+        .fallback
+        .and_then(|fallback| states[fallback].changes_by_itself(&specs[fallback], now));
+    own.into_iter().chain(fallback).min()
 }
 
 /// The entry of a check whose result is known at once (an internal condition, or a call made
@@ -203,10 +294,10 @@ impl Sim<'_> {
         // A pool that cannot fail the call need not be looked at.
         let asks = (spec.uses_pool && !lane.pool_clear())
             .then_some((spec.pool_check, spec.acquire_budget));
-        let (latency, answered) = self.call_dependency(pod, dependency, asks, true);
-        let (cost, success) = match timeout {
-            Some(limit) if latency > limit => (limit, false),
-            _ => (latency, answered),
+        let call = self.call_dependency(pod, dependency, asks, true);
+        let (cost, success, local) = match timeout {
+            Some(limit) if call.latency > limit => (limit, false, false),
+            _ => (call.latency, call.answered, call.local),
         };
         let wait = if jitter > 0 {
             let spread = self.rng.u64(0..=2 * jitter);
@@ -216,7 +307,7 @@ impl Sim<'_> {
         };
         let next = (self.now + wait).max(self.now + cost);
         if cost == 0 {
-            self.poll_done(pod, check, process, success);
+            self.poll_done(pod, check, process, success, local);
         } else {
             // The result takes its place in the queue now, even if it never needs it.
             let order = self.queue.reserve();
@@ -232,6 +323,7 @@ impl Sim<'_> {
                         check: check as u16,
                         process,
                         success,
+                        local,
                     },
                 );
                 self.refresh_poll_key(pod, check);
@@ -250,7 +342,14 @@ impl Sim<'_> {
     }
 
     /// A poll's result: the hysteresis decides whether the check's state changes.
-    pub(super) fn poll_done(&mut self, pod: usize, check: usize, process: u32, success: bool) {
+    pub(super) fn poll_done(
+        &mut self,
+        pod: usize,
+        check: usize,
+        process: u32,
+        success: bool,
+        local: bool,
+    ) {
         let now = self.now;
         let Some(state) = self.pods[pod].process.as_mut() else {
             return;
@@ -260,7 +359,7 @@ impl Sim<'_> {
         }
         let check_state = &mut state.checks[check];
         check_state.polling = false;
-        let changed = check_state.observe(success, now).is_some();
+        let changed = check_state.observe(success, local, now).is_some();
         let repoll = std::mem::take(&mut check_state.repoll);
         self.refresh_poll_key(pod, check);
         if changed {
@@ -357,17 +456,18 @@ impl Sim<'_> {
                 CheckTarget::Dependency(dependency) => match endpoint.mode {
                     EndpointMode::Cached => {
                         let process = self.pods[pod].process.as_ref()?;
-                        process.checks[check].entry(spec, check, now)
+                        cached_entry(&scenario.app.checks, &process.checks, check, now)
                     }
                     EndpointMode::Sync => {
                         let timeout = endpoint.timeout.or(spec.timeout);
                         let asks = spec
                             .uses_pool
                             .then_some((spec.pool_check, spec.acquire_budget));
-                        let (latency, answered) = self.call_dependency(pod, dependency, asks, true);
+                        let call = self.call_dependency(pod, dependency, asks, true);
+                        let latency = call.latency;
                         let (cost, passed) = match timeout {
                             Some(limit) if latency > limit => (limit, false),
-                            _ => (latency, answered),
+                            _ => (latency, call.answered),
                         };
                         if timeout.is_none() && latency >= 1_000 {
                             self.hold_inflight(pod, now + latency, dependency);
@@ -383,5 +483,58 @@ impl Sim<'_> {
             }
         }
         Some((if endpoint.parallel { longest } else { total }, passed_all))
+    }
+
+    /// Schedules a look at the pod's requests for when a verdict judged with a fallback may
+    /// next change by time alone (no poll marks that instant).
+    pub(super) fn schedule_reassessment(&mut self, pod: usize) {
+        let now = self.now;
+        let Some(process) = self.pods[pod].process.as_ref() else {
+            return;
+        };
+        let checks = &self.scenario.app.checks;
+        let next = self
+            .fallbacks
+            .of
+            .iter()
+            .flatten()
+            .filter_map(|&(check, _, _)| {
+                verdict_changes_by_itself(checks, &process.checks, check, now)
+            })
+            .min();
+        let Some(next) = next else {
+            return;
+        };
+        // One scheduled already at or before it looks again then, and schedules the next.
+        if process
+            .reassess_at
+            .is_some_and(|scheduled| scheduled > now && scheduled <= next)
+        {
+            return;
+        }
+        let id = process.id;
+        if let Some(process) = self.pods[pod].process.as_mut() {
+            process.reassess_at = Some(next);
+        }
+        self.queue.schedule(
+            next,
+            Event::Reassess {
+                pod: pod as u32,
+                process: id,
+            },
+        );
+    }
+
+    /// A verdict judged with a fallback may have changed by time alone.
+    pub(super) fn reassess(&mut self, pod: usize, process: u32) {
+        let now = self.now;
+        let Some(state) = self.pods[pod].process.as_mut() else {
+            return;
+        };
+        if state.id != process || state.reassess_at != Some(now) {
+            return;
+        }
+        state.reassess_at = None;
+        self.mark(pod);
     }
 }

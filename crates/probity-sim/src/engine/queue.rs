@@ -27,12 +27,13 @@ pub(crate) enum Event {
         process: u32,
         epoch: u32,
     },
-    /// A poll's result is in.
+    /// A poll's result is in (`local`: it failed for the pod's own pool).
     PollDone {
         pod: u32,
         check: u16,
         process: u32,
         success: bool,
+        local: bool,
     },
     /// The app finished booting.
     BootDone { pod: u32, process: u32, epoch: u32 },
@@ -76,6 +77,9 @@ pub(crate) enum Event {
     FaultEnd { fault: u32 },
     /// A flapping dependency goes down or comes back.
     FlapBoundary { fault: u32 },
+    /// A verdict judged with a fallback may change by time alone (a staleness bound or a
+    /// fail-open window runs out): the pod's requests are looked at again.
+    Reassess { pod: u32, process: u32 },
     /// A keep-alive client connection ends.
     ConnectionEnd { connection: u32, epoch: u32 },
 }

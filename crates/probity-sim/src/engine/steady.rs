@@ -130,15 +130,24 @@ impl Sim<'_> {
                     if endpoint.mode != EndpointMode::Cached || spec.staleness.is_some() {
                         return None;
                     }
-                    let check_state = &process.checks[check];
-                    // A fail-open window running ends by itself: the answer changes with time.
-                    if !check_state.hysteresis.is_healthy()
-                        && spec.fail_open_for.is_some()
-                        && check_state.unhealthy_since.is_some()
+                    // A fail-open window running ends by itself: the answer changes with
+                    // time. So does a fallback's, which the check's answer reads.
+                    let runs_out = |check: usize| {
+                        let spec = &scenario.app.checks[check];
+                        let check_state = &process.checks[check];
+                        !check_state.hysteresis.is_healthy()
+                            && spec.fail_open_for.is_some()
+                            && check_state.unhealthy_since.is_some()
+                    };
+                    if runs_out(check) {
+                        return None;
+                    }
+                    if let Some(fallback) = spec.fallback
+                        && (scenario.app.checks[fallback].staleness.is_some() || runs_out(fallback))
                     {
                         return None;
                     }
-                    check_state.entry(spec, check, self.now)
+                    policy::cached_entry(&scenario.app.checks, &process.checks, check, self.now)
                 }
             };
             if policy::fails(&entry) {
@@ -150,7 +159,13 @@ impl Sim<'_> {
 
     /// A check's state changed in `pod`: its probes may answer differently.
     pub(super) fn check_state_changed(&mut self, pod: usize) {
-        self.wake(pod);
+        if self.fallbacks.any() {
+            // The handlers read the snapshot to serve from a fallback: the requests may fare
+            // differently.
+            self.mark(pod);
+        } else {
+            self.wake(pod);
+        }
     }
 
     /// Something about `pod` changed: its quiet workers tick again.

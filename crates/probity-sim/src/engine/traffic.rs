@@ -40,6 +40,26 @@ pub(crate) enum Split {
     },
 }
 
+/// What becomes of a pod's requests right now: the fractions that fail and that are served
+/// degraded (the rest succeed).
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub(crate) struct Outcome {
+    /// Fraction failing.
+    pub(crate) failure: f64,
+    /// Fraction answered by a fallback instead of the dependency they need.
+    pub(crate) degraded: f64,
+}
+
+impl Outcome {
+    /// A fraction failing, none degraded.
+    pub(crate) fn failing(failure: f64) -> Self {
+        Outcome {
+            failure,
+            degraded: 0.0,
+        }
+    }
+}
+
 /// One pod's traffic: what it receives and fails, kept up to date lazily.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Flow {
@@ -49,10 +69,14 @@ pub(crate) struct Flow {
     pub(crate) weight: f64,
     /// Fraction of its requests that fail.
     pub(crate) failure: f64,
+    /// Fraction of its requests served degraded (answered by a fallback).
+    pub(crate) degraded: f64,
     /// Requests received up to `since`.
     pub(crate) requests: f64,
     /// Requests failed up to `since`.
     pub(crate) failed: f64,
+    /// Requests served degraded up to `since`.
+    pub(crate) served_degraded: f64,
     /// Time spent receiving requests while out of rotation (pinned connections).
     pub(crate) out_of_rotation_ms: Millis,
     /// Requests received while out of rotation.
@@ -100,6 +124,8 @@ pub(crate) struct Traffic {
     total_weight: Sum,
     weighted_failure: Sum,
     failure: Sum,
+    weighted_degraded: Sum,
+    degraded: Sum,
     /// The share clocks at `since`, the start of the stretch in force.
     unit_integral: f64,
     everyone_integral: f64,
@@ -107,12 +133,15 @@ pub(crate) struct Traffic {
     /// Traffic is integrated up to here.
     pub(crate) last: Millis,
     fleet_failure: f64,
+    fleet_degraded: f64,
     /// Requests over the run so far.
     pub(crate) total_requests: f64,
     /// Failed requests over the run so far.
     pub(crate) total_failed: f64,
     /// Refused requests over the run so far.
     pub(crate) total_refused: f64,
+    /// Requests served degraded over the run so far.
+    pub(crate) total_degraded: f64,
 }
 
 impl Traffic {
@@ -130,14 +159,18 @@ impl Traffic {
             total_weight: Sum::default(),
             weighted_failure: Sum::default(),
             failure: Sum::default(),
+            weighted_degraded: Sum::default(),
+            degraded: Sum::default(),
             unit_integral: 0.0,
             everyone_integral: 0.0,
             since: 0,
             last: 0,
             fleet_failure: 0.0,
+            fleet_degraded: 0.0,
             total_requests: 0.0,
             total_failed: 0.0,
             total_refused: 0.0,
+            total_degraded: 0.0,
         }
     }
 
@@ -199,6 +232,7 @@ impl Traffic {
         if requests > 0.0 {
             flow.requests += requests;
             flow.failed += requests * flow.failure;
+            flow.served_degraded += requests * flow.degraded;
             if !flow.member {
                 flow.out_of_rotation_ms += last - flow.since;
                 flow.out_of_rotation_requests += requests;
@@ -209,11 +243,17 @@ impl Traffic {
         flow.since = last;
     }
 
-    /// Sets a pod's membership, weight and failure fraction (flushing it first if any
-    /// changes). Returns whether anything changed.
-    pub(crate) fn set(&mut self, pod: usize, member: bool, weight: f64, failure: f64) -> bool {
+    /// Sets a pod's membership, weight and the fractions of its requests that fail and that
+    /// are served degraded (flushing it first if any changes). Returns whether anything
+    /// changed.
+    pub(crate) fn set(&mut self, pod: usize, member: bool, weight: f64, outcome: Outcome) -> bool {
+        let Outcome { failure, degraded } = outcome;
         let flow = &self.flows[pod];
-        if flow.member == member && flow.weight == weight && flow.failure == failure {
+        if flow.member == member
+            && flow.weight == weight
+            && flow.failure == failure
+            && flow.degraded == degraded
+        {
             return false;
         }
         self.flush(pod);
@@ -229,9 +269,13 @@ impl Traffic {
         self.weighted_failure
             .replace(flow.weight * flow.failure, weight * failure);
         self.failure.replace(flow.failure, failure);
+        self.weighted_degraded
+            .replace(flow.weight * flow.degraded, weight * degraded);
+        self.degraded.replace(flow.degraded, degraded);
         flow.member = member;
         flow.weight = weight;
         flow.failure = failure;
+        flow.degraded = degraded;
         true
     }
 
@@ -262,14 +306,17 @@ impl Traffic {
         let fleet =
             refused + rejected + unit * self.weighted_failure.value + everyone * self.failure.value;
         let fleet = fleet.clamp(0.0, 1.0);
+        let degraded = (unit * self.weighted_degraded.value + everyone * self.degraded.value)
+            .clamp(0.0, 1.0 - fleet);
         let current = (
             self.unit,
             self.everyone,
             self.refused,
             self.rejected,
             self.fleet_failure,
+            self.fleet_degraded,
         );
-        if (unit, everyone, refused, rejected, fleet) != current {
+        if (unit, everyone, refused, rejected, fleet, degraded) != current {
             self.finish(record);
         }
         self.split = split;
@@ -278,6 +325,7 @@ impl Traffic {
         self.refused = refused;
         self.rejected = rejected;
         self.fleet_failure = fleet;
+        self.fleet_degraded = degraded;
         changed
     }
 
@@ -299,6 +347,7 @@ impl Traffic {
         self.total_requests += requests;
         self.total_failed += requests * self.fleet_failure;
         self.total_refused += requests * self.refused;
+        self.total_degraded += requests * self.fleet_degraded;
         self.unit_integral += self.unit * span;
         self.everyone_integral += self.everyone * span;
         self.since = self.last;
@@ -313,13 +362,18 @@ mod tests {
     fn members_share_evenly_and_a_leaving_member_visits_nobody() {
         let mut traffic = Traffic::new(3, 1000.0);
         for pod in 0..3 {
-            traffic.set(pod, true, 1.0, if pod == 0 { 1.0 } else { 0.0 });
+            traffic.set(
+                pod,
+                true,
+                1.0,
+                Outcome::failing(if pod == 0 { 1.0 } else { 0.0 }),
+            );
         }
         traffic.apply(Split::Members, 3, &mut |_, _, _, _| {});
         assert!((traffic.fleet_failure() - 1.0 / 3.0).abs() < 1e-12);
         traffic.advance(3000);
         // Pod 0 leaves rotation: the others' shares rise without being touched.
-        traffic.set(0, false, 0.0, 1.0);
+        traffic.set(0, false, 0.0, Outcome::failing(1.0));
         traffic.apply(Split::Members, 3, &mut |_, _, _, _| {});
         assert_eq!(traffic.fleet_failure(), 0.0);
         traffic.advance(6000);
@@ -341,8 +395,8 @@ mod tests {
     #[test]
     fn refused_and_everyone_splits() {
         let mut traffic = Traffic::new(2, 1000.0);
-        traffic.set(0, false, 0.0, 1.0);
-        traffic.set(1, false, 0.0, 0.0);
+        traffic.set(0, false, 0.0, Outcome::failing(1.0));
+        traffic.set(1, false, 0.0, Outcome::failing(0.0));
         assert!(!traffic.apply(Split::Refused, 2, &mut |_, _, _, _| {}));
         assert_eq!(traffic.fleet_failure(), 1.0);
         assert!(traffic.apply(Split::Everyone, 2, &mut |_, _, _, _| {}));
@@ -353,8 +407,8 @@ mod tests {
     #[test]
     fn connections_refuse_what_is_pinned_nowhere() {
         let mut traffic = Traffic::new(2, 1000.0);
-        traffic.set(0, true, 3.0, 0.0);
-        traffic.set(1, false, 0.0, 0.0);
+        traffic.set(0, true, 3.0, Outcome::failing(0.0));
+        traffic.set(1, false, 0.0, Outcome::failing(0.0));
         traffic.apply(Split::Connections { clients: 4 }, 2, &mut |_, _, _, _| {});
         assert!((traffic.refused() - 0.25).abs() < 1e-12);
         assert!((traffic.share(0) - 0.75).abs() < 1e-12);
@@ -364,10 +418,10 @@ mod tests {
     fn sums_return_to_exact_zero() {
         let mut traffic = Traffic::new(3, 1.0);
         for (pod, failure) in [(0, 0.1), (1, 0.2), (2, 0.7)] {
-            traffic.set(pod, true, 1.0, failure);
+            traffic.set(pod, true, 1.0, Outcome::failing(failure));
         }
         for pod in 0..3 {
-            traffic.set(pod, true, 1.0, 0.0);
+            traffic.set(pod, true, 1.0, Outcome::failing(0.0));
         }
         traffic.apply(Split::Members, 3, &mut |_, _, _, _| {});
         assert_eq!(traffic.fleet_failure(), 0.0);

@@ -151,6 +151,8 @@ pub(super) struct CheckFile {
     pub(super) pool_check: PoolCheck,
     #[serde(default)]
     pub(super) acquire_budget: Option<Span>,
+    #[serde(default)]
+    pub(super) fallback: Option<String>,
 }
 
 /// What a check asks of a pool that is modelled as a queue (`dependencies.NAME.pool`).
@@ -202,6 +204,7 @@ impl Default for CheckFile {
             fail_open_for: None,
             pool_check: PoolCheck::default(),
             acquire_budget: None,
+            fallback: None,
         }
     }
 }
@@ -298,6 +301,42 @@ pub struct Check {
     /// How long the check waits for a connection before it fails (its `acquire_budget`,
     /// else its timeout, else 1 s).
     pub acquire_budget: Millis,
+    /// For a hard check of a dependency: the check (index into [`App::checks`]) whose
+    /// dependency serves instead while this one fails (probity's `CheckSpec::fallback`).
+    /// Every endpoint that lists this check is `cached` and lists the fallback too.
+    pub fallback: Option<usize>,
+}
+
+impl App {
+    /// For each of `dependencies` dependencies: the check of it that names a fallback, and
+    /// that fallback, as indices into [`App::checks`] (at most one check per dependency
+    /// names one).
+    pub fn fallbacks_by_dependency(&self, dependencies: usize) -> Vec<Option<(usize, usize)>> {
+        let mut by_dependency = vec![None; dependencies];
+        for (index, check) in self.checks.iter().enumerate() {
+            if let (CheckTarget::Dependency(dependency), Some(fallback)) =
+                (check.target, check.fallback)
+                && let Some(slot) = by_dependency.get_mut(dependency)
+            {
+                *slot = Some((index, fallback));
+            }
+        }
+        by_dependency
+    }
+
+    /// For each of `dependencies` dependencies: the dependency that serves instead of it
+    /// while its check is served by its fallback.
+    pub fn fallback_dependencies(&self, dependencies: usize) -> Vec<Option<usize>> {
+        self.fallbacks_by_dependency(dependencies)
+            .into_iter()
+            .map(|pair| {
+                pair.and_then(|(_, fallback)| match self.checks[fallback].target {
+                    CheckTarget::Dependency(dependency) => Some(dependency),
+                    CheckTarget::Internal(_) => None,
+                })
+            })
+            .collect()
+    }
 }
 
 /// The most checks and endpoints an app may have.
@@ -418,6 +457,7 @@ impl AppFile {
                 parallel: endpoint.parallel,
             });
         }
+        resolve_fallbacks(&check_files, &mut checks, &check_index, &endpoints)?;
         // Passive reports fail the check in the pollers' snapshot; only `cached` endpoints
         // read it. A contract's thresholds are kept as written (its endpoints are all cached).
         for (index, field) in check_fields.iter().enumerate() {
@@ -467,6 +507,122 @@ impl AppFile {
             checks,
         })
     }
+}
+
+/// Each declared check's fallback, as an index among the checks, checked the way probity's
+/// registry checks it (a hard check's, naming another check that names no fallback itself)
+/// and against what the simulator can model: both check dependencies, and every endpoint
+/// that lists the check reads the pollers' snapshot and lists the fallback too, so its
+/// answer judges the check with the fallback's state.
+fn resolve_fallbacks(
+    files: &Declared<CheckFile>,
+    checks: &mut [Check],
+    index: &BTreeMap<String, usize>,
+    endpoints: &[Endpoint],
+) -> Checked<()> {
+    let mut resolved: Vec<(usize, usize)> = Vec::new();
+    for (name, (field, file)) in files {
+        let Some(fallback) = file.fallback.as_deref() else {
+            continue;
+        };
+        let field = format!("{field}.fallback");
+        let check = index[name];
+        if file.tier != Tier::Hard {
+            return Err(Invalid::new(
+                field,
+                format!(
+                    "a fallback applies to hard checks only (a {} check never fails readiness, so nothing needs to serve instead)",
+                    file.tier
+                ),
+            ));
+        }
+        if !matches!(checks[check].target, CheckTarget::Dependency(_)) {
+            return Err(Invalid::new(
+                field,
+                format!(
+                    "`{name}` checks something inside the process; a fallback serves instead of a failing dependency"
+                ),
+            ));
+        }
+        if fallback == name {
+            return Err(Invalid::new(field, "a check cannot be its own fallback"));
+        }
+        let Some(&target) = index.get(fallback) else {
+            let known: Vec<String> = index
+                .keys()
+                .filter(|known| *known != name)
+                .cloned()
+                .collect();
+            return Err(Invalid::new(
+                field,
+                format!(
+                    "`{fallback}` is not a check (declared under app.checks or listed by an endpoint: {})",
+                    list_or_none(&known)
+                ),
+            ));
+        };
+        if !matches!(checks[target].target, CheckTarget::Dependency(_)) {
+            return Err(Invalid::new(
+                field,
+                format!(
+                    "`{fallback}` checks something inside the process, not a dependency: what serves instead of `{name}` must be a dependency the requests can be answered from"
+                ),
+            ));
+        }
+        if let Some((_, (_, next))) = files.get_key_value(fallback)
+            && let Some(next) = next.fallback.as_deref()
+        {
+            return Err(Invalid::new(
+                field,
+                format!(
+                    "`{fallback}` names a fallback of its own (`{next}`); fallbacks do not chain"
+                ),
+            ));
+        }
+        if let CheckTarget::Dependency(dependency) = checks[check].target
+            && let Some(&(other, _)) = resolved
+                .iter()
+                .find(|(other, _)| checks[*other].target == CheckTarget::Dependency(dependency))
+        {
+            return Err(Invalid::new(
+                field,
+                format!(
+                    "`{}` checks the same dependency and names a fallback already: one check per dependency says what serves instead of it",
+                    checks[other].name
+                ),
+            ));
+        }
+        resolved.push((check, target));
+    }
+    for &(check, fallback) in &resolved {
+        for endpoint in endpoints {
+            let Some(position) = endpoint.checks.iter().position(|&listed| listed == check) else {
+                continue;
+            };
+            let field = format!("app.endpoints.{}.checks[{position}]", endpoint.path);
+            let (name, fallback_name) = (&checks[check].name, &checks[fallback].name);
+            if endpoint.mode != EndpointMode::Cached {
+                return Err(Invalid::new(
+                    field,
+                    format!(
+                        "`{name}` names a fallback (`{fallback_name}`), which is judged from the pollers' snapshot: the endpoint needs `mode: cached` (a `sync` endpoint calls each dependency and fails on any hard one)"
+                    ),
+                ));
+            }
+            if !endpoint.checks.contains(&fallback) {
+                return Err(Invalid::new(
+                    field,
+                    format!(
+                        "`{name}` falls back to `{fallback_name}`, which this endpoint does not list: list `{fallback_name}` too, so the answer knows whether it serves"
+                    ),
+                ));
+            }
+        }
+    }
+    for (check, fallback) in resolved {
+        checks[check].fallback = Some(fallback);
+    }
+    Ok(())
 }
 
 fn checked_check(check: &CheckFile, field: &str) -> Checked<()> {
@@ -538,5 +694,6 @@ fn build_check(name: &str, target: CheckTarget, check: &CheckFile) -> Check {
             .acquire_budget
             .or(check.timeout)
             .map_or(1_000, Span::as_millis),
+        fallback: None,
     }
 }

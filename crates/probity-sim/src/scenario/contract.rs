@@ -71,6 +71,7 @@ pub(super) fn import(
                     fail_open_for: check.fail_open_for_ms.map(Span),
                     uses_pool: true,
                     detect_after: default_detect(),
+                    fallback: check.fallback.clone(),
                     ..CheckFile::default()
                 },
             ),

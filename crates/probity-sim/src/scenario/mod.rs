@@ -231,9 +231,11 @@ fn validate(raw: ScenarioFile, base: &Path) -> Checked<Scenario> {
         .collect();
     let probes = raw.container.probes(&endpoint_index, &app.endpoints)?;
     let pre_stop_sleep = raw.container.pre_stop_sleep(fleet.termination_grace)?;
-    let requests = raw
-        .requests
-        .resolve(&names, routing::is_service(raw.routing.as_ref()))?;
+    let requests = raw.requests.resolve(
+        &names,
+        routing::is_service(raw.routing.as_ref()),
+        &app.fallback_dependencies(dependencies.len()),
+    )?;
     let routing = routing::resolve(raw.routing, &endpoint_index, fleet.replicas)?;
     let faults = fault::resolve(
         raw.faults,

@@ -29,6 +29,8 @@ pub(super) struct RequestsFile {
     users: u32,
     #[serde(default)]
     pub(super) keep_alive: Option<KeepAliveFile>,
+    #[serde(default)]
+    served_by_fallback: Option<f64>,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -56,6 +58,7 @@ impl Default for RequestsFile {
             mix: Vec::new(),
             users: default_users(),
             keep_alive: None,
+            served_by_fallback: None,
         }
     }
 }
@@ -66,6 +69,8 @@ struct RequestClassFile {
     share: f64,
     #[serde(default)]
     needs: Vec<String>,
+    #[serde(default)]
+    served_by_fallback: Option<f64>,
 }
 
 /// The user traffic.
@@ -109,15 +114,21 @@ pub struct RequestClass {
     pub share: f64,
     /// Dependencies every request of this class calls.
     pub needs: Vec<usize>,
+    /// The share of these requests the app answers from a fallback's dependency while a
+    /// dependency they need is served by its fallback (the app's readiness `warn`, probity's
+    /// `HealthState::degraded`); the rest are refused at once.
+    pub served_by_fallback: f64,
 }
 
 impl RequestsFile {
     /// The traffic, checked. `service_routing` says whether a Kubernetes Service routes it
-    /// (the only router keep-alive connections are modelled for).
+    /// (the only router keep-alive connections are modelled for); `fallbacks` gives, for each
+    /// dependency, the dependency that serves instead of it (from the app's checks).
     pub(super) fn resolve(
         &self,
         dependencies: &DependencyNames,
         service_routing: bool,
+        fallbacks: &[Option<usize>],
     ) -> Checked<Requests> {
         if !(self.rate.is_finite() && self.rate > 0.0) {
             return Err(Invalid::new(
@@ -140,13 +151,63 @@ impl RequestsFile {
                 format!("must be between 1 and {MAX_USERS}"),
             ));
         }
+        let shown: Vec<String> = fallbacks
+            .iter()
+            .enumerate()
+            .filter_map(|(dependency, fallback)| {
+                fallback.map(|fallback| {
+                    format!(
+                        "{} → {}",
+                        dependencies.0[dependency], dependencies.0[fallback]
+                    )
+                })
+            })
+            .collect();
+        let share_of = |value: Option<f64>, field: &str, needs: &[usize]| -> Checked<f64> {
+            let Some(value) = value else {
+                return Ok(0.0);
+            };
+            if !(value.is_finite() && (0.0..=1.0).contains(&value)) {
+                return Err(Invalid::new(field, "must be a share between 0 and 1"));
+            }
+            if shown.is_empty() {
+                return Err(Invalid::new(
+                    field,
+                    "no check names a fallback (app.checks.NAME.fallback), so nothing serves these requests instead",
+                ));
+            }
+            if !needs.iter().any(|&need| fallbacks[need].is_some()) {
+                return Err(Invalid::new(
+                    field,
+                    format!(
+                        "these requests need no dependency with a fallback ({})",
+                        shown.join(", ")
+                    ),
+                ));
+            }
+            Ok(value)
+        };
         let mut mix = Vec::new();
         if self.mix.is_empty() {
+            // A dependency that serves as another's fallback is called only when it serves.
+            let needs: Vec<usize> = (0..dependencies.0.len())
+                .filter(|&dependency| !fallbacks.contains(&Some(dependency)))
+                .collect();
+            let served_by_fallback = share_of(
+                self.served_by_fallback,
+                "requests.served_by_fallback",
+                &needs,
+            )?;
             mix.push(RequestClass {
                 share: 1.0,
-                needs: (0..dependencies.0.len()).collect(),
+                needs,
+                served_by_fallback,
             });
         } else {
+            // Checked against every class: a default that no class could use is an error.
+            let all: Vec<usize> = (0..dependencies.0.len()).collect();
+            let default_share =
+                share_of(self.served_by_fallback, "requests.served_by_fallback", &all)?;
             let mut total = 0.0;
             for (index, class) in self.mix.iter().enumerate() {
                 if !(class.share.is_finite() && class.share >= 0.0) {
@@ -163,9 +224,18 @@ impl RequestsFile {
                             .index(name, &format!("requests.mix[{index}].needs[{position}]"))?,
                     );
                 }
+                let served_by_fallback = match class.served_by_fallback {
+                    None => default_share,
+                    some => share_of(
+                        some,
+                        &format!("requests.mix[{index}].served_by_fallback"),
+                        &needs,
+                    )?,
+                };
                 mix.push(RequestClass {
                     share: class.share,
                     needs,
+                    served_by_fallback,
                 });
             }
             if (total - 1.0).abs() > 1e-6 {
