@@ -21,7 +21,9 @@ the liveness window), rollout-during-outage (replace one instance while the shar
 down for longer than the new instance's startup budget; needs --database-url), worker-wedge \
 (wedge one instance's outbox relay: liveness fails, the instance restarts, and the broker \
 receives every stored order once; needs --amqp-url), broker-outage (cut the broker off: nothing \
-restarts, orders wait in the outboxes and reach the broker once after; needs --amqp-url), \
+restarts, orders wait in the outboxes and reach the broker once after; needs --amqp-url); these \
+two need each instance's own database (one outbox relay per database) and are skipped with \
+--database-url, \
 degraded (cut the shared database off with the Redis cache up: cached orders are served marked \
 stale, writes are shed, nothing restarts; needs --database-url and --redis-url, and runs \
 without flap, outage and rollout-during-outage, which measure draining). Every drill but busy \

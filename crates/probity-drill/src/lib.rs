@@ -113,6 +113,12 @@ impl DrillKind {
         matches!(self, DrillKind::WorkerWedge | DrillKind::BrokerOutage)
     }
 
+    /// Whether the drill needs each instance to have its own database (checkout's outbox relay
+    /// assumes one relay per database), and so cannot run with `--database-url`.
+    pub fn needs_own_databases(self) -> bool {
+        matches!(self, DrillKind::WorkerWedge | DrillKind::BrokerOutage)
+    }
+
     /// Whether the drill cuts the shared database (and so needs one).
     pub fn needs_shared_database(self) -> bool {
         matches!(

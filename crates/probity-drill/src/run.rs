@@ -36,6 +36,28 @@ impl Drop for WorkDir {
     }
 }
 
+/// Why `drill` cannot run with `config`, if it cannot: it is skipped, and the report says so.
+fn skip_reason(drill: DrillKind, config: &DrillConfig) -> Option<&'static str> {
+    if drill.needs_shared_database() && config.database_url.is_none() {
+        return Some("needs a shared database (--database-url postgres://…)");
+    }
+    if drill.needs_cache() && config.redis_url.is_none() {
+        return Some("needs the fleet's order cache (--redis-url redis://…)");
+    }
+    if drill.needs_broker() && config.amqp_url.is_none() {
+        return Some("needs a message broker (--amqp-url amqp://…)");
+    }
+    if drill.needs_own_databases() && config.database_url.is_some() {
+        // checkout's outbox relay assumes one relay per database: with one database for the
+        // fleet, every relay reads the others' rows, and what each queue receives says nothing.
+        return Some(
+            "needs each instance's own database, as the outbox relay assumes one relay per \
+             database: run it without --database-url",
+        );
+    }
+    None
+}
+
 /// How long the background load settles before a fault, and is checked to be served.
 const WARMUP: Duration = Duration::from_secs(2);
 
@@ -207,25 +229,8 @@ async fn run_in(
         verdicts: Vec::new(),
     };
     for &drill in &config.drills {
-        if drill.needs_shared_database() && context.proxy.is_none() {
-            report.skipped.push(format!(
-                "{}: needs a shared database (--database-url postgres://…)",
-                drill.name()
-            ));
-            continue;
-        }
-        if drill.needs_cache() && config.redis_url.is_none() {
-            report.skipped.push(format!(
-                "{}: needs the fleet's order cache (--redis-url redis://…)",
-                drill.name()
-            ));
-            continue;
-        }
-        if drill.needs_broker() && config.amqp_url.is_none() {
-            report.skipped.push(format!(
-                "{}: needs a message broker (--amqp-url amqp://…)",
-                drill.name()
-            ));
+        if let Some(reason) = skip_reason(drill, config) {
+            report.skipped.push(format!("{}: {reason}", drill.name()));
             continue;
         }
         if drill == DrillKind::Busy {
@@ -274,4 +279,41 @@ async fn run_in(
         crate::drills::worker_wedge::delete_queues(url, &queues).await;
     }
     Ok(report)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_drill_is_skipped_with_the_reason_when_the_run_lacks_what_it_needs() {
+        let mut config = DrillConfig::new("checkout".into());
+        assert_eq!(skip_reason(DrillKind::PoolExhaustion, &config), None);
+        assert!(
+            skip_reason(DrillKind::Flap, &config)
+                .unwrap()
+                .contains("--database-url")
+        );
+        assert!(
+            skip_reason(DrillKind::WorkerWedge, &config)
+                .unwrap()
+                .contains("--amqp-url")
+        );
+
+        config.amqp_url = Some("amqp://127.0.0.1:5672".into());
+        assert_eq!(skip_reason(DrillKind::WorkerWedge, &config), None);
+        // The outbox relays assume one relay per database: a fleet sharing one cannot show
+        // whether each relay delivers its own orders.
+        config.database_url = Some("postgres://127.0.0.1/test".into());
+        for drill in [DrillKind::WorkerWedge, DrillKind::BrokerOutage] {
+            let reason = skip_reason(drill, &config).unwrap();
+            assert!(reason.contains("without --database-url"), "{reason}");
+        }
+        assert_eq!(skip_reason(DrillKind::Flap, &config), None);
+        assert!(
+            skip_reason(DrillKind::Degraded, &config)
+                .unwrap()
+                .contains("--redis-url")
+        );
+    }
 }
