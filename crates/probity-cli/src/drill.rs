@@ -148,7 +148,7 @@ pub(crate) struct Args {
     #[arg(long, default_value = "12s", value_parser = parse_duration)]
     boot_delay: Duration,
     /// Target (pool): the leaking instance out of rotation within this long.
-    #[arg(long, default_value = "1s", value_parser = parse_duration)]
+    #[arg(long, default_value = "2s", value_parser = parse_duration)]
     max_time_to_drain: Duration,
     /// Target (busy, pool, sigterm): at most this many requests fail, as the client sees them.
     #[arg(long, default_value_t = 0)]

@@ -12,7 +12,10 @@ use std::time::Duration;
 /// The adjustable targets.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct Targets {
-    /// `pool`: leak → out of rotation.
+    /// `pool`: leak → out of rotation. The default, 2 s, is what the mechanism allows with
+    /// checkout's 500 ms acquire timeout: a timed-out request counts as a failure only when no
+    /// connection came back during its wait (busy is not broken), so the reports start between
+    /// one and two acquire timeouts after the leak, and HAProxy's next check (250 ms) follows.
     #[serde(serialize_with = "crate::report::secs")]
     pub max_time_to_drain: Duration,
     /// `busy`, `pool`, `sigterm`: requests the client saw fail.
@@ -40,7 +43,7 @@ pub struct Targets {
 impl Default for Targets {
     fn default() -> Self {
         Targets {
-            max_time_to_drain: Duration::from_secs(1),
+            max_time_to_drain: Duration::from_secs(2),
             max_failed_requests: 0,
             max_readiness_transitions: 0,
             max_refused: 0,
