@@ -106,11 +106,12 @@ for _ in $(seq "$rounds"); do
   run_paired readyz-json "http://127.0.0.1:$main_port/readyz" "Accept: application/json"
   run_paired readyz-health-json "http://127.0.0.1:$main_port/readyz" "Accept: application/health+json"
   run_paired bare-verbose-body "http://127.0.0.1:$bare_port/static/verbose.txt"
-  run_paired bare-json-body "http://127.0.0.1:$bare_port/static/readyz.json"
-  run_paired bare-health-json-body "http://127.0.0.1:$bare_port/static/readyz.health.json"
+  run_paired bare-json-body "http://127.0.0.1:$bare_port/static/readyz.json" "Accept: application/json"
+  run_paired bare-health-json-body "http://127.0.0.1:$bare_port/static/readyz.health.json" "Accept: application/health+json"
 done
 # Each round's ratio to the bare handler run just before it (drift cancels), then the median.
-# The last column compares each format with the bare handler sending the same bytes.
+# The last column compares each format with the bare handler sending the same bytes to the same
+# request (the JSON formats' `Accept` header included: parsing it is the client's cost, not ours).
 same_body() { # name → the bare target that sends its body
   case $1 in
   readyz-verbose) echo bare-verbose-body ;;

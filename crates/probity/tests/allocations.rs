@@ -1,5 +1,6 @@
 //! A probe that passes, asked plainly, allocates nothing: loading the snapshot, deciding and
-//! rendering `ok` stay off the heap, so a load balancer's probes cost no allocator traffic
+//! rendering `ok` stay off the heap, and so does any answer asked again while it is kept with
+//! its snapshot (every format, verbose or not), so a load balancer's probes cost no allocator traffic
 //! however often they arrive. Nor does a worker's heartbeat, beaten for every message. Counted
 //! by a counting allocator (`stats_alloc`).
 
@@ -100,5 +101,30 @@ fn a_plain_passing_probe_allocates_nothing() {
         details: Details::Public,
     };
     assert!(allocations(|| drop(render(&health.snapshot(), &request, Clock::now()))) > 0);
+    // Asked again, every format is the answer kept with the snapshot, shared and not copied.
+    let plain = Query::default();
+    for format in [Format::Text, Format::Json, Format::HealthJson] {
+        for query in [&plain, &verbose] {
+            let request = Request {
+                probe: ProbeKind::Readiness,
+                check: None,
+                query,
+                format,
+                details: Details::Admin,
+            };
+            let first = render(&health.snapshot(), &request, Clock::now());
+            let counted = allocations(|| {
+                for _ in 0..1_000 {
+                    let answer = render(&health.snapshot(), &request, Clock::now());
+                    assert_eq!(answer.body, first.body);
+                }
+            });
+            assert_eq!(
+                counted, 0,
+                "{format:?} (verbose: {}): {counted} allocations in 1,000 kept answers",
+                query.verbose
+            );
+        }
+    }
     drop(runtime);
 }

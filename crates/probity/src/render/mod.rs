@@ -41,7 +41,8 @@ mod text;
 pub use crate::details::Details;
 use crate::snapshot::{Entry, Snapshot, Verdict};
 use probity_contract::{ProbeKind, Status};
-use std::borrow::Cow;
+use std::fmt;
+use std::sync::Arc;
 use std::time::SystemTime;
 use tokio::time::Instant;
 
@@ -274,11 +275,99 @@ pub struct Response {
     /// The `Content-Type`.
     pub content_type: &'static str,
     /// The body.
-    pub body: Cow<'static, str>,
+    pub body: Body,
+}
+
+/// An answer's body: a fixed text, an answer kept with the snapshot (shared, not copied: a
+/// repeated probe costs no allocation), or text rendered for this request.
+#[derive(Debug, Clone)]
+pub enum Body {
+    /// A fixed text (`ok`).
+    Static(&'static str),
+    /// An answer kept with the snapshot it was rendered from.
+    Shared(Arc<str>),
+    /// Rendered for this request.
+    Owned(String),
+}
+
+impl Body {
+    /// The text.
+    pub fn as_str(&self) -> &str {
+        match self {
+            Body::Static(text) => text,
+            Body::Shared(text) => text,
+            Body::Owned(text) => text,
+        }
+    }
+
+    /// The text, owned.
+    pub fn into_owned(self) -> String {
+        match self {
+            Body::Owned(text) => text,
+            other => other.as_str().to_owned(),
+        }
+    }
+}
+
+impl std::ops::Deref for Body {
+    type Target = str;
+    fn deref(&self) -> &str {
+        self.as_str()
+    }
+}
+
+impl AsRef<str> for Body {
+    fn as_ref(&self) -> &str {
+        self.as_str()
+    }
+}
+
+impl fmt::Display for Body {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl PartialEq for Body {
+    fn eq(&self, other: &Body) -> bool {
+        self.as_str() == other.as_str()
+    }
+}
+
+impl Eq for Body {}
+
+impl PartialEq<str> for Body {
+    fn eq(&self, other: &str) -> bool {
+        self.as_str() == other
+    }
+}
+
+impl PartialEq<&str> for Body {
+    fn eq(&self, other: &&str) -> bool {
+        self.as_str() == *other
+    }
+}
+
+impl From<&'static str> for Body {
+    fn from(text: &'static str) -> Body {
+        Body::Static(text)
+    }
+}
+
+impl From<String> for Body {
+    fn from(text: String) -> Body {
+        Body::Owned(text)
+    }
+}
+
+impl From<Arc<str>> for Body {
+    fn from(text: Arc<str>) -> Body {
+        Body::Shared(text)
+    }
 }
 
 impl Response {
-    fn new(status: u16, format: Format, body: impl Into<Cow<'static, str>>) -> Self {
+    fn new(status: u16, format: Format, body: impl Into<Body>) -> Self {
         Response {
             status,
             content_type: format.content_type(),
@@ -338,7 +427,7 @@ pub fn render(snapshot: &Snapshot, request: &Request<'_>, clock: Clock) -> Respo
     if let Some(key) = key
         && let Some((status, body)) = snapshot.answers.get(key, clock)
     {
-        return Response::new(status, request.format, String::from(&*body));
+        return Response::new(status, request.format, body);
     }
     let path = snapshot.paths().get(request.probe);
     // The names, for an exclusion to be checked against or an error to list; a probe asking
