@@ -425,6 +425,11 @@ fn record(
         machine.observe(result.ok)
     };
     let previous = &state.checks[index];
+    let was_local = previous
+        .evidence
+        .last
+        .as_ref()
+        .is_some_and(|last| !last.ok && last.local);
     let mut next = CheckState::clone(previous);
     next.evidence.healthy = machine.is_healthy();
     next.evidence.consecutive_successes = machine.consecutive_successes();
@@ -467,10 +472,11 @@ fn record(
         warning: result.warning.is_some(),
         // A passive report cannot tell this instance's exhaustion from a database every
         // instance lost: a cut strands the whole pool, and its requests time out as they would
-        // behind a leak. Only a poll confirms a fault as local (the immediate re-poll the
+        // behind a leak. Only a poll decides whether a fault is local (the immediate re-poll the
         // report triggers); until then a fallback may serve, so a shared outage never drains
-        // the fleet for a moment.
-        local: !forced && is_local(&result),
+        // the fleet for a moment — and a report after a poll found the fault local keeps it so,
+        // or the instance would flap between drained and degraded at the request rate.
+        local: if forced { was_local } else { is_local(&result) },
     });
     next.last = Some(result);
     next.prerendered.fill(&next);

@@ -241,6 +241,13 @@ async fn a_passive_report_of_an_exhausted_pool_degrades_until_a_poll_confirms_it
     advance(secs(0.1)).await;
     assert!(health.snapshot().check("db").unwrap().is_local_fault());
     assert_eq!(readiness(&health), Status::Fail);
+    // The requests keep failing meanwhile: their reports keep the poll's word, and the
+    // instance stays drained instead of flapping back to degraded between polls.
+    for _ in 0..5 {
+        reporter.failure("no pooled connection given back within the acquire timeout");
+    }
+    assert!(health.snapshot().check("db").unwrap().is_local_fault());
+    assert_eq!(readiness(&health), Status::Fail);
 }
 
 #[tokio::test(start_paused = true)]
