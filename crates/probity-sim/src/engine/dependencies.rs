@@ -322,32 +322,6 @@ impl Sim<'_> {
         }
     }
 
-    /// Whether real calls to `dependency` from `process` fail for the pod's own pool (leaked
-    /// dry, held by hung calls, or too busy while the dependency answers): what its handlers
-    /// would report as `exhausted`.
-    pub(super) fn requests_fail_locally(
-        &self,
-        pod: usize,
-        process: &Process,
-        dependency: usize,
-    ) -> bool {
-        if process.pool_exhausted(dependency) {
-            return true;
-        }
-        if let Some(size) = self.scenario.app.pool_size
-            && process.held(dependency, self.now) as u32 >= size
-        {
-            return true;
-        }
-        let Some(pool) = self.scenario.dependencies[dependency].pool else {
-            return false;
-        };
-        let (available, _) = self.dependency_call_fares(pod, process, dependency);
-        let offered = self.pool_load(pod, dependency);
-        let timeout = self.scenario.requests.timeout as f64;
-        available > 0.0 && pool::served(pool.size, offered, pool.hold as f64, timeout) < 1.0
-    }
-
     /// How a real call fares past the pool: the fraction that succeed, and how long a
     /// failing one takes.
     fn dependency_call_fares(

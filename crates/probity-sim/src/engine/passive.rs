@@ -418,11 +418,6 @@ impl Sim<'_> {
         let check = self.passive.checks[passive].check;
         let (unit, everyone) = self.share_clocks();
         let now = self.now;
-        let dependency = self.passive.checks[passive].dependency;
-        let local = self.pods[pod]
-            .process
-            .as_ref()
-            .is_some_and(|process| self.requests_fail_locally(pod, process, dependency));
         let fell = match self.pods[pod].process.as_mut() {
             Some(state) if state.id == top.process && state.passive[passive].epoch == top.epoch => {
                 let run = &mut state.passive[passive];
@@ -436,7 +431,7 @@ impl Sim<'_> {
                 run.epoch += 1;
                 let check_state = &mut state.checks[check];
                 // The forced result also counts as the latest result.
-                Some(check_state.force_unhealthy(local, now).is_some())
+                Some(check_state.force_unhealthy(now).is_some())
             }
             _ => None,
         };

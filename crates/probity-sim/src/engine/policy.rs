@@ -83,10 +83,13 @@ impl CheckState {
         self.recorded(transition, success, local && !success, now)
     }
 
-    /// Passive reports of real failures fail the check at once at `now` (`local`: the calls
-    /// failed for this process's own pool); returns whether it fell.
-    pub(super) fn force_unhealthy(&mut self, local: bool, now: Millis) -> Option<Transition> {
+    /// Passive reports of real failures fail the check at once at `now`; returns whether it
+    /// fell. As in probity's runtime, a report cannot tell this process's own exhaustion from
+    /// a dependency every pod lost: only a poll decides that a failure is local, and a report
+    /// keeps the word of the poll before it.
+    pub(super) fn force_unhealthy(&mut self, now: Millis) -> Option<Transition> {
         let transition = self.hysteresis.force_unhealthy();
+        let local = !self.last_ok && self.last_local;
         self.recorded(transition, false, local, now)
     }
 

@@ -199,7 +199,7 @@ proptest! {
                 Observation::Poll(success) => sim.poll_done(0, 0, process, success, false),
                 Observation::Passive => {
                     if let Some(process) = sim.pods[0].process.as_mut() {
-                        process.checks[0].force_unhealthy(false, now);
+                        process.checks[0].force_unhealthy(now);
                     }
                 }
             }
@@ -248,8 +248,8 @@ enum PairObservation {
     /// A poll of the database (`true`) or the cache, with its result and whether a failure
     /// was the pod's own pool's.
     Poll { db: bool, ok: bool, local: bool },
-    /// Passive reports fail the database check at once (`local`: for the pod's own pool).
-    Passive { local: bool },
+    /// Passive reports fail the database check at once (whose fault it is, only a poll says).
+    Passive,
 }
 
 /// The two checks' settings: the database's (hard, with the cache as its fallback) and the
@@ -322,7 +322,7 @@ fn pair_observations() -> impl Strategy<Value = Vec<(PairObservation, Millis, Mi
     let observation = prop_oneof![
         6 => (any::<bool>(), any::<bool>(), prop::bool::weighted(0.2))
             .prop_map(|(db, ok, local)| PairObservation::Poll { db, ok, local }),
-        1 => prop::bool::weighted(0.3).prop_map(|local| PairObservation::Passive { local }),
+        1 => Just(PairObservation::Passive),
     ];
     prop::collection::vec((observation, 1u64..15_000, 0u64..30_000), 1..120)
 }
@@ -396,11 +396,17 @@ proptest! {
                     sim.poll_done(0, cache, process, ok, local);
                     runtime_cache.record_sample(Some(ok), local, now);
                 }
-                PairObservation::Passive { local } => {
+                PairObservation::Passive => {
+                    // A report keeps the word of the poll before it on whose fault it is.
+                    let kept = runtime_db
+                        .evidence
+                        .last
+                        .as_ref()
+                        .is_some_and(|last| !last.ok && last.local);
                     if let Some(process) = sim.pods[0].process.as_mut() {
-                        process.checks[db].force_unhealthy(local, now);
+                        process.checks[db].force_unhealthy(now);
                     }
-                    runtime_db.record_sample(None, local, now);
+                    runtime_db.record_sample(None, kept, now);
                 }
             }
             let checks = [runtime_db.evidence.clone(), runtime_cache.evidence.clone()];
