@@ -65,6 +65,7 @@
 
 mod close_when_unready;
 mod extract;
+mod idle;
 mod probes;
 mod quiet;
 mod request_metrics;

@@ -3,7 +3,7 @@
 use axum::Router;
 use axum::extract::{Path, State};
 use axum::http::{HeaderMap, HeaderName, HeaderValue, StatusCode, header};
-use axum::response::{IntoResponse, Response};
+use axum::response::Response;
 use axum::routing::get;
 use probity::render::{self, Clock, Format, Query, Request};
 use probity::{Details, HealthView, ProbeKind};
@@ -112,11 +112,9 @@ impl Probes {
                     format,
                     details: self.details,
                 };
-                let snapshot = self.health.snapshot();
-                let clock = Clock::now();
-                let rendered = render::render(&snapshot, &request, clock);
-                if check.is_none() && rendered.status != 400 {
-                    probity::metrics::record_probe(probe, snapshot.status(probe, clock.now));
+                let rendered = render::render(&self.health.snapshot(), &request, Clock::now());
+                if let Some(verdict) = rendered.verdict {
+                    probity::metrics::record_probe(probe, verdict);
                 }
                 rendered
             }
@@ -165,17 +163,35 @@ pub(crate) fn into_response(rendered: render::Response) -> Response {
         }
         render::Body::Owned(text) => axum::body::Body::from(text),
     };
-    let mut response = (status, body).into_response();
+    let mut response = Response::new(body);
+    *response.status_mut() = status;
     let headers = response.headers_mut();
     headers.insert(
         header::CONTENT_TYPE,
         HeaderValue::from_static(rendered.content_type),
     );
-    for (name, value) in render::HEADERS {
-        headers.insert(
-            HeaderName::from_static(name),
-            HeaderValue::from_static(value),
-        );
+    for (name, value) in HEADERS {
+        headers.insert(name, HeaderValue::from_static(value));
     }
     response
+}
+
+/// [`render::HEADERS`] with their names as `http`'s constants, which a probe's answer does not
+/// have to parse again (`HeaderName::from_static` matches the text against every standard name).
+const HEADERS: [(HeaderName, &str); render::HEADERS.len()] = [
+    (header::CACHE_CONTROL, render::HEADERS[0].1),
+    (header::X_CONTENT_TYPE_OPTIONS, render::HEADERS[1].1),
+];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_header_names_are_the_cores() {
+        for ((name, value), (core_name, core_value)) in HEADERS.iter().zip(render::HEADERS) {
+            assert_eq!(name.as_str(), core_name);
+            assert_eq!(*value, core_value);
+        }
+    }
 }

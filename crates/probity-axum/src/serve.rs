@@ -9,10 +9,12 @@
 //! [`serve`] is the same server (hyper, HTTP/1.1 and HTTP/2 on one port) with:
 //!
 //! - a **header-read timeout** ([`ServeConfig::header_read_timeout`], default 10 s): a request
-//!   head must arrive complete within it, or the connection is closed. hyper starts the same
-//!   timer whenever a keep-alive connection waits for its next request, so it is also the
-//!   **idle keep-alive timeout**; HTTP/2 connections are pinged and closed when the peer stops
-//!   answering;
+//!   head must arrive complete within it, or the connection is closed. The same timer runs
+//!   whenever a keep-alive connection waits for its next request, so it is also the **idle
+//!   keep-alive timeout**; it counts from the accept or from the end of the last response (a
+//!   slow handler or a long download never trips it). It is one timer per connection, moved
+//!   only when it fires, not a timer armed for every request head as hyper's own would be.
+//!   HTTP/2 connections are pinged and closed when the peer stops answering;
 //! - a **connection limit** below the descriptor limit ([`ServeConfig::max_connections`],
 //!   default: derived from `RLIMIT_NOFILE`, leaving room for the process's own files, pools and
 //!   sockets). Connections past it are accepted and closed at once, so the kernel's backlog never
@@ -36,6 +38,7 @@
 //! process returns from `main` (which drops the runtime), which is what the caller should do
 //! next.
 
+use crate::idle::{self, Activity, Tracked};
 use crate::quiet::DEFAULT_PROBE_PATHS;
 use axum::body::Body;
 use axum::serve::Listener;
@@ -298,10 +301,11 @@ where
     let health = health.into();
     let config = Arc::new(config);
     let limit = config.connection_limit();
-    let ordinary = Arc::new(builder(config.header_read_timeout, true));
+    // The header-read timeout is kept per connection ([`idle`]), not by hyper per request.
+    let ordinary = Arc::new(builder(true));
     // A probe admitted past the limit gets the admission timeout for its head and no
     // keep-alive: it is answered and its slot freed.
-    let probe = Arc::new(builder(config.admission_timeout, false));
+    let probe = Arc::new(builder(false));
     let counts = Arc::new(Counts::new());
     let graceful = GracefulShutdown::new();
     let (admitted_tx, mut admitted_rx) = tokio::sync::mpsc::channel::<Admitted<L::Io>>(64);
@@ -315,26 +319,32 @@ where
             () = &mut drained => break,
             Some(admitted) = admitted_rx.recv() => {
                 let Admitted { io, guard } = admitted;
+                let activity = Activity::new();
+                let tracked = Tracked::new(service.clone(), activity.clone());
                 let connection = probe
-                    .serve_connection_with_upgrades(TokioIo::new(io), TowerToHyperService::new(service.clone()))
+                    .serve_connection_with_upgrades(TokioIo::new(io), TowerToHyperService::new(tracked))
                     .into_owned();
                 let connection = graceful.watch(connection);
+                let timeout = config.admission_timeout;
                 tokio::spawn(async move {
                     let _guard = guard;
-                    let _ = connection.await;
+                    idle::serve(connection, activity, timeout).await;
                 });
             }
             (io, _address) = listener.accept() => {
                 let open = counts.ordinary.load(Ordering::Acquire);
                 if open < limit {
                     let guard = Slot::take(&counts, |counts| &counts.ordinary);
+                    let activity = Activity::new();
+                    let tracked = Tracked::new(service.clone(), activity.clone());
                     let connection = ordinary
-                        .serve_connection_with_upgrades(TokioIo::new(io), TowerToHyperService::new(service.clone()))
+                        .serve_connection_with_upgrades(TokioIo::new(io), TowerToHyperService::new(tracked))
                         .into_owned();
                     let connection = graceful.watch(connection);
+                    let timeout = config.header_read_timeout;
                     tokio::spawn(async move {
                         let _guard = guard;
-                        let _ = connection.await;
+                        idle::serve(connection, activity, timeout).await;
                     });
                 } else if counts.reserve.load(Ordering::Acquire) < config.probe_reserve
                     && counts.admitting.load(Ordering::Acquire) < ADMISSION_SLOTS
@@ -428,12 +438,12 @@ where
     })
 }
 
-fn builder(header_read_timeout: Duration, keep_alive: bool) -> auto::Builder<TokioExecutor> {
+fn builder(keep_alive: bool) -> auto::Builder<TokioExecutor> {
     let mut builder = auto::Builder::new(TokioExecutor::new());
     builder
         .http1()
         .timer(TokioTimer::new())
-        .header_read_timeout(header_read_timeout)
+        .header_read_timeout(None)
         .keep_alive(keep_alive);
     builder
         .http2()

@@ -5,6 +5,7 @@
 mod support;
 
 use axum::Router;
+use axum::body::Body;
 use axum::routing::get;
 use probity::Health;
 use probity_axum::{Probes, ServeConfig, serve_with};
@@ -12,11 +13,33 @@ use std::time::Duration;
 use support::{Connector, memory_listener, read_all, send};
 use tokio::time::Instant;
 
+/// 10 chunks of 16 KiB, 2 s apart: a download that takes longer than the header-read timeout.
+fn slow_download() -> impl futures_util::Stream<Item = Result<Vec<u8>, std::io::Error>> {
+    futures_util::stream::unfold(0, |sent| async move {
+        if sent == 10 {
+            return None;
+        }
+        tokio::time::sleep(Duration::from_secs(2)).await;
+        Some((Ok(vec![b'x'; 16 * 1024]), sent + 1))
+    })
+}
+
 fn start(config: ServeConfig) -> (Health, Connector) {
     let health = Health::builder().service("shop").build().unwrap();
     health.start().unwrap();
     let app = Router::new()
         .route("/orders", get(|| async { "[]" }))
+        .route(
+            "/slow",
+            get(|| async {
+                tokio::time::sleep(Duration::from_secs(20)).await;
+                "done"
+            }),
+        )
+        .route(
+            "/download",
+            get(|| async { Body::from_stream(slow_download()) }),
+        )
         .merge(Probes::new(health.clone()).router());
     let (listener, connector) = memory_listener();
     let serving = health.clone();
@@ -130,4 +153,63 @@ async fn with_the_reserve_full_a_new_connection_is_closed_at_once() {
         Duration::ZERO,
         "closed at once, not left waiting"
     );
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_request_slower_than_the_timeout_is_answered_and_the_idle_time_counts_after_it() {
+    let (_health, connector) =
+        start(ServeConfig::default().header_read_timeout(Duration::from_secs(5)));
+    let mut client = connector.connect().unwrap();
+    let started = Instant::now();
+    assert!(send(&mut client, b"GET /slow HTTP/1.1\r\nhost: shop\r\n\r\n").await);
+    let raw = read_all(&mut client).await.unwrap();
+    assert!(raw.starts_with("HTTP/1.1 200 OK"), "{raw}");
+    assert!(raw.ends_with("done"), "{raw}");
+    // Answered at 20 s, then idle for the timeout.
+    let closed_after = started.elapsed();
+    assert!(
+        closed_after >= Duration::from_secs(25) && closed_after < Duration::from_secs(26),
+        "closed after {closed_after:?}"
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_download_longer_than_the_timeout_is_sent_whole() {
+    let (_health, connector) =
+        start(ServeConfig::default().header_read_timeout(Duration::from_secs(5)));
+    let mut client = connector.connect().unwrap();
+    let started = Instant::now();
+    assert!(send(&mut client, b"GET /download HTTP/1.1\r\nhost: shop\r\n\r\n").await);
+    let raw = read_all(&mut client).await.unwrap();
+    assert!(
+        raw.starts_with("HTTP/1.1 200 OK"),
+        "{}",
+        &raw[..raw.len().min(200)]
+    );
+    let body_bytes = raw.bytes().filter(|&byte| byte == b'x').count();
+    assert_eq!(body_bytes, 10 * 16 * 1024);
+    // 20 s of download, then idle for the timeout.
+    let closed_after = started.elapsed();
+    assert!(
+        closed_after >= Duration::from_secs(25) && closed_after < Duration::from_secs(26),
+        "closed after {closed_after:?}"
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_keep_alive_client_asking_again_within_the_timeout_keeps_its_connection() {
+    let (_health, connector) =
+        start(ServeConfig::default().header_read_timeout(Duration::from_secs(5)));
+    let mut client = connector.connect().unwrap();
+    // Six requests 4 s apart: 24 s on one connection, never idle for 5 s.
+    for _ in 0..6 {
+        assert!(send(&mut client, b"GET /livez HTTP/1.1\r\nhost: shop\r\n\r\n").await);
+        let mut answer = vec![0u8; 4096];
+        let read = tokio::io::AsyncReadExt::read(&mut client, &mut answer)
+            .await
+            .unwrap();
+        let answer = String::from_utf8_lossy(&answer[..read]);
+        assert!(answer.starts_with("HTTP/1.1 200 OK"), "{answer}");
+        tokio::time::sleep(Duration::from_secs(4)).await;
+    }
 }

@@ -19,14 +19,111 @@ use probity_contract::{ProbeKind, Status};
 /// nothing).
 pub fn record_probe(probe: ProbeKind, status: Status) {
     #[cfg(feature = "metrics")]
-    metrics::counter!(
-        "probity_probe_requests_total",
-        "probe" => probe.as_str(),
-        "result" => status.as_str()
-    )
-    .increment(1);
+    probe_counter::record(probe, status);
     #[cfg(not(feature = "metrics"))]
     let _ = (probe, status);
+}
+
+/// `probity_probe_requests_total` is counted on every probe, thousands of times a second: its
+/// nine keys (probe × result) are built at compile time, hash included, so counting one is a
+/// lookup in the recorder's registry and an increment. `counter!` with labels would build the
+/// key, allocate its labels and hash them on every call.
+#[cfg(feature = "metrics")]
+mod probe_counter {
+    use metrics::{Key, Label, Level, Metadata};
+    use probity_contract::{ProbeKind, Status};
+
+    const NAME: &str = "probity_probe_requests_total";
+
+    static METADATA: Metadata<'static> =
+        Metadata::new(module_path!(), Level::INFO, Some(module_path!()));
+
+    macro_rules! labels {
+        ($($name:ident: $probe:literal, $result:literal;)*) => {
+            $(static $name: [Label; 2] = [
+                Label::from_static_parts("probe", $probe),
+                Label::from_static_parts("result", $result),
+            ];)*
+        };
+    }
+
+    labels! {
+        LIVENESS_PASS: "liveness", "pass";
+        LIVENESS_WARN: "liveness", "warn";
+        LIVENESS_FAIL: "liveness", "fail";
+        READINESS_PASS: "readiness", "pass";
+        READINESS_WARN: "readiness", "warn";
+        READINESS_FAIL: "readiness", "fail";
+        STARTUP_PASS: "startup", "pass";
+        STARTUP_WARN: "startup", "warn";
+        STARTUP_FAIL: "startup", "fail";
+    }
+
+    /// Indexed by probe (liveness, readiness, startup), then result (pass, warn, fail).
+    static KEYS: [[Key; 3]; 3] = [
+        [
+            Key::from_static_parts(NAME, &LIVENESS_PASS),
+            Key::from_static_parts(NAME, &LIVENESS_WARN),
+            Key::from_static_parts(NAME, &LIVENESS_FAIL),
+        ],
+        [
+            Key::from_static_parts(NAME, &READINESS_PASS),
+            Key::from_static_parts(NAME, &READINESS_WARN),
+            Key::from_static_parts(NAME, &READINESS_FAIL),
+        ],
+        [
+            Key::from_static_parts(NAME, &STARTUP_PASS),
+            Key::from_static_parts(NAME, &STARTUP_WARN),
+            Key::from_static_parts(NAME, &STARTUP_FAIL),
+        ],
+    ];
+
+    pub(super) fn record(probe: ProbeKind, status: Status) {
+        let probe = match probe {
+            ProbeKind::Liveness => 0,
+            ProbeKind::Readiness => 1,
+            ProbeKind::Startup => 2,
+        };
+        let result = match status {
+            Status::Pass => 0,
+            Status::Warn => 1,
+            Status::Fail => 2,
+        };
+        let key = &KEYS[probe][result];
+        metrics::with_recorder(|recorder| recorder.register_counter(key, &METADATA)).increment(1);
+    }
+
+    #[cfg(test)]
+    mod tests {
+        use super::*;
+
+        #[test]
+        fn every_key_names_its_probe_and_result() {
+            for (probe, row) in [
+                ProbeKind::Liveness,
+                ProbeKind::Readiness,
+                ProbeKind::Startup,
+            ]
+            .into_iter()
+            .zip(&KEYS)
+            {
+                for (status, key) in [Status::Pass, Status::Warn, Status::Fail]
+                    .into_iter()
+                    .zip(row)
+                {
+                    let expected = Key::from_parts(
+                        NAME,
+                        vec![
+                            Label::new("probe", probe.as_str()),
+                            Label::new("result", status.as_str()),
+                        ],
+                    );
+                    assert_eq!(key, &expected);
+                    assert_eq!(key.get_hash(), expected.get_hash());
+                }
+            }
+        }
+    }
 }
 
 /// Records one poll or passive report of a check.

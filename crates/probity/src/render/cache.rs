@@ -17,7 +17,7 @@
 use super::{Clock, Format};
 use crate::details::Details;
 use crate::snapshot::{ConditionFailure, Snapshot};
-use probity_contract::ProbeKind;
+use probity_contract::{ProbeKind, Status};
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 use tokio::time::Instant;
@@ -57,7 +57,7 @@ struct Kept {
     clock: Clock,
     /// Until when it reads as a fresh render would; `None`: until the next snapshot.
     until: Option<Instant>,
-    status: u16,
+    status: Status,
     body: Arc<str>,
 }
 
@@ -87,7 +87,7 @@ const SAME_CLOCK: Duration = Duration::from_millis(1);
 
 impl Answers {
     /// The kept answer for `key`, if it still reads as a render at `clock` would.
-    pub(crate) fn get(&self, key: Key, clock: Clock) -> Option<(u16, Arc<str>)> {
+    pub(crate) fn get(&self, key: Key, clock: Clock) -> Option<(Status, Arc<str>)> {
         let kept = self.cells[key.0].get()?;
         if clock.now < kept.clock.now || kept.until.is_some_and(|until| clock.now >= until) {
             return None;
@@ -107,7 +107,7 @@ impl Answers {
         snapshot: &Snapshot,
         probe: ProbeKind,
         clock: Clock,
-        status: u16,
+        status: Status,
         body: &str,
     ) {
         // Kept already: the answer at hand was rendered for a clock the kept one does not

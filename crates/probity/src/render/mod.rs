@@ -276,6 +276,9 @@ pub struct Response {
     pub content_type: &'static str,
     /// The body.
     pub body: Body,
+    /// The probe's verdict, when the answer is a whole probe's (what
+    /// `probity_probe_requests_total` counts); `None` for one entry's answer or an error.
+    pub verdict: Option<Status>,
 }
 
 /// An answer's body: a fixed text, an answer kept with the snapshot (shared, not copied: a
@@ -372,6 +375,14 @@ impl Response {
             status,
             content_type: format.content_type(),
             body: body.into(),
+            verdict: None,
+        }
+    }
+
+    fn of_probe(verdict: Status, format: Format, body: impl Into<Body>) -> Self {
+        Response {
+            verdict: Some(verdict),
+            ..Response::new(verdict.http_code(), format, body)
         }
     }
 
@@ -413,7 +424,7 @@ pub fn render(snapshot: &Snapshot, request: &Request<'_>, clock: Clock) -> Respo
         && request.query.exclude.is_empty()
         && snapshot.status(request.probe, clock.now) == Status::Pass
     {
-        return Response::new(200, Format::Text, "ok\n");
+        return Response::of_probe(Status::Pass, Format::Text, "ok\n");
     }
     // A whole probe asked without exclusions: kept with the snapshot ([`cache`]).
     let key = (request.check.is_none() && request.query.exclude.is_empty()).then(|| {
@@ -425,9 +436,9 @@ pub fn render(snapshot: &Snapshot, request: &Request<'_>, clock: Clock) -> Respo
         )
     });
     if let Some(key) = key
-        && let Some((status, body)) = snapshot.answers.get(key, clock)
+        && let Some((verdict, body)) = snapshot.answers.get(key, clock)
     {
-        return Response::new(status, request.format, body);
+        return Response::of_probe(verdict, request.format, body);
     }
     let path = snapshot.paths().get(request.probe);
     // The names, for an exclusion to be checked against or an error to list; a probe asking
@@ -485,13 +496,15 @@ pub fn render(snapshot: &Snapshot, request: &Request<'_>, clock: Clock) -> Respo
         Format::Json => json::body(snapshot, request, &entries, &verdict, clock),
         Format::HealthJson => json::health_body(snapshot, request, &entries, &verdict, clock),
     };
-    let status = verdict.status.http_code();
     if let Some(key) = key {
         snapshot
             .answers
-            .keep(key, snapshot, request.probe, clock, status, &body);
+            .keep(key, snapshot, request.probe, clock, verdict.status, &body);
     }
-    Response::new(status, request.format, body)
+    if request.check.is_some() {
+        return Response::new(verdict.status.http_code(), request.format, body);
+    }
+    Response::of_probe(verdict.status, request.format, body)
 }
 
 /// What kind of entry it is, in the JSON outputs.
