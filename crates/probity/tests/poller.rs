@@ -200,6 +200,46 @@ async fn a_stale_result_counts_as_a_failure() {
 }
 
 #[tokio::test(start_paused = true)]
+async fn a_plain_answer_served_again_fails_once_its_result_turns_stale() {
+    use probity::render::{Clock, Format, Query, Request, render};
+    let switch = Switch::new(true);
+    let health = Health::builder()
+        .check(
+            CheckSpec::new("db", Tier::Hard, switch.check())
+                .interval(secs(1.0))
+                .timeout(secs(0.5))
+                .staleness(secs(3.0)),
+        )
+        .build()
+        .unwrap();
+    health.start().unwrap();
+    advance(secs(0.5)).await;
+    health.stop();
+    let snapshot = health.snapshot();
+    let query = Query::default();
+    let plain = |snapshot: &probity::Snapshot| {
+        let request = Request {
+            probe: ProbeKind::Readiness,
+            check: None,
+            query: &query,
+            format: Format::Text,
+            details: probity::Details::Public,
+        };
+        let answer = render(snapshot, &request, Clock::now());
+        (answer.status, answer.verdict)
+    };
+    // Asked again and again on one snapshot, the passing verdict is decided once and kept...
+    for _ in 0..3 {
+        assert_eq!(plain(&snapshot), (200, Some(Status::Pass)));
+        advance(secs(0.5)).await;
+    }
+    // ...only until the result turns stale (3 s after the last poll).
+    advance(secs(1.6)).await;
+    assert_eq!(plain(&snapshot), (503, Some(Status::Fail)));
+    assert_eq!(plain(&snapshot), (503, Some(Status::Fail)));
+}
+
+#[tokio::test(start_paused = true)]
 async fn default_staleness_is_three_intervals() {
     let switch = Switch::new(true);
     let health = Health::builder()

@@ -29,13 +29,34 @@ const CELLS: usize = PROBES * FORMATS * 2 * 2;
 /// The answers of one snapshot; empty when it is published.
 pub(crate) struct Answers {
     cells: [OnceLock<Kept>; CELLS],
+    /// Each probe's verdict, for the plain answer (`ok`) that needs nothing else.
+    verdicts: [OnceLock<KeptVerdict>; PROBES],
 }
 
 impl Default for Answers {
     fn default() -> Self {
         Answers {
             cells: std::array::from_fn(|_| OnceLock::new()),
+            verdicts: std::array::from_fn(|_| OnceLock::new()),
         }
+    }
+}
+
+/// A probe's verdict, and until when it holds.
+#[derive(Debug)]
+struct KeptVerdict {
+    /// When it was decided.
+    at: Instant,
+    /// Until when it holds; `None`: until the next snapshot.
+    until: Option<Instant>,
+    status: Status,
+}
+
+fn probe_index(probe: ProbeKind) -> usize {
+    match probe {
+        ProbeKind::Liveness => 0,
+        ProbeKind::Readiness => 1,
+        ProbeKind::Startup => 2,
     }
 }
 
@@ -67,11 +88,7 @@ pub(crate) struct Key(usize);
 
 impl Key {
     pub(crate) fn new(probe: ProbeKind, format: Format, verbose: bool, details: Details) -> Key {
-        let probe = match probe {
-            ProbeKind::Liveness => 0,
-            ProbeKind::Readiness => 1,
-            ProbeKind::Startup => 2,
-        };
+        let probe = probe_index(probe);
         let format = match format {
             Format::Text => 0,
             Format::Json => 1,
@@ -86,6 +103,31 @@ impl Key {
 const SAME_CLOCK: Duration = Duration::from_millis(1);
 
 impl Answers {
+    /// The probe's status at `now`: [`Snapshot::status`], decided once per snapshot for as
+    /// long as nothing in it changes with time alone (the instants a kept answer is bounded
+    /// by: a result turning stale; a fail-open window or anything else that counts seconds is
+    /// decided afresh every time).
+    pub(crate) fn status(&self, snapshot: &Snapshot, probe: ProbeKind, now: Instant) -> Status {
+        let cell = &self.verdicts[probe_index(probe)];
+        if let Some(kept) = cell.get()
+            && now >= kept.at
+            && kept.until.is_none_or(|until| now < until)
+        {
+            return kept.status;
+        }
+        let status = snapshot.status(probe, now);
+        if cell.get().is_none()
+            && let Steady::Until(until) = steady(snapshot, probe, now)
+        {
+            let _ = cell.set(KeptVerdict {
+                at: now,
+                until,
+                status,
+            });
+        }
+        status
+    }
+
     /// The kept answer for `key`, if it still reads as a render at `clock` would.
     pub(crate) fn get(&self, key: Key, clock: Clock) -> Option<(Status, Arc<str>)> {
         let kept = self.cells[key.0].get()?;

@@ -74,6 +74,13 @@ impl Format {
         let Some(accept) = accept else {
             return Format::Text;
         };
+        // One type, as probes and most clients send it: one comparison, no parsing.
+        match accept {
+            "application/json" => return Format::Json,
+            "application/health+json" => return Format::HealthJson,
+            "text/plain" | "*/*" => return Format::Text,
+            _ => {}
+        }
         let mut best: Option<(Format, f32)> = None;
         for range in accept.split(',') {
             let mut parts = range.split(';');
@@ -422,7 +429,7 @@ pub fn render(snapshot: &Snapshot, request: &Request<'_>, clock: Clock) -> Respo
         && request.check.is_none()
         && !request.query.verbose
         && request.query.exclude.is_empty()
-        && snapshot.status(request.probe, clock.now) == Status::Pass
+        && snapshot.answers.status(snapshot, request.probe, clock.now) == Status::Pass
     {
         return Response::of_probe(Status::Pass, Format::Text, "ok\n");
     }
@@ -553,6 +560,14 @@ mod tests {
         );
         assert_eq!(Format::negotiate(Some("text/html")), Format::Text);
         assert_eq!(Format::negotiate(Some("garbage;;;q=x,")), Format::Text);
+        // Spelled otherwise than the one-comparison path expects, the same answers.
+        assert_eq!(Format::negotiate(Some("Application/JSON")), Format::Json);
+        assert_eq!(Format::negotiate(Some(" application/json ")), Format::Json);
+        assert_eq!(
+            Format::negotiate(Some("application/health+json;q=1")),
+            Format::HealthJson
+        );
+        assert_eq!(Format::negotiate(Some("TEXT/PLAIN")), Format::Text);
     }
 
     #[test]
