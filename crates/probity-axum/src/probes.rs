@@ -143,24 +143,13 @@ async fn single(
     probes.answer(probe, Some(&name), request.uri().query(), request.headers())
 }
 
-/// A kept answer's text as the bytes of a body.
-struct Shared(Arc<str>);
-
-impl AsRef<[u8]> for Shared {
-    fn as_ref(&self) -> &[u8] {
-        self.0.as_bytes()
-    }
-}
-
 /// Turns the core's framework-free answer into an axum response.
 pub(crate) fn into_response(rendered: render::Response) -> Response {
     let status = StatusCode::from_u16(rendered.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
     let body = match rendered.body {
         render::Body::Static(text) => axum::body::Body::from(text),
         // The kept answer itself, not a copy: a repeated probe allocates nothing for its body.
-        render::Body::Shared(text) => {
-            axum::body::Body::from(bytes::Bytes::from_owner(Shared(text)))
-        }
+        render::Body::Shared(text) => axum::body::Body::from(text.bytes()),
         render::Body::Owned(text) => axum::body::Body::from(text),
     };
     let mut response = Response::new(body);

@@ -14,11 +14,11 @@
 //!
 //! Asked with `?exclude=` or for one entry, an answer is rendered every time.
 
-use super::{Clock, Format};
+use super::{Clock, Format, SharedText};
 use crate::details::Details;
 use crate::snapshot::{ConditionFailure, Snapshot};
 use probity_contract::{ProbeKind, Status};
-use std::sync::{Arc, OnceLock};
+use std::sync::OnceLock;
 use std::time::Duration;
 use tokio::time::Instant;
 
@@ -79,7 +79,7 @@ struct Kept {
     /// Until when it reads as a fresh render would; `None`: until the next snapshot.
     until: Option<Instant>,
     status: Status,
-    body: Arc<str>,
+    body: SharedText,
 }
 
 /// Which answer: probe, format, `?verbose`, details.
@@ -129,7 +129,7 @@ impl Answers {
     }
 
     /// The kept answer for `key`, if it still reads as a render at `clock` would.
-    pub(crate) fn get(&self, key: Key, clock: Clock) -> Option<(Status, Arc<str>)> {
+    pub(crate) fn get(&self, key: Key, clock: Clock) -> Option<(Status, SharedText)> {
         let kept = self.cells[key.0].get()?;
         if clock.now < kept.clock.now || kept.until.is_some_and(|until| clock.now >= until) {
             return None;
@@ -165,7 +165,7 @@ impl Answers {
             clock,
             until,
             status,
-            body: Arc::from(body),
+            body: SharedText::new(body),
         });
     }
 }

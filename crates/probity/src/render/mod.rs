@@ -295,7 +295,7 @@ pub enum Body {
     /// A fixed text (`ok`).
     Static(&'static str),
     /// An answer kept with the snapshot it was rendered from.
-    Shared(Arc<str>),
+    Shared(SharedText),
     /// Rendered for this request.
     Owned(String),
 }
@@ -305,7 +305,7 @@ impl Body {
     pub fn as_str(&self) -> &str {
         match self {
             Body::Static(text) => text,
-            Body::Shared(text) => text,
+            Body::Shared(text) => text.as_str(),
             Body::Owned(text) => text,
         }
     }
@@ -370,9 +370,50 @@ impl From<String> for Body {
     }
 }
 
-impl From<Arc<str>> for Body {
-    fn from(text: Arc<str>) -> Body {
+impl From<SharedText> for Body {
+    fn from(text: SharedText) -> Body {
         Body::Shared(text)
+    }
+}
+
+/// A kept answer's text, shared with the snapshot it was rendered from: cloning it copies
+/// nothing and allocates nothing, and [`SharedText::bytes`] hands it to an HTTP body as it is.
+#[derive(Clone)]
+pub struct SharedText {
+    text: Arc<str>,
+    bytes: bytes::Bytes,
+}
+
+impl SharedText {
+    pub(crate) fn new(text: &str) -> SharedText {
+        let text: Arc<str> = Arc::from(text);
+        let bytes = bytes::Bytes::from_owner(Utf8(text.clone()));
+        SharedText { text, bytes }
+    }
+
+    /// The text.
+    pub fn as_str(&self) -> &str {
+        &self.text
+    }
+
+    /// The text as the bytes of a body (the same memory, counted once more).
+    pub fn bytes(&self) -> bytes::Bytes {
+        self.bytes.clone()
+    }
+}
+
+impl fmt::Debug for SharedText {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(self.as_str(), f)
+    }
+}
+
+/// The text a kept answer's bytes are made of.
+struct Utf8(Arc<str>);
+
+impl AsRef<[u8]> for Utf8 {
+    fn as_ref(&self) -> &[u8] {
+        self.0.as_bytes()
     }
 }
 
