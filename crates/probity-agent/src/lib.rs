@@ -52,5 +52,6 @@ pub fn install_metrics() -> Option<metrics_exporter_prometheus::PrometheusHandle
     let recorder = metrics_exporter_prometheus::PrometheusBuilder::new().build_recorder();
     let handle = recorder.handle();
     metrics::set_global_recorder(recorder).ok()?;
+    probity::metrics::bind_probe_counters();
     Some(handle)
 }

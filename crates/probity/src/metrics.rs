@@ -10,6 +10,10 @@
 //! | `probity_check_state_seconds` | gauge | `check` | time since the last transition, updated at every poll |
 //! | `probity_probe_requests_total` | counter | `probe` (`liveness`/`readiness`/`startup`), `result` (`pass`/`warn`/`fail`) | probe answers served |
 //!
+//! Probes are counted thousands of times a second. After installing the exporter, call
+//! [`bind_probe_counters`] once so that counting one is a single atomic increment rather than a
+//! lookup in the recorder's registry (checkout and `probity agent` do).
+//!
 //! A flapping readiness shows as a rising `probity_check_transitions_total{direction="down"}`;
 //! the shipped alert rules use it. Labels carry check names only, never a reason.
 
@@ -24,14 +28,32 @@ pub fn record_probe(probe: ProbeKind, status: Status) {
     let _ = (probe, status);
 }
 
+/// Binds `probity_probe_requests_total` to the recorder installed now, so that counting a
+/// probe is one atomic increment instead of a lookup in the recorder's registry: call it once,
+/// right after installing the process's exporter (outside any `with_local_recorder` scope).
+/// Without it every probe is still counted, through the recorder current at the time. Returns
+/// `false` (and changes nothing) when the counters were bound already.
+///
+/// ```
+/// // After `PrometheusBuilder::new().install_recorder()`:
+/// probity::metrics::bind_probe_counters();
+/// ```
+pub fn bind_probe_counters() -> bool {
+    #[cfg(feature = "metrics")]
+    return probe_counter::bind();
+    #[cfg(not(feature = "metrics"))]
+    false
+}
+
 /// `probity_probe_requests_total` is counted on every probe, thousands of times a second: its
 /// nine keys (probe × result) are built at compile time, hash included, so counting one is a
 /// lookup in the recorder's registry and an increment. `counter!` with labels would build the
 /// key, allocate its labels and hash them on every call.
 #[cfg(feature = "metrics")]
 mod probe_counter {
-    use metrics::{Key, Label, Level, Metadata};
+    use metrics::{Counter, Key, Label, Level, Metadata};
     use probity_contract::{ProbeKind, Status};
+    use std::sync::OnceLock;
 
     const NAME: &str = "probity_probe_requests_total";
 
@@ -78,6 +100,23 @@ mod probe_counter {
         ],
     ];
 
+    /// The counters registered by [`bind`], in the order of [`KEYS`].
+    static BOUND: OnceLock<[[Counter; 3]; 3]> = OnceLock::new();
+
+    pub(super) fn bind() -> bool {
+        let mut bound = false;
+        BOUND.get_or_init(|| {
+            bound = true;
+            metrics::with_recorder(|recorder| {
+                KEYS.each_ref().map(|row| {
+                    row.each_ref()
+                        .map(|key| recorder.register_counter(key, &METADATA))
+                })
+            })
+        });
+        bound
+    }
+
     pub(super) fn record(probe: ProbeKind, status: Status) {
         let probe = match probe {
             ProbeKind::Liveness => 0,
@@ -89,6 +128,10 @@ mod probe_counter {
             Status::Warn => 1,
             Status::Fail => 2,
         };
+        if let Some(bound) = BOUND.get() {
+            bound[probe][result].increment(1);
+            return;
+        }
         let key = &KEYS[probe][result];
         metrics::with_recorder(|recorder| recorder.register_counter(key, &METADATA)).increment(1);
     }

@@ -55,7 +55,10 @@ fn main() -> ExitCode {
         })
     } else {
         match metrics_exporter_prometheus::PrometheusBuilder::new().install_recorder() {
-            Ok(metrics) => runtime.block_on(run(config, metrics)),
+            Ok(metrics) => {
+                probity::metrics::bind_probe_counters();
+                runtime.block_on(run(config, metrics))
+            }
             Err(error) => Err(anyhow::anyhow!(
                 "cannot install the metrics recorder: {error}"
             )),
