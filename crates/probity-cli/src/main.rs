@@ -25,6 +25,11 @@ enum Command {
     /// Check Kubernetes manifests for probe wiring that causes outages.
     Lint(lint::Args),
     /// Replay incidents against probe configurations in a simulated fleet.
+    #[command(
+        after_help = "On a terminal, a run that takes longer than a second shows its progress on \
+stderr (never with --json); PROBITY_PROGRESS_AFTER (a duration, e.g. 0s or 10s) changes the \
+delay."
+    )]
     Simulate(simulate::Args),
     /// Inject real faults into a local fleet of checkout instances behind HAProxy.
     Drill(Box<drill::Args>),

@@ -91,13 +91,32 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// Runs a scenario, showing a progress bar on stderr once the run has taken a second.
+/// How long a run goes before its progress bar shows: `PROBITY_PROGRESS_AFTER` (a duration
+/// such as `0s` or `5s`), by default a second. An unreadable value is said once and the
+/// default kept.
+fn progress_after() -> Duration {
+    const DEFAULT: Duration = Duration::from_secs(1);
+    match std::env::var("PROBITY_PROGRESS_AFTER") {
+        Ok(text) => match probity_contract::duration::parse(&text) {
+            Ok(after) => after,
+            Err(error) => {
+                eprintln!("probity: warning: PROBITY_PROGRESS_AFTER={text:?}: {error}; using 1s");
+                DEFAULT
+            }
+        },
+        Err(_) => DEFAULT,
+    }
+}
+
+/// Runs a scenario, showing a progress bar on stderr once the run has taken
+/// [`progress_after`].
 fn run_with_progress(scenario: &Scenario, seed: u64) -> Report {
     let started = Instant::now();
+    let after = progress_after();
     let total_s = scenario.duration / 1000;
     let mut bar: Option<ProgressBar> = None;
     let report = simulate_with_progress(scenario, seed, &mut |simulated_ms| {
-        if bar.is_none() && started.elapsed() < Duration::from_secs(1) {
+        if bar.is_none() && started.elapsed() < after {
             return;
         }
         let bar = bar.get_or_insert_with(|| {
