@@ -155,18 +155,29 @@ async fn with_the_reserve_full_a_new_connection_is_closed_at_once() {
     );
 }
 
-#[tokio::test(start_paused = true)]
-async fn a_request_slower_than_the_timeout_is_answered_and_the_idle_time_counts_after_it() {
+/// Asks `path` on a fresh connection (header-read timeout 5 s) and reads until the server
+/// closes: the answer, and how long after the request the connection closed.
+async fn ask_and_wait_for_close(path: &str) -> (String, Duration) {
     let (_health, connector) =
         start(ServeConfig::default().header_read_timeout(Duration::from_secs(5)));
     let mut client = connector.connect().unwrap();
     let started = Instant::now();
-    assert!(send(&mut client, b"GET /slow HTTP/1.1\r\nhost: shop\r\n\r\n").await);
+    let request = format!("GET {path} HTTP/1.1\r\nhost: shop\r\n\r\n");
+    assert!(send(&mut client, request.as_bytes()).await);
     let raw = read_all(&mut client).await.unwrap();
-    assert!(raw.starts_with("HTTP/1.1 200 OK"), "{raw}");
+    assert!(
+        raw.starts_with("HTTP/1.1 200 OK"),
+        "{}",
+        &raw[..raw.len().min(200)]
+    );
+    (raw, started.elapsed())
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_request_slower_than_the_timeout_is_answered_and_the_idle_time_counts_after_it() {
+    let (raw, closed_after) = ask_and_wait_for_close("/slow").await;
     assert!(raw.ends_with("done"), "{raw}");
     // Answered at 20 s, then idle for the timeout.
-    let closed_after = started.elapsed();
     assert!(
         closed_after >= Duration::from_secs(25) && closed_after < Duration::from_secs(26),
         "closed after {closed_after:?}"
@@ -175,21 +186,10 @@ async fn a_request_slower_than_the_timeout_is_answered_and_the_idle_time_counts_
 
 #[tokio::test(start_paused = true)]
 async fn a_download_longer_than_the_timeout_is_sent_whole() {
-    let (_health, connector) =
-        start(ServeConfig::default().header_read_timeout(Duration::from_secs(5)));
-    let mut client = connector.connect().unwrap();
-    let started = Instant::now();
-    assert!(send(&mut client, b"GET /download HTTP/1.1\r\nhost: shop\r\n\r\n").await);
-    let raw = read_all(&mut client).await.unwrap();
-    assert!(
-        raw.starts_with("HTTP/1.1 200 OK"),
-        "{}",
-        &raw[..raw.len().min(200)]
-    );
+    let (raw, closed_after) = ask_and_wait_for_close("/download").await;
     let body_bytes = raw.bytes().filter(|&byte| byte == b'x').count();
     assert_eq!(body_bytes, 10 * 16 * 1024);
     // 20 s of download, then idle for the timeout.
-    let closed_after = started.elapsed();
     assert!(
         closed_after >= Duration::from_secs(25) && closed_after < Duration::from_secs(26),
         "closed after {closed_after:?}"

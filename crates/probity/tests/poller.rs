@@ -151,8 +151,8 @@ async fn a_panic_while_building_the_future_is_caught_too() {
     );
 }
 
-#[tokio::test(start_paused = true)]
-async fn a_stale_result_counts_as_a_failure() {
+/// A hard check polled every second, stale 3 s after its last result, polled once (passing).
+async fn polled_once_staleness_3s() -> (Switch, Health) {
     let switch = Switch::new(true);
     let health = Health::builder()
         .check(
@@ -165,6 +165,12 @@ async fn a_stale_result_counts_as_a_failure() {
         .unwrap();
     health.start().unwrap();
     advance(secs(0.5)).await;
+    (switch, health)
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_stale_result_counts_as_a_failure() {
+    let (_switch, health) = polled_once_staleness_3s().await;
     assert_eq!(
         health
             .snapshot()
@@ -202,18 +208,7 @@ async fn a_stale_result_counts_as_a_failure() {
 #[tokio::test(start_paused = true)]
 async fn a_plain_answer_served_again_fails_once_its_result_turns_stale() {
     use probity::render::{Clock, Format, Query, Request, render};
-    let switch = Switch::new(true);
-    let health = Health::builder()
-        .check(
-            CheckSpec::new("db", Tier::Hard, switch.check())
-                .interval(secs(1.0))
-                .timeout(secs(0.5))
-                .staleness(secs(3.0)),
-        )
-        .build()
-        .unwrap();
-    health.start().unwrap();
-    advance(secs(0.5)).await;
+    let (_switch, health) = polled_once_staleness_3s().await;
     health.stop();
     let snapshot = health.snapshot();
     let query = Query::default();
