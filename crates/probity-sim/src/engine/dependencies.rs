@@ -8,7 +8,7 @@
 
 use super::Sim;
 use super::pod::Process;
-use super::policy;
+use super::policy::{self, CheckState};
 use super::pool;
 use super::queue::Event;
 use super::traffic::Outcome;
@@ -350,18 +350,18 @@ impl Sim<'_> {
         }
     }
 
-    /// How a request of `class` fares at `need` from `process` right now: it calls the
+    /// How a request of `class` fares at `need` by a process whose checks are `checks`, right now: it calls the
     /// dependency, or, while the dependency's check is served by its fallback, the handler
     /// answers [`RequestClass::served_by_fallback`] of them from the fallback's dependency
     /// (probity's `HealthState::degraded`) and refuses the rest at once.
-    pub(super) fn need_fares(&self, process: &Process, class: &RequestClass, need: usize) -> Fare {
+    pub(super) fn need_fares(
+        &self,
+        checks: &[CheckState],
+        class: &RequestClass,
+        need: usize,
+    ) -> Fare {
         if let Some((check, _, fallback)) = self.fallbacks.of[need]
-            && policy::served_by_fallback(
-                &self.scenario.app.checks,
-                &process.checks,
-                check,
-                self.now,
-            )
+            && policy::served_by_fallback(&self.scenario.app.checks, checks, check, self.now)
         {
             return Fare::Fallback {
                 dependency: fallback,
@@ -394,7 +394,7 @@ impl Sim<'_> {
             let mut succeeds = 1.0;
             let mut direct = 1.0;
             for &dependency in &class.needs {
-                let (normal, instead) = match self.need_fares(process, class, dependency) {
+                let (normal, instead) = match self.need_fares(&process.checks, class, dependency) {
                     Fare::Direct => (self.request_call(pod, process, dependency).0, 0.0),
                     Fare::Fallback { dependency, share } => {
                         (0.0, share * self.request_call(pod, process, dependency).0)

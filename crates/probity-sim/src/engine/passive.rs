@@ -31,7 +31,8 @@ pub(super) struct PassiveCheck {
     pub(super) threshold: u32,
 }
 
-/// One process's run of failed real calls for one passive check.
+/// One process's run of failed real calls for one passive check. A pod's runs start anew
+/// with each process ([`Passive::new_process`]); they are read only while that process lives.
 #[derive(Debug, Clone)]
 pub(super) struct PassiveRun {
     /// Failures (or calls, under partial failure) counted up to the marks.
@@ -185,6 +186,8 @@ impl Ord for Due {
 #[derive(Debug, Default)]
 pub(super) struct Passive {
     pub(super) checks: Vec<PassiveCheck>,
+    /// Each pod's runs, `checks` apiece, of its current process.
+    runs: Vec<PassiveRun>,
     due: BinaryHeap<Due>,
     /// The real time the earliest run is due, as scheduled.
     scheduled: Option<Millis>,
@@ -194,7 +197,7 @@ pub(super) struct Passive {
 impl Passive {
     /// The passive checks of a scenario: those with a threshold, read from the snapshot.
     pub(super) fn new(scenario: &crate::scenario::Scenario, polled: &[bool]) -> Self {
-        let checks = scenario
+        let checks: Vec<PassiveCheck> = scenario
             .app
             .checks
             .iter()
@@ -214,9 +217,28 @@ impl Passive {
             )
             .collect();
         Passive {
+            runs: vec![PassiveRun::new(); checks.len() * scenario.fleet.replicas],
             checks,
             ..Passive::default()
         }
+    }
+
+    /// A new process in `pod`: its runs have no report yet.
+    pub(super) fn new_process(&mut self, pod: usize) {
+        let count = self.checks.len();
+        for run in &mut self.runs[pod * count..(pod + 1) * count] {
+            *run = PassiveRun::new();
+        }
+    }
+
+    /// The run of passive check `passive` in `pod`'s process.
+    fn run(&mut self, pod: usize, passive: usize) -> &mut PassiveRun {
+        &mut self.runs[pod * self.checks.len() + passive]
+    }
+
+    /// The epoch of that run.
+    fn run_epoch(&self, pod: usize, passive: usize) -> u32 {
+        self.runs[pod * self.checks.len() + passive].epoch
     }
 }
 
@@ -246,7 +268,7 @@ impl Sim<'_> {
                 for class in &self.scenario.requests.mix {
                     let mut reach = 1.0;
                     for &need in &class.needs {
-                        match self.need_fares(process, class, need) {
+                        match self.need_fares(&process.checks, class, need) {
                             Fare::Direct => {
                                 if need == dependency {
                                     reaching += class.share * reach;
@@ -275,11 +297,11 @@ impl Sim<'_> {
                 let (available, delay) = self.request_call(pod, process, dependency);
                 (available, delay, rate_per_ms * reaching)
             });
-            let Some(process) = self.pods[pod].process.as_mut() else {
+            let Some(process) = self.pods[pod].process.as_ref() else {
                 return;
             };
             let id = process.id;
-            let run = &mut process.passive[passive];
+            let run = self.passive.run(pod, passive);
             run.account(unit, everyone);
             match conditions {
                 Some((available, delay, reach)) => {
@@ -315,10 +337,10 @@ impl Sim<'_> {
     /// Reports of the conditions a run entered start to arrive.
     pub(super) fn passive_resume(&mut self, pod: usize, passive: usize, process: u32, epoch: u32) {
         let (unit, everyone) = self.share_clocks();
-        let Some(state) = self.pods[pod].process.as_mut() else {
+        let Some(state) = self.pods[pod].process.as_ref() else {
             return;
         };
-        let run = &mut state.passive[passive];
+        let run = self.passive.run(pod, passive);
         if state.id != process || run.epoch != epoch || !run.waiting {
             return;
         }
@@ -335,11 +357,11 @@ impl Sim<'_> {
         let threshold = self.passive.checks[passive].threshold;
         let (unit, everyone) = self.share_clocks();
         let everyone_mode = self.traffic.split() == Split::Everyone;
-        let Some(state) = self.pods[pod].process.as_mut() else {
+        let Some(state) = self.pods[pod].process.as_ref() else {
             return;
         };
         let process = state.id;
-        let run = &mut state.passive[passive];
+        let run = self.passive.run(pod, passive);
         if run.waiting {
             return;
         }
@@ -357,12 +379,13 @@ impl Sim<'_> {
         if per_clock <= 0.0 {
             return;
         }
+        let epoch = run.epoch;
         self.passive.due.push(Due {
             clock: clock + needed / per_clock,
             pod: pod as u32,
             passive: passive as u16,
             process,
-            epoch: run.epoch,
+            epoch,
         });
     }
 
@@ -374,7 +397,10 @@ impl Sim<'_> {
                 .as_ref()
                 .is_some_and(|state| {
                     state.id == top.process
-                        && state.passive[top.passive as usize].epoch == top.epoch
+                        && self
+                            .passive
+                            .run_epoch(top.pod as usize, usize::from(top.passive))
+                            == top.epoch
                 });
             if current {
                 break;
@@ -419,8 +445,10 @@ impl Sim<'_> {
         let (unit, everyone) = self.share_clocks();
         let now = self.now;
         let fell = match self.pods[pod].process.as_mut() {
-            Some(state) if state.id == top.process && state.passive[passive].epoch == top.epoch => {
-                let run = &mut state.passive[passive];
+            Some(state)
+                if state.id == top.process && self.passive.run_epoch(pod, passive) == top.epoch =>
+            {
+                let run = self.passive.run(pod, passive);
                 run.account(unit, everyone);
                 run.reset = false;
                 if run.available <= 0.0 {

@@ -5,7 +5,6 @@
 //! `doBackOff` ([`CrashLoopBackOff`]), the grace period and the preStop hook of
 //! `killContainer` ([`StopSequence`]).
 
-use super::passive::PassiveRun;
 use super::policy::CheckState;
 use super::probing::PodProbes;
 use super::queue::Event;
@@ -97,6 +96,16 @@ impl Pod {
                 .is_some_and(|process| process.listening)
     }
 
+    /// Whether its container is running (neither waiting nor terminating).
+    pub(super) fn running(&self) -> bool {
+        self.container == Container::Running
+    }
+
+    /// Whether it has a container that has not exited (running or terminating).
+    pub(super) fn has_container(&self) -> bool {
+        self.container != Container::Waiting
+    }
+
     /// Whether its app is still booting.
     pub(super) fn booting(&self) -> bool {
         self.container != Container::Waiting
@@ -120,8 +129,6 @@ pub(super) struct Process {
     pub(super) pool_exhausted: u64,
     /// The checks' state, by check index.
     pub(super) checks: Vec<CheckState>,
-    /// The passive runs, by passive-check index.
-    pub(super) passive: Vec<PassiveRun>,
     /// Hung health-check calls: when each ends and which dependency it holds.
     pub(super) inflight: Vec<(Millis, u16)>,
     /// The last answer to a readiness probe was a failure.
@@ -133,7 +140,7 @@ pub(super) struct Process {
 
 impl Process {
     /// A process that has long been up: booted, every check healthy.
-    pub(super) fn settled(id: u32, checks: Vec<CheckState>, passive: usize) -> Self {
+    pub(super) fn settled(id: u32, checks: Vec<CheckState>) -> Self {
         Process {
             id,
             booted: true,
@@ -145,7 +152,6 @@ impl Process {
             stalled: false,
             pool_exhausted: 0,
             checks,
-            passive: vec![PassiveRun::new(); passive],
             inflight: Vec::new(),
             answered_unready: false,
             reassess_at: None,
@@ -208,7 +214,7 @@ impl Sim<'_> {
         let checks = (0..self.scenario.app.checks.len())
             .map(|check| CheckState::settled(&self.scenario.app.checks[check]))
             .collect();
-        let passive = self.passive.checks.len();
+        self.passive.new_process(pod);
         let state = &mut self.pods[pod];
         state.container = Container::Running;
         state.container_id = 1;
@@ -216,7 +222,7 @@ impl Sim<'_> {
         state.started = true;
         state.pod_ready = true;
         state.probes = PodProbes::settled(1);
-        state.process = Some(Process::settled(1, checks, passive));
+        state.process = Some(Process::settled(1, checks));
         self.refresh_poll_keys(pod);
         self.router.endpoint_update(pod, true);
         for kind in ProbeKind::ALL {
@@ -295,7 +301,7 @@ impl Sim<'_> {
         let app = &self.scenario.app;
         let checks = app.checks.iter().map(CheckState::fresh).collect();
         let started = self.probe(ProbeKind::Startup).is_none();
-        let passive = self.passive.checks.len();
+        self.passive.new_process(pod);
         let state = &mut self.pods[pod];
         if state.container_id > 0 {
             self.measure.pods[pod].restarts += 1;
@@ -323,7 +329,6 @@ impl Sim<'_> {
             stalled: false,
             pool_exhausted: 0,
             checks,
-            passive: vec![PassiveRun::new(); passive],
             inflight: Vec::new(),
             answered_unready: false,
             reassess_at: None,

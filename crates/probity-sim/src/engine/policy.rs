@@ -10,7 +10,6 @@
 //! waits (the "deep check" the incidents warn about), which is no probity behaviour and keeps
 //! its own simple rule: a hard check that fails fails the answer.
 
-use super::pod::Container;
 use super::queue::Event;
 use super::{Sim, at};
 use crate::scenario::{Check, CheckTarget, EndpointMode, Handler, InternalKind};
@@ -415,7 +414,7 @@ impl Sim<'_> {
         let Some(process) = state.process.as_ref() else {
             return Some((0, false)); // connection refused
         };
-        if state.container == Container::Waiting || !process.listening {
+        if !state.has_container() || !process.listening {
             return Some((0, false));
         }
         let Handler::Http { endpoint } = handler else {

@@ -11,10 +11,10 @@
 //!   Failure kills the container, a startup Success marks it Started.
 
 use super::queue::Event;
-use super::steady::Quiet;
 use super::{Sim, at};
 use crate::report::KillReason;
 use crate::scenario::ProbeSpec;
+use crate::time::Millis;
 use probity_contract::kube::prober::{
     self, Gate, ProbeResult, ProbeWorker, Response, SetResult, initial_result,
 };
@@ -27,6 +27,17 @@ pub(super) fn slot(kind: ProbeKind) -> usize {
         ProbeKind::Readiness => 1,
         ProbeKind::Startup => 2,
     }
+}
+
+/// A worker skipping its ticks in a steady state ([`super::steady`]).
+#[derive(Debug, Clone, Copy, Default)]
+pub(super) struct Quiet {
+    /// The worker skips its ticks.
+    pub(super) quiet: bool,
+    /// Its next tick, not yet counted.
+    pub(super) next_due: Millis,
+    /// Its skipped ticks probe (else the startup gate holds them).
+    pub(super) probes: bool,
 }
 
 /// A worker's ticker.
@@ -244,9 +255,7 @@ impl Sim<'_> {
         match (kind, set.result) {
             (ProbeKind::Liveness, ProbeResult::Failure) => self.kill(pod, KillReason::Liveness),
             (ProbeKind::Startup, ProbeResult::Failure) => self.kill(pod, KillReason::Startup),
-            (ProbeKind::Startup, ProbeResult::Success)
-                if self.pods[pod].container == super::pod::Container::Running =>
-            {
+            (ProbeKind::Startup, ProbeResult::Success) if self.pods[pod].running() => {
                 self.pods[pod].started = true;
                 self.manual_readiness_trigger(pod);
                 self.update_pod_ready(pod);
@@ -264,7 +273,7 @@ impl Sim<'_> {
         let readiness = self
             .probe(ProbeKind::Readiness)
             .map(|_| state.probes.result(ProbeKind::Readiness));
-        let running = state.container != super::pod::Container::Waiting;
+        let running = state.has_container();
         let ready = prober::container_ready(running, state.started, readiness);
         if ready == state.pod_ready {
             return;

@@ -17,25 +17,13 @@
 //! endpoint) is never skipped: it costs the dependency a call and may draw chance.
 
 use super::Sim;
-use super::pod::Container;
 use super::policy;
-use super::probing::slot;
+use super::probing::{Quiet, slot};
 use super::queue::{Event, MEMORY, Order};
 use crate::scenario::{CheckTarget, EndpointMode, Handler, InternalKind};
 use crate::time::Millis;
 use probity_contract::kube::prober::ProbeResult;
 use probity_contract::probe::ProbeKind;
-
-/// A quiet worker's skipped ticks.
-#[derive(Debug, Clone, Copy, Default)]
-pub(super) struct Quiet {
-    /// The worker skips its ticks.
-    pub(super) quiet: bool,
-    /// Its next tick, not yet counted.
-    pub(super) next_due: Millis,
-    /// Its skipped ticks probe (else the startup gate holds them).
-    pub(super) probes: bool,
-}
 
 impl Sim<'_> {
     /// After a tick of `kind` on `pod` whose probe `answered` inline (`None`: it did not
@@ -51,7 +39,7 @@ impl Sim<'_> {
         }
         let state = &self.pods[pod];
         let ticker = state.probes.tickers[slot(kind)];
-        if ticker.busy || ticker.pending || state.container != Container::Running {
+        if ticker.busy || ticker.pending || !state.running() {
             return false;
         }
         let worker = state.probes.worker(kind);
@@ -105,7 +93,7 @@ impl Sim<'_> {
     fn steady_answer(&self, pod: usize, handler: Handler) -> Option<bool> {
         let state = &self.pods[pod];
         let process = state.process.as_ref()?;
-        if state.container != Container::Running
+        if !state.running()
             || !process.listening
             || process.stalled
             || process.deadlocked_at.is_some()
