@@ -363,7 +363,7 @@ impl Sim<'_> {
         Report {
             name: scenario.name.clone(),
             seed: self.seed,
-            routing: self.router.name().to_string(),
+            routing: self.rotation.router.name().to_string(),
             replicas: scenario.fleet.replicas,
             duration_s: seconds,
             fleet_error_rate: round(fleet_error_rate, 4),

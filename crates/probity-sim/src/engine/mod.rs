@@ -28,6 +28,7 @@
 //! ([`steady`]), and a poll that cannot change its check leaves no event for its result.
 
 mod dependencies;
+mod effects;
 mod faults;
 mod keep_alive;
 mod measure;
@@ -45,9 +46,10 @@ mod traffic;
 use crate::report::Report;
 use crate::scenario::{CheckTarget, EndpointMode, Scenario, Start};
 use crate::time::Millis;
+use effects::{Effect, Effects};
 use probity_contract::probe::ProbeKind;
 use queue::{Event, EventQueue, Order};
-use router::{CheckResult, Router};
+use router::{CheckResult, Rotation};
 use std::time::Duration;
 use traffic::{Split, Traffic};
 
@@ -84,7 +86,7 @@ struct Sim<'a> {
     pods: Vec<pod::Pod>,
     /// The container's probes, by slot (an operator's fix may remove some).
     probes: [Option<crate::scenario::ProbeSpec>; 3],
-    router: Box<dyn Router>,
+    rotation: Rotation,
     dependencies: dependencies::Dependencies,
     faults: faults::Faults,
     traffic: Traffic,
@@ -101,8 +103,6 @@ struct Sim<'a> {
     /// steady poll needs to know.
     poll_keys: Vec<poll_lane::PollKey>,
     poll_lanes: Vec<poll_lane::PollLane>,
-    /// Each pod's requests and failures at the last success-rate sweep.
-    outlier_marks: Vec<(f64, f64)>,
     /// Pods changed in this instant, to re-evaluate before time moves on.
     changed: Vec<usize>,
     changed_flag: Vec<bool>,
@@ -114,6 +114,8 @@ struct Sim<'a> {
     /// capacity), which any change of members moves.
     share_dependent: bool,
     initialising: bool,
+    /// The buffer each part's handler returns its effects in.
+    effects: Effects,
 }
 
 impl<'a> Sim<'a> {
@@ -164,7 +166,7 @@ impl<'a> Sim<'a> {
                 scenario.probes.readiness,
                 scenario.probes.startup,
             ],
-            router: router::build(scenario, seed),
+            rotation: Rotation::new(scenario, seed),
             dependencies: dependencies::Dependencies::new(
                 scenario.dependencies.len(),
                 &scenario.faults,
@@ -183,7 +185,6 @@ impl<'a> Sim<'a> {
             quiet_polls,
             poll_keys: vec![poll_lane::PollKey::default(); pods * scenario.app.checks.len()],
             poll_lanes: vec![poll_lane::PollLane::default(); pods * scenario.app.checks.len()],
-            outlier_marks: Vec::new(),
             changed: Vec::new(),
             changed_flag: vec![false; pods],
             all_changed: true,
@@ -194,13 +195,16 @@ impl<'a> Sim<'a> {
                     .iter()
                     .any(|dependency| dependency.pool.is_some()),
             initialising: true,
+            effects: Effects::default(),
         }
     }
 
     fn run(&mut self, progress: &mut dyn FnMut(Millis)) {
         self.init_fleet();
         self.schedule_faults();
-        self.start_outlier_sweeps();
+        let pods = self.pods.len();
+        self.rotation.start_outlier_sweeps(pods, &mut self.effects);
+        self.apply_effects();
         let end = self.scenario.duration;
         let mut until_progress = PROGRESS_EVERY;
         while let Some(next) = self.queue.next_time() {
@@ -247,7 +251,9 @@ impl<'a> Sim<'a> {
                 let created = self.scenario.fleet.stagger * pod as u64;
                 self.add_pod(pod, created);
             }
-            self.start_router_checks(pod, steady);
+            self.rotation
+                .start_checks(pod, steady, &mut self.rng, &mut self.effects);
+            self.apply_effects();
         }
         for pod in 0..self.pods.len() {
             self.record_pod_state(pod);
@@ -288,26 +294,44 @@ impl<'a> Sim<'a> {
             } => self.boot_done(pod as usize, process, epoch),
             Event::KillDone { pod, container } => self.kill_done(pod as usize, container),
             Event::StartContainer { pod, epoch } => self.start_due(pod as usize, epoch),
-            Event::EndpointUpdate { pod, ready } => self.endpoint_update(pod as usize, ready),
+            Event::EndpointUpdate { pod, ready } => {
+                self.rotation
+                    .endpoint_update(pod as usize, ready, &mut self.effects);
+                self.apply_effects();
+            }
             Event::CheckTick { pod, epoch } => self.router_check(pod as usize, epoch),
             Event::CheckDone {
                 pod,
                 epoch,
                 success,
                 definitive,
-            } => self.router_check_done(
-                pod as usize,
-                epoch,
-                CheckResult {
+            } => {
+                let result = CheckResult {
                     success,
                     definitive,
-                },
-            ),
-            Event::Eject { pod, epoch } => self.eject(pod as usize, epoch),
-            Event::EjectEnd { pod, epoch } => self.eject_end(pod as usize, epoch),
+                };
+                let (now, effects) = (self.now, &mut self.effects);
+                self.rotation
+                    .check_done(pod as usize, epoch, result, now, effects);
+                self.apply_effects();
+            }
+            Event::Eject { pod, epoch } => {
+                let (now, effects) = (self.now, &mut self.effects);
+                self.rotation.eject(pod as usize, epoch, now, effects);
+                self.apply_effects();
+            }
+            Event::EjectEnd { pod, epoch } => {
+                self.rotation
+                    .eject_end(pod as usize, epoch, &mut self.effects);
+                self.apply_effects();
+            }
             Event::HungEnd { pod, .. } => self.mark(pod as usize),
             Event::Reassess { pod, process } => self.reassess(pod as usize, process),
-            Event::OutlierSweep => self.outlier_sweep(),
+            Event::OutlierSweep => {
+                let (now, effects) = (self.now, &mut self.effects);
+                self.rotation.outlier_sweep(&mut self.traffic, now, effects);
+                self.apply_effects();
+            }
             Event::CrashExit { pod, container } => self.crash_exit(pod as usize, container),
             Event::PassiveResume {
                 pod,
@@ -323,6 +347,42 @@ impl<'a> Sim<'a> {
                 self.connection_end(connection as usize, epoch)
             }
         }
+    }
+
+    /// Carries out the effects the last handler returned, in order.
+    fn apply_effects(&mut self) {
+        let mut effects = std::mem::take(&mut self.effects);
+        for effect in effects.drain() {
+            match effect {
+                Effect::Schedule { at, event } => self.queue.schedule(at, event),
+                Effect::PodChanged(pod) => self.pod_changed(pod),
+            }
+        }
+        self.effects = effects;
+    }
+
+    /// The router checks a pod: the pod answers, within the check's timeout.
+    fn router_check(&mut self, pod: usize, epoch: u32) {
+        let Some(check) = self.rotation.check_due(pod, epoch) else {
+            return;
+        };
+        let answer = self.respond_within(pod, check.handler, check.timeout);
+        self.measure.probe_requests += u64::from(check.checkers);
+        let (now, effects) = (self.now, &mut self.effects);
+        self.rotation.checked(pod, check, answer, now, effects);
+        self.apply_effects();
+    }
+
+    /// The pod's readiness changed: the router hears of it.
+    fn readiness_changed(&mut self, pod: usize, ready: bool) {
+        let (now, effects) = (self.now, &mut self.effects);
+        self.rotation.readiness_changed(pod, ready, now, effects);
+        self.apply_effects();
+    }
+
+    /// Whether `pod` is in rotation: the router counts it healthy and no operator drained it.
+    fn in_rotation(&self, pod: usize) -> bool {
+        !self.pods[pod].manual_drained && self.rotation.router.healthy(pod)
     }
 
     /// The pod changed in a way its traffic may feel: re-evaluate it before time moves on.
@@ -352,7 +412,7 @@ impl<'a> Sim<'a> {
     fn weight_of(&self, pod: usize, member: bool) -> f64 {
         match &self.connections {
             Some(connections) => f64::from(connections.pinned(pod)),
-            None if member => self.router.weight(pod),
+            None if member => self.rotation.router.weight(pod),
             None => 0.0,
         }
     }
@@ -362,7 +422,7 @@ impl<'a> Sim<'a> {
     fn settle(&mut self) {
         // Every event of the instant has run.
         self.current_order = Order::MAX;
-        if self.router.take_all_changed() {
+        if self.rotation.router.take_all_changed() {
             // The router changed every pod's membership at once (Envoy entering or leaving
             // panic over its endpoints).
             for pod in 0..self.pods.len() {
@@ -390,7 +450,9 @@ impl<'a> Sim<'a> {
         for &pod in &pods {
             let member = self.in_rotation(pod);
             if member != self.traffic.flows[pod].member {
-                self.router.membership_changed(pod, member, &mut reweighted);
+                self.rotation
+                    .router
+                    .membership_changed(pod, member, &mut reweighted);
             }
             let weight = self.weight_of(pod, member);
             let outcome = self.pod_outcome(pod);
@@ -413,7 +475,10 @@ impl<'a> Sim<'a> {
             Some(connections) => Split::Connections {
                 clients: connections.clients(),
             },
-            None => self.router.split(self.traffic.members(), pod_count),
+            None => self
+                .rotation
+                .router
+                .split(self.traffic.members(), pod_count),
         };
         let measure = &mut self.measure;
         let mut split_changed =
@@ -452,7 +517,14 @@ impl<'a> Sim<'a> {
         }
         for &pod in &pods {
             self.note_affected(pod);
-            self.watch_outlier(pod);
+            let watched = (
+                self.traffic.flows[pod].failure,
+                self.traffic.share(pod),
+                self.scenario.requests.rate,
+            );
+            let (now, effects) = (self.now, &mut self.effects);
+            self.rotation.watch_outlier(pod, watched, now, effects);
+            self.apply_effects();
         }
         for &pod in &pods {
             self.update_passive(pod);

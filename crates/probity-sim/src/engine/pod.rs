@@ -224,7 +224,7 @@ impl Sim<'_> {
         state.probes = PodProbes::settled(1);
         state.process = Some(Process::settled(1, checks));
         self.refresh_poll_keys(pod);
-        self.router.endpoint_update(pod, true);
+        self.rotation.router.endpoint_update(pod, true);
         for kind in ProbeKind::ALL {
             if let Some(period) = self.probe(kind).as_ref().map(ProbeSpec::period) {
                 let phase = self.rng.u64(0..period);

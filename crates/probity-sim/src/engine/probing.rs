@@ -279,7 +279,7 @@ impl Sim<'_> {
             return;
         }
         self.pods[pod].pod_ready = ready;
-        self.propagate_readiness(pod, ready);
+        self.readiness_changed(pod, ready);
     }
 }
 

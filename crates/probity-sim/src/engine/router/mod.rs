@@ -3,7 +3,7 @@
 //! A router decides which pods are members of rotation and how requests are spread over
 //! them ([`Split`]). Some follow the pods' readiness through the endpoints (a Kubernetes
 //! Service, a consistent-hash ring fed from endpoints), others run their own health checks
-//! against a pod endpoint (HAProxy, Envoy, an AWS ALB). The engine drives both kinds here;
+//! against a pod endpoint (HAProxy, Envoy, an AWS ALB). [`Rotation`] drives both kinds;
 //! each model's rules live in its own module.
 
 mod alb;
@@ -12,9 +12,9 @@ mod envoy;
 mod haproxy;
 mod kubernetes_service;
 
-use super::Sim;
+use super::effects::Effects;
 use super::queue::Event;
-use super::traffic::Split;
+use super::traffic::{Split, Traffic};
 use crate::scenario::{Handler, Routing, Scenario};
 use crate::time::Millis;
 use std::fmt;
@@ -185,20 +185,39 @@ pub(crate) fn build(scenario: &Scenario, seed: u64) -> Box<dyn Router> {
     }
 }
 
-impl Sim<'_> {
-    /// Whether `pod` is in rotation: the router counts it healthy and no operator drained it.
-    pub(super) fn in_rotation(&self, pod: usize) -> bool {
-        !self.pods[pod].manual_drained && self.router.healthy(pod)
+/// The routing part of the fleet: the load-balancer model, its own checks of the pods, the
+/// endpoints it follows and its outlier detection. Its handlers return what they change as
+/// [`Effects`]; the engine calls the pods for a check's answer.
+#[derive(Debug)]
+pub(super) struct Rotation {
+    pub(super) router: Box<dyn Router>,
+    /// Each pod's requests and failures at the last success-rate sweep.
+    outlier_marks: Vec<(f64, f64)>,
+}
+
+impl Rotation {
+    /// The router a scenario describes, before any check.
+    pub(super) fn new(scenario: &Scenario, seed: u64) -> Self {
+        Rotation {
+            router: build(scenario, seed),
+            outlier_marks: Vec::new(),
+        }
     }
 
     /// The router's first check of a pod, at a random phase of its interval.
-    pub(super) fn start_router_checks(&mut self, pod: usize, steady: bool) {
+    pub(super) fn start_checks(
+        &mut self,
+        pod: usize,
+        steady: bool,
+        rng: &mut fastrand::Rng,
+        effects: &mut Effects,
+    ) {
         let Some(check) = self.router.health_check() else {
             return;
         };
         self.router.start_checking(pod, steady);
-        let phase = self.rng.u64(0..check.interval);
-        self.queue.schedule(
+        let phase = rng.u64(0..check.interval);
+        effects.schedule(
             phase,
             Event::CheckTick {
                 pod: pod as u32,
@@ -207,21 +226,29 @@ impl Sim<'_> {
         );
     }
 
-    /// The router checks a pod.
-    pub(super) fn router_check(&mut self, pod: usize, epoch: u32) {
+    /// The check a tick of `epoch` runs on `pod`, if it is current.
+    pub(super) fn check_due(&self, pod: usize, epoch: u32) -> Option<HealthCheck> {
         if self.router.check_epoch(pod) != epoch {
-            return;
+            return None;
         }
-        let Some(check) = self.router.health_check() else {
-            return;
-        };
-        let (after, success) = self.respond_within(pod, check.handler, check.timeout);
+        self.router.health_check()
+    }
+
+    /// The pod answered the router's check `check` at `now`: `after` milliseconds later,
+    /// passing or not (with the check's timeout applied).
+    pub(super) fn checked(
+        &mut self,
+        pod: usize,
+        check: HealthCheck,
+        (after, success): (Millis, bool),
+        now: Millis,
+        effects: &mut Effects,
+    ) {
         // Envoy: a non-200 answer (not a timeout) marks the host unhealthy at once.
         let definitive = !success && after < check.timeout;
-        self.measure.probe_requests += u64::from(check.checkers);
         let epoch = self.router.begin_check(pod);
-        self.queue.schedule(
-            self.now + after,
+        effects.schedule(
+            now + after,
             Event::CheckDone {
                 pod: pod as u32,
                 epoch,
@@ -232,30 +259,43 @@ impl Sim<'_> {
     }
 
     /// A router's check of a pod has its result.
-    pub(super) fn router_check_done(&mut self, pod: usize, epoch: u32, result: CheckResult) {
+    pub(super) fn check_done(
+        &mut self,
+        pod: usize,
+        epoch: u32,
+        result: CheckResult,
+        now: Millis,
+        effects: &mut Effects,
+    ) {
         if self.router.check_epoch(pod) != epoch {
             return;
         }
         let was = self.router.healthy(pod);
         let next_in = self.router.record_check(pod, result);
-        self.queue.schedule(
-            self.now.saturating_add(next_in),
+        effects.schedule(
+            now.saturating_add(next_in),
             Event::CheckTick {
                 pod: pod as u32,
                 epoch,
             },
         );
         if self.router.healthy(pod) != was || !result.success {
-            self.pod_changed(pod);
+            effects.pod_changed(pod);
         }
     }
 
     /// The pod's readiness changed: routers that follow the endpoints see it after the
     /// propagation delay (kubelet status → EndpointSlice controller → kube-proxy).
-    pub(super) fn propagate_readiness(&mut self, pod: usize, ready: bool) {
+    pub(super) fn readiness_changed(
+        &self,
+        pod: usize,
+        ready: bool,
+        now: Millis,
+        effects: &mut Effects,
+    ) {
         if let Some(delay) = self.router.propagation() {
-            self.queue.schedule(
-                self.now + delay,
+            effects.schedule(
+                now + delay,
                 Event::EndpointUpdate {
                     pod: pod as u32,
                     ready,
@@ -265,51 +305,56 @@ impl Sim<'_> {
     }
 
     /// The endpoints caught up with the pod's readiness.
-    pub(super) fn endpoint_update(&mut self, pod: usize, ready: bool) {
+    pub(super) fn endpoint_update(&mut self, pod: usize, ready: bool, effects: &mut Effects) {
         if self.router.endpoint_update(pod, ready) {
-            self.pod_changed(pod);
+            effects.pod_changed(pod);
         }
     }
 
     /// Envoy's consecutive-5xx ejection fires.
-    pub(super) fn eject(&mut self, pod: usize, epoch: u32) {
+    pub(super) fn eject(&mut self, pod: usize, epoch: u32, now: Millis, effects: &mut Effects) {
         if let Some((lasts, epoch)) = self.router.eject(pod, epoch) {
-            self.queue.schedule(
-                self.now + lasts,
+            effects.schedule(
+                now + lasts,
                 Event::EjectEnd {
                     pod: pod as u32,
                     epoch,
                 },
             );
-            self.pod_changed(pod);
+            effects.pod_changed(pod);
         }
     }
 
     /// An ejection ends.
-    pub(super) fn eject_end(&mut self, pod: usize, epoch: u32) {
+    pub(super) fn eject_end(&mut self, pod: usize, epoch: u32, effects: &mut Effects) {
         if self.router.eject_end(pod, epoch) {
-            self.pod_changed(pod);
+            effects.pod_changed(pod);
         }
     }
 
-    /// Schedules the first success-rate sweep, when the router runs them.
-    pub(super) fn start_outlier_sweeps(&mut self) {
+    /// Schedules the first success-rate sweep of `pods`, when the router runs them.
+    pub(super) fn start_outlier_sweeps(&mut self, pods: usize, effects: &mut Effects) {
         if let Some(settings) = self.router.success_rate() {
-            self.outlier_marks = vec![(0.0, 0.0); self.pods.len()];
-            self.queue.schedule(settings.interval, Event::OutlierSweep);
+            self.outlier_marks = vec![(0.0, 0.0); pods];
+            effects.schedule(settings.interval, Event::OutlierSweep);
         }
     }
 
     /// A success-rate sweep: the success rate of each host over the interval just ended;
     /// those too far below the mean are ejected.
-    pub(super) fn outlier_sweep(&mut self) {
+    pub(super) fn outlier_sweep(
+        &mut self,
+        traffic: &mut Traffic,
+        now: Millis,
+        effects: &mut Effects,
+    ) {
         let Some(settings) = self.router.success_rate() else {
             return;
         };
         let mut judged: Vec<(usize, f64)> = Vec::new();
-        for pod in 0..self.pods.len() {
-            self.traffic.flush(pod);
-            let flow = &self.traffic.flows[pod];
+        for pod in 0..self.outlier_marks.len() {
+            traffic.flush(pod);
+            let flow = &traffic.flows[pod];
             let (requests, failed) = (
                 flow.requests - self.outlier_marks[pod].0,
                 flow.failed - self.outlier_marks[pod].1,
@@ -332,32 +377,36 @@ impl Sim<'_> {
                 if rate < threshold
                     && let Some((lasts, epoch)) = self.router.eject_now(pod)
                 {
-                    self.queue.schedule(
-                        self.now + lasts,
+                    effects.schedule(
+                        now + lasts,
                         Event::EjectEnd {
                             pod: pod as u32,
                             epoch,
                         },
                     );
-                    self.pod_changed(pod);
+                    effects.pod_changed(pod);
                 }
             }
         }
-        self.queue
-            .schedule(self.now + settings.interval, Event::OutlierSweep);
+        effects.schedule(now + settings.interval, Event::OutlierSweep);
     }
 
-    /// Outlier detection watches a pod that fails every request: consecutive-5xx ejection
-    /// fires inline when the k-th consecutive error arrives.
-    pub(super) fn watch_outlier(&mut self, pod: usize) {
-        let share = self.traffic.share(pod);
-        if self.traffic.flows[pod].failure < 0.999 || share <= 0.0 {
+    /// Outlier detection watches a pod that fails every request (`failure` of them, with
+    /// `share` of the fleet's `rate` per second): consecutive-5xx ejection fires inline when
+    /// the k-th consecutive error arrives.
+    pub(super) fn watch_outlier(
+        &mut self,
+        pod: usize,
+        (failure, share, rate): (f64, f64, f64),
+        now: Millis,
+        effects: &mut Effects,
+    ) {
+        if failure < 0.999 || share <= 0.0 {
             return;
         }
-        let per_second = self.scenario.requests.rate * share;
-        if let Some((wait, epoch)) = self.router.eject_after(pod, per_second) {
-            self.queue.schedule(
-                self.now + wait,
+        if let Some((wait, epoch)) = self.router.eject_after(pod, rate * share) {
+            effects.schedule(
+                now + wait,
                 Event::Eject {
                     pod: pod as u32,
                     epoch,

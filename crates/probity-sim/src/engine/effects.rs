@@ -1,0 +1,38 @@
+//! What a part asks of the rest of the engine when it handles an event: the events it
+//! schedules and the pods it changed, in the order it asks them. The engine carries them out
+//! in that order, so a part never reaches into the others, and the queue sees its schedules
+//! exactly where the part made them.
+
+use super::queue::Event;
+use crate::time::Millis;
+
+/// One thing a part asks for.
+#[derive(Debug, Clone, Copy)]
+pub(super) enum Effect {
+    /// Schedule `event` at `at`, after everything scheduled so far.
+    Schedule { at: Millis, event: Event },
+    /// `pod` changed in a way its traffic and its record may show.
+    PodChanged(usize),
+}
+
+/// The effects of one handler, in order. The engine keeps one buffer and lends it to each
+/// handler in turn.
+#[derive(Debug, Default)]
+pub(super) struct Effects(Vec<Effect>);
+
+impl Effects {
+    /// Asks for `event` at `at`.
+    pub(super) fn schedule(&mut self, at: Millis, event: Event) {
+        self.0.push(Effect::Schedule { at, event });
+    }
+
+    /// Tells that `pod` changed.
+    pub(super) fn pod_changed(&mut self, pod: usize) {
+        self.0.push(Effect::PodChanged(pod));
+    }
+
+    /// Takes the effects out in order, leaving the buffer empty for the next handler.
+    pub(super) fn drain(&mut self) -> std::vec::Drain<'_, Effect> {
+        self.0.drain(..)
+    }
+}
