@@ -1,5 +1,5 @@
 //! What a part asks of the rest of the engine when it handles an event: the events it
-//! schedules and the pods it changed, in the order it asks them. The engine carries them out
+//! schedules and the pods whose traffic it changed, in the order it asks them. The engine carries them out
 //! in that order, so a part never reaches into the others, and the queue sees its schedules
 //! exactly where the part made them.
 
@@ -13,6 +13,12 @@ pub(super) enum Effect {
     Schedule { at: Millis, event: Event },
     /// `pod` changed in a way its traffic and its record may show.
     PodChanged(usize),
+    /// `pod`'s traffic may fare differently (its weight, say): re-evaluate it.
+    Reweighed(usize),
+    /// Every pod's traffic may fare differently.
+    AllReweighed,
+    /// The split of the traffic may have changed: settle the instant.
+    Resplit,
 }
 
 /// The effects of one handler, in order. The engine keeps one buffer and lends it to each
@@ -29,6 +35,21 @@ impl Effects {
     /// Tells that `pod` changed.
     pub(super) fn pod_changed(&mut self, pod: usize) {
         self.0.push(Effect::PodChanged(pod));
+    }
+
+    /// Tells that `pod`'s traffic may fare differently.
+    pub(super) fn reweighed(&mut self, pod: usize) {
+        self.0.push(Effect::Reweighed(pod));
+    }
+
+    /// Tells that every pod's traffic may fare differently.
+    pub(super) fn all_reweighed(&mut self) {
+        self.0.push(Effect::AllReweighed);
+    }
+
+    /// Tells that the split of the traffic may have changed.
+    pub(super) fn resplit(&mut self) {
+        self.0.push(Effect::Resplit);
     }
 
     /// Takes the effects out in order, leaving the buffer empty for the next handler.

@@ -6,7 +6,7 @@
 //! up, the server closed it (the process stopped listening or exited), a connect was
 //! refused, or the server answered `Connection: close` while its readiness failed.
 
-use super::Sim;
+use super::effects::Effects;
 use super::queue::Event;
 use crate::scenario::KeepAlive;
 use crate::time::Millis;
@@ -88,36 +88,37 @@ impl Connections {
     }
 }
 
-impl Sim<'_> {
+/// What kube-proxy finds of a pod it sends a connection to: whether the pod accepts it, and
+/// whether its server closes it after one request (`Connection: close` while unready).
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Reception {
+    pub(super) accepts: bool,
+    pub(super) closes: bool,
+}
+
+impl Connections {
     /// The clients' connections at the start: spread evenly over the pods in rotation, at
     /// ages spread evenly over their lifetime (a cold fleet has none in rotation: each client
-    /// tries again at its next request).
-    pub(super) fn open_connections(&mut self) {
-        let rate = self.scenario.requests.rate;
-        let Some(connections) = self.connections.as_mut() else {
-            return;
-        };
-        let settings = connections.settings;
+    /// tries again at its next request). `rate` is the fleet's requests per second.
+    pub(super) fn open(&mut self, rate: f64, effects: &mut Effects) {
+        let settings = self.settings;
         let gap = settings.request_gap(rate);
-        let members = connections.members.count();
+        let members = self.members.count();
         for index in 0..settings.clients as usize {
             let (pod, ends_at) = if members == 0 {
-                (None, 1 + connections.rng.u64(0..gap))
+                (None, 1 + self.rng.u64(0..gap))
             } else {
-                let pod = connections.members.select(index % members);
-                (
-                    Some(pod),
-                    1 + connections.rng.u64(0..settings.connection_lifetime),
-                )
+                let pod = self.members.select(index % members);
+                (Some(pod), 1 + self.rng.u64(0..settings.connection_lifetime))
             };
-            connections.connections.push(Connection {
+            self.connections.push(Connection {
                 pod: None,
                 established: false,
                 ends_at,
                 epoch: 0,
             });
-            connections.pin(index, pod, pod.is_some());
-            self.queue.schedule(
+            self.pin(index, pod, pod.is_some());
+            effects.schedule(
                 ends_at,
                 Event::ConnectionEnd {
                     connection: index as u32,
@@ -126,61 +127,57 @@ impl Sim<'_> {
             );
         }
         // Every pod's weight may have changed.
-        self.mark_all();
+        effects.all_reweighed();
     }
 
-    /// A connection ends.
-    pub(super) fn connection_end(&mut self, connection: usize, epoch: u32) {
-        let current = self
-            .connections
-            .as_ref()
-            .is_some_and(|connections| connections.connections[connection].epoch == epoch);
-        if current {
-            self.reconnect(connection);
+    /// A connection's end of `epoch` arrives: the client connects again if it is current.
+    pub(super) fn end(
+        &mut self,
+        connection: usize,
+        epoch: u32,
+        (now, rate): (Millis, f64),
+        reception: &impl Fn(usize) -> Reception,
+        effects: &mut Effects,
+    ) {
+        if self.connections[connection].epoch == epoch {
+            self.reconnect(connection, (now, rate), reception, effects);
         }
     }
 
     /// The client connects again for its next request: kube-proxy picks one of the pods in
     /// rotation at random. A refused connect, or an answer with `Connection: close`, ends it
     /// after that one request.
-    fn reconnect(&mut self, connection: usize) {
-        let now = self.now;
-        let rate = self.scenario.requests.rate;
-        let close_when_unready = self.scenario.app.close_connections_when_unready;
-        let Some(connections) = self.connections.as_mut() else {
-            return;
-        };
-        let settings = connections.settings;
+    fn reconnect(
+        &mut self,
+        connection: usize,
+        (now, rate): (Millis, f64),
+        reception: &impl Fn(usize) -> Reception,
+        effects: &mut Effects,
+    ) {
+        let settings = self.settings;
         let gap = settings.request_gap(rate);
-        let members = connections.members.count();
+        let members = self.members.count();
         let (pod, established, ends_at) = if members == 0 {
             // REJECT: connection refused; the client tries again at its next request.
             (None, false, now + gap)
         } else {
-            let pod = connections
-                .members
-                .select(connections.rng.usize(0..members));
-            let state = &self.pods[pod];
-            let closes = close_when_unready
-                && state
-                    .process
-                    .as_ref()
-                    .is_some_and(|process| process.answered_unready);
-            if !state.accepts() {
+            let pod = self.members.select(self.rng.usize(0..members));
+            let found = reception(pod);
+            if !found.accepts {
                 (Some(pod), false, now + gap)
-            } else if closes {
+            } else if found.closes {
                 (Some(pod), true, now + gap)
             } else {
                 (Some(pod), true, now + settings.connection_lifetime)
             }
         };
-        let previous = connections.connections[connection].pod;
-        connections.pin(connection, pod, established);
-        let entry = &mut connections.connections[connection];
+        let previous = self.connections[connection].pod;
+        self.pin(connection, pod, established);
+        let entry = &mut self.connections[connection];
         entry.ends_at = ends_at;
         entry.epoch += 1;
         let epoch = entry.epoch;
-        self.queue.schedule(
+        effects.schedule(
             ends_at,
             Event::ConnectionEnd {
                 connection: connection as u32,
@@ -188,52 +185,45 @@ impl Sim<'_> {
             },
         );
         for pod in [previous, pod].into_iter().flatten() {
-            self.mark(pod);
+            effects.reweighed(pod);
         }
-        self.unsettled = true;
+        effects.resplit();
     }
 
-    /// The process stopped listening or exited: the connections established to it are
+    /// `pod`'s process stopped listening or exited: the connections established to it are
     /// closed and their clients connect again.
-    pub(super) fn server_closed(&mut self, pod: usize) {
-        let Some(connections) = self.connections.as_ref() else {
-            return;
-        };
-        let closed: Vec<u32> = connections.established[pod].iter().copied().collect();
+    pub(super) fn server_closed(
+        &mut self,
+        pod: usize,
+        (now, rate): (Millis, f64),
+        reception: &impl Fn(usize) -> Reception,
+        effects: &mut Effects,
+    ) {
+        let closed: Vec<u32> = self.established[pod].iter().copied().collect();
         for connection in closed {
-            self.reconnect(connection as usize);
+            self.reconnect(connection as usize, (now, rate), reception, effects);
         }
     }
 
-    /// The process answered a readiness probe. When it starts failing and the server closes
-    /// connections while unready, each client pinned to it leaves after its next request
-    /// there (a uniformly spread time within one request gap).
-    pub(super) fn readiness_answered(&mut self, pod: usize, passed: bool) {
-        let rate = self.scenario.requests.rate;
-        let close_when_unready = self.scenario.app.close_connections_when_unready;
-        let now = self.now;
-        let Some(process) = self.pods[pod].process.as_mut() else {
-            return;
-        };
-        let fell = !passed && !process.answered_unready;
-        process.answered_unready = !passed;
-        if !fell || !close_when_unready {
-            return;
-        }
-        let Some(connections) = self.connections.as_mut() else {
-            return;
-        };
-        let gap = connections.settings.request_gap(rate);
-        let on_pod: Vec<u32> = connections.established[pod].iter().copied().collect();
+    /// `pod`'s readiness answers started failing and its server closes connections while
+    /// unready: each client pinned to it leaves after its next request there (a uniformly
+    /// spread time within one request gap).
+    pub(super) fn readiness_fell(
+        &mut self,
+        pod: usize,
+        (now, rate): (Millis, f64),
+        effects: &mut Effects,
+    ) {
+        let gap = self.settings.request_gap(rate);
+        let on_pod: Vec<u32> = self.established[pod].iter().copied().collect();
         for connection in on_pod {
-            let leaves_at = now + 1 + connections.rng.u64(0..gap);
-            let entry = &mut connections.connections[connection as usize];
+            let leaves_at = now + 1 + self.rng.u64(0..gap);
+            let entry = &mut self.connections[connection as usize];
             if leaves_at < entry.ends_at {
                 entry.ends_at = leaves_at;
                 entry.epoch += 1;
                 let epoch = entry.epoch;
-                self.queue
-                    .schedule(leaves_at, Event::ConnectionEnd { connection, epoch });
+                effects.schedule(leaves_at, Event::ConnectionEnd { connection, epoch });
             }
         }
     }

@@ -74,6 +74,24 @@ fn millis(time: Duration) -> Millis {
     time.as_millis() as Millis
 }
 
+/// What kube-proxy finds of each pod it sends a keep-alive connection to.
+fn reception(
+    pods: &[pod::Pod],
+    close_when_unready: bool,
+) -> impl Fn(usize) -> keep_alive::Reception + '_ {
+    move |pod| {
+        let state = &pods[pod];
+        keep_alive::Reception {
+            accepts: state.accepts(),
+            closes: close_when_unready
+                && state
+                    .process
+                    .as_ref()
+                    .is_some_and(|process| process.answered_unready),
+        }
+    }
+}
+
 /// The simulation's state.
 struct Sim<'a> {
     scenario: &'a Scenario,
@@ -258,7 +276,10 @@ impl<'a> Sim<'a> {
         for pod in 0..self.pods.len() {
             self.record_pod_state(pod);
         }
-        self.open_connections();
+        if let Some(connections) = self.connections.as_mut() {
+            connections.open(self.scenario.requests.rate, &mut self.effects);
+            self.apply_effects();
+        }
         self.initialising = false;
     }
 
@@ -344,7 +365,19 @@ impl<'a> Sim<'a> {
             Event::FaultEnd { fault } => self.fault_end(fault as usize),
             Event::FlapBoundary { fault } => self.flap_boundary(fault as usize),
             Event::ConnectionEnd { connection, epoch } => {
-                self.connection_end(connection as usize, epoch)
+                let clock = (self.now, self.scenario.requests.rate);
+                let close = self.scenario.app.close_connections_when_unready;
+                if let Some(connections) = self.connections.as_mut() {
+                    let reception = reception(&self.pods, close);
+                    connections.end(
+                        connection as usize,
+                        epoch,
+                        clock,
+                        &reception,
+                        &mut self.effects,
+                    );
+                }
+                self.apply_effects();
             }
         }
     }
@@ -356,6 +389,9 @@ impl<'a> Sim<'a> {
             match effect {
                 Effect::Schedule { at, event } => self.queue.schedule(at, event),
                 Effect::PodChanged(pod) => self.pod_changed(pod),
+                Effect::Reweighed(pod) => self.mark(pod),
+                Effect::AllReweighed => self.mark_all(),
+                Effect::Resplit => self.unsettled = true,
             }
         }
         self.effects = effects;
@@ -370,6 +406,17 @@ impl<'a> Sim<'a> {
         self.measure.probe_requests += u64::from(check.checkers);
         let (now, effects) = (self.now, &mut self.effects);
         self.rotation.checked(pod, check, answer, now, effects);
+        self.apply_effects();
+    }
+
+    /// The pod's process stopped accepting connections: those established to it close.
+    fn server_closed(&mut self, pod: usize) {
+        let clock = (self.now, self.scenario.requests.rate);
+        let close = self.scenario.app.close_connections_when_unready;
+        if let Some(connections) = self.connections.as_mut() {
+            let reception = reception(&self.pods, close);
+            connections.server_closed(pod, clock, &reception, &mut self.effects);
+        }
         self.apply_effects();
     }
 

@@ -572,6 +572,24 @@ impl Sim<'_> {
         self.pod_changed(pod);
     }
 
+    /// The process answered a readiness probe. When it starts failing and the server closes
+    /// connections while unready, the keep-alive clients pinned to it leave.
+    pub(super) fn readiness_answered(&mut self, pod: usize, passed: bool) {
+        let Some(process) = self.pods[pod].process.as_mut() else {
+            return;
+        };
+        let fell = !passed && !process.answered_unready;
+        process.answered_unready = !passed;
+        if !fell || !self.scenario.app.close_connections_when_unready {
+            return;
+        }
+        let clock = (self.now, self.scenario.requests.rate);
+        if let Some(connections) = self.connections.as_mut() {
+            connections.readiness_fell(pod, clock, &mut self.effects);
+            self.apply_effects();
+        }
+    }
+
     /// A boot that warms up against its dependencies began.
     fn boot_started(&mut self, pod: usize) {
         if self.scenario.app.boot_needs.is_empty() {
