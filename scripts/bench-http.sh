@@ -9,7 +9,7 @@
 #    sending each format's body as a static file (what is left is probity's own work).
 # 2. The database work health checks cause while /readyz is hammered, from PostgreSQL's own
 #    statistics (pg_stat_activity on a database only this run uses): it must stay at one
-#    query per check interval per instance, however many probes arrive (seed 003).
+#    query per check interval per instance, however many probes arrive (a probe never queries the database itself).
 # 3. The probity agent's /readyz against the same bare handler, and its memory with 50 checks.
 #
 # How a ratio is measured: the target and the bare handler are served *at the same time*, both

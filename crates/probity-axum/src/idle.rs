@@ -1,5 +1,6 @@
-//! The header-read and idle timeout of an HTTP/1 connection, kept by one timer per connection
-//! instead of one per request.
+//! One connection's life: its header-read and idle timeout (one timer per connection instead
+//! of one per request), its requests' bounds (body rate, long-lived streams, what the probe
+//! reserve may serve), and how it ends when the listener closes.
 //!
 //! hyper's own `header_read_timeout` arms a fresh timer for every request head: a boxed sleep
 //! registered in tokio's timer wheel and removed again once the head is in. On a keep-alive
@@ -10,14 +11,22 @@
 //! deadline. The rule is hyper's: the timeout counts from the moment the connection starts
 //! waiting for a request head (when it is accepted, or when the last response finished) and
 //! ends when a head has arrived whole — a client dribbling its head, or sitting idle on a
-//! keep-alive connection, is cut after the timeout.
+//! keep-alive connection, is cut after the timeout. An HTTP/2 connection with no stream open
+//! for the same time is sent `GOAWAY`.
 //!
-//! HTTP/2 connections are left to HTTP/2's keep-alive pings once their first request shows the
-//! protocol.
+//! When the listener closes, an HTTP/2 connection is sent `GOAWAY` (the client learns which
+//! streams were served and may retry the rest elsewhere). An HTTP/1 connection is never closed
+//! under a request on its way: once shutdown has started every response carries
+//! `Connection: close`, and a connection waiting for a request gets [`LAST_CALL`] more for one
+//! already sent to arrive, and is answered if it does.
 
+use crate::body::TimedBody;
+use crate::serve::{Listening, StreamPermit};
 use axum::body::{Body, HttpBody};
 use bytes::Bytes;
-use http::{Request, Response, Version};
+use http::header::{CONNECTION, CONTENT_TYPE, HeaderValue, RETRY_AFTER};
+use http::{Method, Request, Response, StatusCode, Version};
+use hyper::body::Incoming;
 use std::convert::Infallible;
 use std::future::Future;
 use std::pin::Pin;
@@ -25,6 +34,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::task::{Context, Poll};
 use std::time::Duration;
+use tokio::sync::watch;
 use tokio::time::Instant;
 use tower::Service;
 
@@ -32,6 +42,11 @@ use tower::Service;
 /// its response is. A longer or streaming body keeps the connection busy until it ends, so a
 /// slow download is never taken for an idle client.
 const SENT_WITH_HEAD: u64 = 64 * 1024;
+
+/// Once the listener has closed, how long an HTTP/1 connection waiting for a request still
+/// waits (at most its header-read timeout): a request the client sent as the listener closed
+/// is on its way, and is answered rather than cut.
+pub(crate) const LAST_CALL: Duration = Duration::from_secs(1);
 
 /// What one connection's requests are doing.
 #[derive(Debug)]
@@ -44,66 +59,139 @@ pub(crate) struct Activity {
     idle_since: AtomicU64,
     /// The connection speaks HTTP/2.
     http2: AtomicBool,
+    /// A request body on it was cut for coming too slowly.
+    body_timed_out: AtomicBool,
+    /// Admitted through the probe reserve: serves probes only.
+    reserve: bool,
+    listening: Arc<Listening>,
 }
 
 impl Activity {
-    pub(crate) fn new() -> Arc<Activity> {
+    pub(crate) fn new(listening: Arc<Listening>, reserve: bool) -> Arc<Activity> {
         Arc::new(Activity {
             base: Instant::now(),
             running: AtomicU32::new(0),
             idle_since: AtomicU64::new(0),
             http2: AtomicBool::new(false),
+            body_timed_out: AtomicBool::new(false),
+            reserve,
+            listening,
         })
     }
 
-    fn finished(&self) {
+    /// A request began; `counted` when it counts as busy (an ordinary connection's request,
+    /// not a long-lived stream).
+    fn started(&self, counted: bool) {
+        self.running.fetch_add(1, Ordering::AcqRel);
+        if counted {
+            self.listening.busy_changed(true);
+        }
+    }
+
+    fn finished(&self, counted: bool) {
         let since = Instant::now().saturating_duration_since(self.base);
         self.idle_since.store(
             u64::try_from(since.as_nanos()).unwrap_or(u64::MAX),
             Ordering::Release,
         );
         self.running.fetch_sub(1, Ordering::AcqRel);
+        if counted {
+            self.listening.busy_changed(false);
+        }
     }
 
-    /// When the connection would have waited on its client for `timeout`, if it is waiting
-    /// now; `None` while a request runs.
-    fn deadline(&self, timeout: Duration) -> Option<Instant> {
+    pub(crate) fn body_timed_out(&self) {
+        self.body_timed_out.store(true, Ordering::Release);
+    }
+
+    fn http2(&self) -> bool {
+        self.http2.load(Ordering::Relaxed)
+    }
+
+    /// When the connection will have waited on its client for `timeout`, counting from the
+    /// later of its last request and `not_before`; `None` while a request runs.
+    fn deadline(&self, timeout: Duration, not_before: Option<Instant>) -> Option<Instant> {
         if self.running.load(Ordering::Acquire) > 0 {
             return None;
         }
-        let idle_since = Duration::from_nanos(self.idle_since.load(Ordering::Acquire));
-        Some(self.base + idle_since + timeout)
+        let idle_since = self.base + Duration::from_nanos(self.idle_since.load(Ordering::Acquire));
+        let from = not_before.map_or(idle_since, |not_before| idle_since.max(not_before));
+        Some(from + timeout)
     }
 }
 
-/// Serves `connection` until it ends, or until it has waited on its client for `timeout`
-/// (then it is dropped, which closes it).
-pub(crate) async fn serve<C: Future>(connection: C, activity: Arc<Activity>, timeout: Duration) {
+/// Serves `connection` until it ends, until it has waited on its client for `timeout` (then
+/// it is dropped, which closes it; an HTTP/2 connection is sent `GOAWAY` first), or until it
+/// is told to close — by the listener closing, or at `close_at` (a reserve connection's
+/// lifetime).
+pub(crate) async fn serve<C: Future>(
+    connection: C,
+    graceful_shutdown: impl Fn(Pin<&mut C>),
+    activity: Arc<Activity>,
+    timeout: Duration,
+    mut closing: watch::Receiver<bool>,
+    close_at: Option<Instant>,
+) {
     let mut connection = std::pin::pin!(connection);
-    let sleep = tokio::time::sleep_until(activity.base + timeout);
+    let first = close_at.map_or(activity.base + timeout, |at| {
+        at.min(activity.base + timeout)
+    });
+    let sleep = tokio::time::sleep_until(first);
     let mut sleep = std::pin::pin!(sleep);
+    // When the connection was told to close, and whether HTTP/2 `GOAWAY` went out.
+    let mut closed_at: Option<Instant> = None;
+    let mut goaway = false;
+    let mut listening = !*closing.borrow();
+    if !listening {
+        closed_at = Some(Instant::now());
+    }
     loop {
         tokio::select! {
             biased;
             _ = &mut connection => return,
+            _ = closing.changed(), if listening => {
+                listening = false;
+                closed_at.get_or_insert_with(Instant::now);
+                sleep.as_mut().reset(Instant::now());
+            }
             () = &mut sleep => {
-                if activity.http2.load(Ordering::Relaxed) {
-                    connection.await;
-                    return;
-                }
                 let now = Instant::now();
-                match activity.deadline(timeout) {
-                    Some(deadline) if deadline <= now => return,
-                    Some(deadline) => sleep.as_mut().reset(deadline),
+                if closed_at.is_none() && close_at.is_some_and(|at| at <= now) {
+                    closed_at = close_at;
+                }
+                let wait = if closed_at.is_some() { timeout.min(LAST_CALL) } else { timeout };
+                if activity.http2() && closed_at.is_some() && !goaway {
+                    graceful_shutdown(connection.as_mut());
+                    goaway = true;
+                }
+                match activity.deadline(wait, closed_at) {
+                    Some(deadline) if deadline <= now => {
+                        if activity.http2() && !goaway {
+                            // Idle HTTP/2: say so, then give the peer the same time again.
+                            graceful_shutdown(connection.as_mut());
+                            goaway = true;
+                            sleep.as_mut().reset(now + wait);
+                        } else {
+                            return;
+                        }
+                    }
+                    Some(deadline) => {
+                        let deadline = match close_at {
+                            Some(at) if closed_at.is_none() => deadline.min(at),
+                            _ => deadline,
+                        };
+                        sleep.as_mut().reset(deadline);
+                    }
                     // A request runs: it cannot end before now, so neither can the wait after it.
-                    None => sleep.as_mut().reset(now + timeout),
+                    None => sleep.as_mut().reset(now + wait),
                 }
             }
         }
     }
 }
 
-/// The service, marking the connection busy while each request runs.
+/// The service, marking the connection busy while each request runs, bounding request bodies
+/// and long-lived streams, and keeping reserve connections to probes.
 #[derive(Debug, Clone)]
 pub(crate) struct Tracked<S> {
     inner: S,
@@ -116,9 +204,9 @@ impl<S> Tracked<S> {
     }
 }
 
-impl<S, B> Service<Request<B>> for Tracked<S>
+impl<S> Service<Request<Incoming>> for Tracked<S>
 where
-    S: Service<Request<B>, Response = Response<Body>, Error = Infallible>,
+    S: Service<Request<Body>, Response = Response<Body>, Error = Infallible>,
 {
     type Response = Response<Body>;
     type Error = Infallible;
@@ -128,25 +216,121 @@ where
         self.inner.poll_ready(cx)
     }
 
-    fn call(&mut self, request: Request<B>) -> Self::Future {
-        if request.version() == Version::HTTP_2 {
-            self.activity.http2.store(true, Ordering::Relaxed);
+    fn call(&mut self, request: Request<Incoming>) -> Self::Future {
+        let activity = &self.activity;
+        let listening = &activity.listening;
+        let http2 = request.version() == Version::HTTP_2;
+        if http2 {
+            activity.http2.store(true, Ordering::Relaxed);
         }
-        self.activity.running.fetch_add(1, Ordering::AcqRel);
+        let config = listening.config();
+        let path = request.uri().path();
+        let stream = config.is_stream_path(path);
+        if activity.reserve {
+            let probe = matches!(*request.method(), Method::GET | Method::HEAD)
+                || (http2 && request.method() == Method::POST);
+            if stream || !probe || !config.is_probe_path(path) {
+                return Running::answered(refusal(
+                    &request,
+                    "the connection limit is full: only probes are served",
+                ));
+            }
+            if listening.saturated() && config.is_readiness_path(path) {
+                return Running::answered(saturated(&request, listening));
+            }
+        }
+        let permit = if stream {
+            match listening.take_stream() {
+                Some(permit) => Some(permit),
+                None => {
+                    return Running::answered(refusal(
+                        &request,
+                        "too many long-lived streams open; retry later",
+                    ));
+                }
+            }
+        } else {
+            None
+        };
+        let counted = !activity.reserve && permit.is_none();
+        activity.started(counted);
+        let request = if request.body().is_end_stream() {
+            request.map(Body::new)
+        } else {
+            let (timeout, rate) = config.body_limits();
+            let activity = activity.clone();
+            request.map(|body| Body::new(TimedBody::new(body, activity, timeout, rate)))
+        };
         Running {
-            inner: self.inner.call(request),
-            done: Some(Done(self.activity.clone())),
+            inner: Some(self.inner.call(request)),
+            answered: None,
+            done: Some(Done {
+                activity: self.activity.clone(),
+                counted,
+                _stream: permit,
+            }),
+            http1: !http2,
         }
     }
 }
 
-/// Marks its request finished when dropped.
+/// An answer for a request that is not served: gRPC `UNAVAILABLE` for a gRPC call (as HTTP
+/// 200 with the status in the headers, as the protocol has it), `503` + `Retry-After` for
+/// anything else.
+fn refusal<B>(request: &Request<B>, reason: &'static str) -> Response<Body> {
+    let grpc = request
+        .headers()
+        .get(CONTENT_TYPE)
+        .is_some_and(|value| value.as_bytes().starts_with(b"application/grpc"));
+    if grpc {
+        let mut response = Response::new(Body::empty());
+        let headers = response.headers_mut();
+        headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/grpc"));
+        // 14: UNAVAILABLE — a client may retry, here later or elsewhere.
+        headers.insert("grpc-status", HeaderValue::from_static("14"));
+        headers.insert("grpc-message", HeaderValue::from_static(reason));
+        return response;
+    }
+    let mut response = Response::new(Body::from(format!("{reason}\n")));
+    *response.status_mut() = StatusCode::SERVICE_UNAVAILABLE;
+    let headers = response.headers_mut();
+    headers.insert(RETRY_AFTER, HeaderValue::from_static("1"));
+    headers.insert(CONTENT_TYPE, HeaderValue::from_static("text/plain"));
+    headers.insert(CONNECTION, HeaderValue::from_static("close"));
+    response
+}
+
+/// Readiness asked through the reserve while every ordinary connection is busy with a request:
+/// the instance cannot take more traffic now.
+fn saturated<B>(request: &Request<B>, listening: &Listening) -> Response<Body> {
+    let (busy, limit) = listening.busy_of_limit();
+    let body = format!(
+        "[-]connections failed: every connection is taken, {busy} requests running on {limit} connections\nreadiness check failed\n"
+    );
+    let mut response = Response::new(if request.method() == Method::HEAD {
+        Body::empty()
+    } else {
+        Body::from(body)
+    });
+    *response.status_mut() = StatusCode::SERVICE_UNAVAILABLE;
+    let headers = response.headers_mut();
+    headers.insert(CONTENT_TYPE, HeaderValue::from_static("text/plain"));
+    headers.insert("cache-control", HeaderValue::from_static("no-store"));
+    headers.insert(CONNECTION, HeaderValue::from_static("close"));
+    response
+}
+
+/// Marks its request finished when dropped, and gives back its stream permit.
 #[derive(Debug)]
-struct Done(Arc<Activity>);
+struct Done {
+    activity: Arc<Activity>,
+    counted: bool,
+    _stream: Option<StreamPermit>,
+}
 
 impl Drop for Done {
     fn drop(&mut self) {
-        self.0.finished();
+        self.activity.finished(self.counted);
     }
 }
 
@@ -154,8 +338,21 @@ pin_project_lite::pin_project! {
     /// A request's response on its way; the request is finished when it is sent (or dropped).
     pub(crate) struct Running<F> {
         #[pin]
-        inner: F,
+        inner: Option<F>,
+        answered: Option<Response<Body>>,
         done: Option<Done>,
+        http1: bool,
+    }
+}
+
+impl<F> Running<F> {
+    fn answered(response: Response<Body>) -> Self {
+        Running {
+            inner: None,
+            answered: Some(response),
+            done: None,
+            http1: false,
+        }
     }
 }
 
@@ -167,8 +364,33 @@ where
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let this = self.project();
-        let Ok(response) = std::task::ready!(this.inner.poll(cx));
+        let Some(inner) = this.inner.as_pin_mut() else {
+            let response = this.answered.take().unwrap_or_else(|| {
+                let mut response = Response::new(Body::empty());
+                *response.status_mut() = StatusCode::SERVICE_UNAVAILABLE;
+                response
+            });
+            return Poll::Ready(Ok(response));
+        };
+        let Ok(mut response) = std::task::ready!(inner.poll(cx));
         let done = this.done.take();
+        if let Some(done) = &done {
+            let activity = &done.activity;
+            if activity.body_timed_out.swap(false, Ordering::AcqRel) {
+                // The handler failed reading a body that stopped coming: say so, and close.
+                response = Response::new(Body::from("the request body came too slowly\n"));
+                *response.status_mut() = StatusCode::REQUEST_TIMEOUT;
+                response
+                    .headers_mut()
+                    .insert(CONNECTION, HeaderValue::from_static("close"));
+            } else if *this.http1 && activity.listening.shutting_down() {
+                // Keep-alive ends with shutdown: the client opens its next connection
+                // elsewhere, and no request is ever sent on a connection about to close.
+                response
+                    .headers_mut()
+                    .insert(CONNECTION, HeaderValue::from_static("close"));
+            }
+        }
         let short = response
             .body()
             .size_hint()

@@ -22,7 +22,9 @@
 //! - [`serve()`]: the server with the shutdown sequence — readiness fails, the drain delay
 //!   passes, the listener closes, in-flight requests finish up to a deadline — and with limits
 //!   no client can turn into a liveness failure: a header-read (and idle keep-alive) timeout, a
-//!   connection limit below the descriptor limit, and room kept for probes ([`ServeConfig`]).
+//!   body read timeout and minimum rate, a connection limit within the listener's share of the
+//!   descriptor limit, a budget for long-lived streams, and room kept for probes
+//!   ([`ServeConfig`]); at shutdown every connection the kernel accepted is answered.
 //!
 //! ## Example
 //!
@@ -63,6 +65,7 @@
 
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
+mod body;
 mod close_when_unready;
 mod extract;
 mod idle;
@@ -73,6 +76,7 @@ mod serve;
 mod shed;
 mod status;
 
+pub use body::BodyTooSlow;
 pub use close_when_unready::{CloseWhenUnready, CloseWhenUnreadyFuture, CloseWhenUnreadyLayer};
 pub use extract::{Degraded, HealthState};
 pub use probes::Probes;

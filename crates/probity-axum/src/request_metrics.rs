@@ -1,8 +1,8 @@
 //! Counting requests by status, for per-instance error-rate alerts.
 //!
-//! Seed 000's fleet error rate read 33% while one instance of three failed every request; the
-//! alert that points at the broken instance divides that instance's 5xx rate by its request
-//! rate:
+//! In the pool-leak incident the fleet error rate read 33% while one instance of three failed
+//! every request; the alert that points at the broken instance divides that instance's 5xx
+//! rate by its request rate:
 //!
 //! ```text
 //! sum by (instance) (rate(http_requests_total{status=~"5.."}[2m]))

@@ -11,26 +11,41 @@
 //! - a **header-read timeout** ([`ServeConfig::header_read_timeout`], default 10 s): a request
 //!   head must arrive complete within it, or the connection is closed. The same timer runs
 //!   whenever a keep-alive connection waits for its next request, so it is also the **idle
-//!   keep-alive timeout**; it counts from the accept or from the end of the last response (a
-//!   slow handler or a long download never trips it). It is one timer per connection, moved
-//!   only when it fires, not a timer armed for every request head as hyper's own would be.
-//!   HTTP/2 connections are pinged and closed when the peer stops answering;
-//! - a **connection limit** below the descriptor limit ([`ServeConfig::max_connections`],
-//!   default: derived from `RLIMIT_NOFILE`, leaving room for the process's own files, pools and
-//!   sockets). Connections past it are accepted and closed at once, so the kernel's backlog never
-//!   fills and new connections are never left waiting;
+//!   keep-alive timeout** (an HTTP/2 connection with no stream open is sent `GOAWAY`); it
+//!   counts from the accept or from the end of the last response (a slow handler or a long
+//!   download never trips it). It is one timer per connection, moved only when it fires, not a
+//!   timer armed for every request head as hyper's own would be;
+//! - a **body read timeout and minimum rate** ([`ServeConfig::body_read_timeout`], default
+//!   10 s; [`ServeConfig::min_body_rate`], default 1 KiB/s): a request body that pauses longer
+//!   than the timeout, or falls below the rate once the timeout has passed, is cut with `408`;
+//! - a **connection limit** within this listener's **share of the descriptor limit**
+//!   ([`ServeConfig::max_connections`]; [`ServeConfig::descriptor_share`] when a process has
+//!   several listeners), leaving room for the process's own files, pools and sockets.
+//!   Connections past it are accepted and closed at once, so the kernel's backlog never fills
+//!   and new connections are never left waiting;
+//! - a **budget for long-lived streams** ([`ServeConfig::max_streams`], default a quarter of
+//!   the limit): a gRPC `Watch` holds its connection as long as the client likes, so streams
+//!   past the budget are refused (`UNAVAILABLE`), and a connection with no stream left is
+//!   closed like any idle one;
 //! - **room kept for probes** ([`ServeConfig::probe_reserve`], default 16): once ordinary
 //!   connections fill the limit, a new connection is admitted only if its first request is for a
 //!   probe path (or it speaks HTTP/2, as a gRPC health probe does), read within
 //!   [`ServeConfig::admission_timeout`]; anything else is answered `503` with `Retry-After` and
-//!   closed. A probe admitted this way is answered and its connection closed.
+//!   closed. A connection admitted this way serves probes only (no stream, nothing else), is
+//!   answered, and lives at most the admission timeout. Readiness asked this way while every
+//!   ordinary connection is busy serving a request answers `503` (`[-]connections failed`):
+//!   the instance cannot take more traffic, and a balancer should send it elsewhere.
 //!
 //! The shutdown sequence:
 //!
 //! 1. [`probity::Health::shutdown`] (SIGTERM through [`probity::Health::shutdown_on_signals`]) fails readiness at
-//!    once; the server keeps accepting and serving while the load balancers notice;
-//! 2. after the drain delay ([`HealthView::drained`]) the listener closes: new connections are
-//!    refused, idle keep-alive connections are closed, HTTP/2 connections get `GOAWAY`;
+//!    once; the server keeps accepting and serving while the load balancers notice. From now
+//!    on every HTTP/1 response carries `Connection: close`;
+//! 2. after the drain delay ([`HealthView::drained`]) the listener closes: on Linux the kernel
+//!    is first told to complete no new handshake, and every connection already waiting in the
+//!    accept backlog is taken and answered, so closing resets none. HTTP/2 connections get
+//!    `GOAWAY`; an HTTP/1 connection waiting for a request gets a second more for one already
+//!    sent (answered, then closed) — a request on its way is never cut;
 //! 3. in-flight requests get [`HealthView::in_flight_deadline`] to finish; then [`serve`] returns
 //!    whatever is still running.
 //!
@@ -44,22 +59,22 @@ use axum::body::Body;
 use axum::serve::Listener;
 use futures_util::FutureExt;
 use http::{Request, Response};
-use hyper::body::Incoming;
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use hyper_util::server::conn::auto;
-use hyper_util::server::graceful::GracefulShutdown;
 use hyper_util::service::TowerToHyperService;
 use probity::HealthView;
+use std::any::Any;
 use std::borrow::Cow;
 use std::convert::Infallible;
 use std::fmt::Debug;
 use std::io;
 use std::pin::Pin;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::task::{Context, Poll};
 use std::time::Duration;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, ReadBuf};
+use tokio::sync::watch;
 use tokio::time::Instant;
 use tower::Service;
 
@@ -74,6 +89,9 @@ pub struct ShutdownReport {
     pub finished: Instant,
     /// Whether every connection closed before the in-flight deadline.
     pub within_deadline: bool,
+    /// Connections still waiting in the accept backlog when the listener closed, accepted then
+    /// and answered rather than reset.
+    pub backlog_answered: usize,
 }
 
 impl ShutdownReport {
@@ -90,26 +108,29 @@ impl ShutdownReport {
     }
 }
 
-/// Descriptors left for everything but the listener's connections: database pools, caches,
+/// Descriptors left for everything but the listeners' connections: database pools, caches,
 /// files, the runtime's own.
 const DESCRIPTOR_HEADROOM: u64 = 64;
 /// The most connections a listener takes by default, however high the descriptor limit.
 const DEFAULT_CONNECTION_CAP: usize = 25_000;
-/// New connections whose first request line is being read at once, past the ordinary limit.
-/// When they are all taken, a new connection is closed at once rather than waited on: the
-/// accept loop must never fall behind, or every probe queues in the kernel's backlog behind
-/// the flood.
+/// New connections whose first request line is being read at once, past the ordinary limit
+/// (at most; fewer on a small descriptor share). When they are all taken, a new connection is
+/// closed at once rather than waited on: the accept loop must never fall behind, or every
+/// probe queues in the kernel's backlog behind the flood.
 const ADMISSION_SLOTS: usize = 64;
-/// Connections accepted while every admission slot is taken, before their first bytes came:
-/// each gets [`LATE_WAIT`] for a probe's request line (a probe sends it at once).
+/// Connections accepted while every admission slot is taken, before their first bytes came
+/// (at most): each gets [`LATE_WAIT`] for a probe's request line (a probe sends it at once).
 const LATE_SLOTS: usize = 32;
 /// How long a connection in a late slot has to show a probe's request line.
 const LATE_WAIT: Duration = Duration::from_millis(100);
 /// The most bytes read to find a first request line.
 const REQUEST_LINE_MAX: usize = 2048;
+/// The most connections taken from the accept backlog when the listener closes.
+const BACKLOG_MAX: usize = 65_536;
 
-/// The limits a listener enforces: a header-read (and idle) timeout, a connection limit below
-/// the descriptor limit, and a reserve that admits probes once the limit is full.
+/// The limits a listener enforces: a header-read (and idle) timeout, a body read timeout and
+/// minimum rate, a connection limit within this listener's share of the descriptor limit, a
+/// budget for long-lived streams, and a reserve that admits probes once the limit is full.
 ///
 /// ```
 /// use probity_axum::ServeConfig;
@@ -117,6 +138,7 @@ const REQUEST_LINE_MAX: usize = 2048;
 ///
 /// let config = ServeConfig::default()
 ///     .header_read_timeout(Duration::from_secs(5))
+///     .body_read_timeout(Duration::from_secs(5))
 ///     .max_connections(1_000)
 ///     .probe_paths(["/internal/live", "/internal/ready"]);
 /// # let _ = config;
@@ -124,39 +146,92 @@ const REQUEST_LINE_MAX: usize = 2048;
 #[derive(Debug, Clone)]
 pub struct ServeConfig {
     header_read_timeout: Duration,
+    body_read_timeout: Duration,
+    min_body_rate: u64,
     max_connections: Option<usize>,
+    descriptor_share: (u32, u32),
     probe_reserve: usize,
+    max_streams: Option<usize>,
     admission_timeout: Duration,
     probe_paths: Arc<[Cow<'static, str>]>,
+    readiness_paths: Arc<[Cow<'static, str>]>,
+    stream_paths: Arc<[Cow<'static, str>]>,
 }
+
+/// The gRPC health service's streaming method: a `Watch` stays open as long as the client
+/// likes.
+const GRPC_WATCH_PATH: &str = "/grpc.health.v1.Health/Watch";
 
 impl Default for ServeConfig {
     fn default() -> Self {
         Self {
             header_read_timeout: Duration::from_secs(10),
+            body_read_timeout: Duration::from_secs(10),
+            min_body_rate: 1024,
             max_connections: None,
+            descriptor_share: (1, 1),
             probe_reserve: 16,
+            max_streams: None,
             admission_timeout: Duration::from_secs(1),
             probe_paths: DEFAULT_PROBE_PATHS
                 .iter()
                 .map(|path| Cow::Borrowed(*path))
                 .collect(),
+            readiness_paths: Arc::from([Cow::Borrowed("/readyz")]),
+            stream_paths: Arc::from([Cow::Borrowed(GRPC_WATCH_PATH)]),
         }
     }
 }
 
+/// How a listener's room is divided, resolved once when it starts serving.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Budget {
+    ordinary: usize,
+    reserve: usize,
+    admission: usize,
+    late: usize,
+    streams: usize,
+}
+
 impl ServeConfig {
     /// How long a request head may take to arrive, and how long a keep-alive connection may
-    /// sit idle between requests (default 10 s).
+    /// sit idle between requests (default 10 s). An HTTP/2 connection with no stream open for
+    /// as long is sent `GOAWAY`.
     pub fn header_read_timeout(mut self, timeout: Duration) -> Self {
         self.header_read_timeout = timeout;
         self
     }
 
-    /// The most ordinary connections open at once (default: the soft `RLIMIT_NOFILE` less room
-    /// for the process's own descriptors and for the probe reserve, at most 25,000).
+    /// The longest gap between two pieces of a request body, and the grace before its minimum
+    /// rate applies (default 10 s). A body that falls behind is cut: `408 Request Timeout`,
+    /// and the connection closes.
+    pub fn body_read_timeout(mut self, timeout: Duration) -> Self {
+        self.body_read_timeout = timeout;
+        self
+    }
+
+    /// The least average rate, in bytes a second, a request body must keep once its read
+    /// timeout has passed (default 1,024; 0 for none).
+    pub fn min_body_rate(mut self, bytes_per_second: u64) -> Self {
+        self.min_body_rate = bytes_per_second;
+        self
+    }
+
+    /// The most ordinary connections open at once (default: this listener's share of the soft
+    /// `RLIMIT_NOFILE`, less room for the process's own descriptors, for admission and for the
+    /// probe reserve, at most 25,000).
     pub fn max_connections(mut self, connections: usize) -> Self {
         self.max_connections = Some(connections.max(1));
+        self
+    }
+
+    /// This listener's share of the descriptor limit when the connection limit is derived:
+    /// `parts` of `of` (default 1 of 1). A process with several listeners gives each its share
+    /// (checkout: 3 of 4 to the public listener, 1 of 4 to the admin one), so that together
+    /// they stay under the limit — each sized from the whole would exhaust it.
+    pub fn descriptor_share(mut self, parts: u32, of: u32) -> Self {
+        let of = of.max(1);
+        self.descriptor_share = (parts.clamp(1, of), of);
         self
     }
 
@@ -166,7 +241,27 @@ impl ServeConfig {
         self
     }
 
-    /// How long a connection admitted past the limit has to send its request (default 1 s).
+    /// The most long-lived streams (gRPC `Watch`, see [`ServeConfig::stream_paths`]) open at
+    /// once (default: a quarter of the connection limit). Past it a new one is refused with
+    /// gRPC `UNAVAILABLE`; they are never served through the probe reserve.
+    pub fn max_streams(mut self, streams: usize) -> Self {
+        self.max_streams = Some(streams);
+        self
+    }
+
+    /// The paths whose requests may stay open indefinitely, counted against
+    /// [`ServeConfig::max_streams`] (default: `/grpc.health.v1.Health/Watch`).
+    pub fn stream_paths<I, P>(mut self, paths: I) -> Self
+    where
+        I: IntoIterator<Item = P>,
+        P: Into<Cow<'static, str>>,
+    {
+        self.stream_paths = paths.into_iter().map(Into::into).collect();
+        self
+    }
+
+    /// How long a connection admitted past the limit has to send its request (default 1 s);
+    /// it is also the most such a connection lives.
     pub fn admission_timeout(mut self, timeout: Duration) -> Self {
         self.admission_timeout = timeout;
         self
@@ -183,29 +278,68 @@ impl ServeConfig {
         self
     }
 
+    /// The readiness path (with its sub-paths), answered `503` through the reserve while every
+    /// ordinary connection is busy serving a request (default `/readyz`).
+    pub fn readiness_path(mut self, path: impl Into<Cow<'static, str>>) -> Self {
+        self.readiness_paths = Arc::from([path.into()]);
+        self
+    }
+
     /// The defaults, admitting `health`'s own probe paths (and gRPC health) to the reserve.
     pub fn for_health(health: &HealthView) -> ServeConfig {
         let paths = health.paths();
-        ServeConfig::default().probe_paths([
-            Cow::Owned(paths.liveness().to_owned()),
-            Cow::Owned(paths.readiness().to_owned()),
-            Cow::Owned(paths.startup().to_owned()),
-            Cow::Borrowed(crate::quiet::GRPC_HEALTH_PATH),
-        ])
+        ServeConfig::default()
+            .probe_paths([
+                Cow::Owned(paths.liveness().to_owned()),
+                Cow::Owned(paths.readiness().to_owned()),
+                Cow::Owned(paths.startup().to_owned()),
+                Cow::Borrowed(crate::quiet::GRPC_HEALTH_PATH),
+            ])
+            .readiness_path(paths.readiness().to_owned())
     }
 
     /// The ordinary connection limit this configuration resolves to on this process.
     pub fn connection_limit(&self) -> usize {
-        if let Some(limit) = self.max_connections {
-            return limit;
+        self.budget().ordinary
+    }
+
+    /// The long-lived stream budget this configuration resolves to on this process.
+    pub fn stream_limit(&self) -> usize {
+        self.budget().streams
+    }
+
+    pub(crate) fn budget(&self) -> Budget {
+        let streams_of = |ordinary: usize| self.max_streams.unwrap_or((ordinary / 4).max(1));
+        if let Some(ordinary) = self.max_connections {
+            return Budget {
+                ordinary,
+                reserve: self.probe_reserve,
+                admission: ADMISSION_SLOTS,
+                late: LATE_SLOTS,
+                streams: streams_of(ordinary),
+            };
         }
-        let reserved =
-            DESCRIPTOR_HEADROOM + (self.probe_reserve + ADMISSION_SLOTS + LATE_SLOTS) as u64;
-        match descriptor_limit() {
+        let (parts, of) = self.descriptor_share;
+        let share = match descriptor_limit() {
             Some(limit) => {
-                (limit.saturating_sub(reserved) as usize).clamp(1, DEFAULT_CONNECTION_CAP)
+                let room = limit.saturating_sub(DESCRIPTOR_HEADROOM);
+                usize::try_from(room.saturating_mul(u64::from(parts)) / u64::from(of))
+                    .unwrap_or(usize::MAX)
             }
-            None => DEFAULT_CONNECTION_CAP,
+            None => usize::MAX,
+        };
+        // Admission and late slots scale down with a small share; the reserve is kept whole.
+        let admission = (share / 8).clamp(4, ADMISSION_SLOTS);
+        let late = (share / 16).clamp(2, LATE_SLOTS);
+        let ordinary = share
+            .saturating_sub(self.probe_reserve + admission + late)
+            .clamp(1, DEFAULT_CONNECTION_CAP);
+        Budget {
+            ordinary,
+            reserve: self.probe_reserve,
+            admission,
+            late,
+            streams: streams_of(ordinary),
         }
     }
 
@@ -216,16 +350,33 @@ impl ServeConfig {
         }
     }
 
-    fn is_probe_path(&self, target: &str) -> bool {
-        let path = target.split(['?', '#']).next().unwrap_or(target);
-        self.probe_paths.iter().any(|probe| {
-            let probe = probe.trim_end_matches('/');
-            path == probe
-                || path
-                    .strip_prefix(probe)
-                    .is_some_and(|rest| rest.starts_with('/'))
-        })
+    pub(crate) fn body_limits(&self) -> (Duration, u64) {
+        (self.body_read_timeout, self.min_body_rate)
     }
+
+    pub(crate) fn is_probe_path(&self, target: &str) -> bool {
+        matches_any(&self.probe_paths, target)
+    }
+
+    pub(crate) fn is_readiness_path(&self, target: &str) -> bool {
+        matches_any(&self.readiness_paths, target)
+    }
+
+    pub(crate) fn is_stream_path(&self, path: &str) -> bool {
+        self.stream_paths.iter().any(|stream| stream == path)
+    }
+}
+
+/// Whether `target`'s path is one of `paths` or below one.
+fn matches_any(paths: &[Cow<'static, str>], target: &str) -> bool {
+    let path = target.split(['?', '#']).next().unwrap_or(target);
+    paths.iter().any(|probe| {
+        let probe = probe.trim_end_matches('/');
+        path == probe
+            || path
+                .strip_prefix(probe)
+                .is_some_and(|rest| rest.starts_with('/'))
+    })
 }
 
 /// The soft limit on open file descriptors, where the platform has one.
@@ -237,6 +388,90 @@ fn descriptor_limit() -> Option<u64> {
     #[cfg(not(unix))]
     {
         None
+    }
+}
+
+/// A listener's limits and what its connections are doing, shared by them.
+#[derive(Debug)]
+pub(crate) struct Listening {
+    config: ServeConfig,
+    budget: Budget,
+    counts: Counts,
+    shutting_down: AtomicBool,
+}
+
+impl Listening {
+    fn new(config: ServeConfig) -> Self {
+        let budget = config.budget();
+        Listening {
+            config,
+            budget,
+            counts: Counts::new(),
+            shutting_down: AtomicBool::new(false),
+        }
+    }
+
+    pub(crate) fn config(&self) -> &ServeConfig {
+        &self.config
+    }
+
+    pub(crate) fn shutting_down(&self) -> bool {
+        self.shutting_down.load(Ordering::Relaxed)
+    }
+
+    /// A request on an ordinary connection began or ended.
+    pub(crate) fn busy_changed(&self, busy: bool) {
+        if busy {
+            self.counts.busy.fetch_add(1, Ordering::AcqRel);
+        } else {
+            self.counts.busy.fetch_sub(1, Ordering::AcqRel);
+        }
+    }
+
+    /// Every ordinary slot is taken and requests are running on at least half of them at this
+    /// moment: the instance cannot take more traffic. Connections waiting on their client (a
+    /// slow head, an idle keep-alive) and long-lived streams (a budget of their own) do not
+    /// count — the timeouts cut the first, and a client holding idle connections or streams
+    /// must not be able to take an instance out of rotation.
+    pub(crate) fn saturated(&self) -> bool {
+        let limit = self.budget.ordinary;
+        self.counts.ordinary.load(Ordering::Acquire) >= limit
+            && self.counts.busy.load(Ordering::Acquire) * 2 >= limit
+    }
+
+    pub(crate) fn busy_of_limit(&self) -> (usize, usize) {
+        (
+            self.counts.busy.load(Ordering::Acquire),
+            self.budget.ordinary,
+        )
+    }
+
+    /// A permit for one long-lived stream, if the budget has room.
+    pub(crate) fn take_stream(self: &Arc<Self>) -> Option<StreamPermit> {
+        let streams = &self.counts.streams;
+        let mut open = streams.load(Ordering::Acquire);
+        loop {
+            if open >= self.budget.streams {
+                self.counts
+                    .warn_refused("the long-lived stream budget is full", self.budget.streams);
+                return None;
+            }
+            match streams.compare_exchange_weak(open, open + 1, Ordering::AcqRel, Ordering::Acquire)
+            {
+                Ok(_) => return Some(StreamPermit(self.clone())),
+                Err(now) => open = now,
+            }
+        }
+    }
+}
+
+/// One open long-lived stream; the count drops with it.
+#[derive(Debug)]
+pub(crate) struct StreamPermit(Arc<Listening>);
+
+impl Drop for StreamPermit {
+    fn drop(&mut self) {
+        self.0.counts.streams.fetch_sub(1, Ordering::AcqRel);
     }
 }
 
@@ -271,7 +506,7 @@ pub async fn serve<L, S>(
 where
     L: Listener,
     L::Addr: Debug,
-    S: Service<Request<Incoming>, Response = Response<Body>, Error = Infallible>
+    S: Service<Request<Body>, Response = Response<Body>, Error = Infallible>
         + Clone
         + Send
         + 'static,
@@ -280,6 +515,84 @@ where
     let health = health.into();
     let config = ServeConfig::for_health(&health);
     serve_with(listener, service, health, config).await
+}
+
+/// Spawns the task of each connection.
+struct Spawner<S> {
+    service: S,
+    ordinary: Arc<auto::Builder<TokioExecutor>>,
+    probe: Arc<auto::Builder<TokioExecutor>>,
+    listening: Arc<Listening>,
+    closing: watch::Receiver<bool>,
+}
+
+impl<S: Clone> Clone for Spawner<S> {
+    fn clone(&self) -> Self {
+        Spawner {
+            service: self.service.clone(),
+            ordinary: self.ordinary.clone(),
+            probe: self.probe.clone(),
+            listening: self.listening.clone(),
+            closing: self.closing.clone(),
+        }
+    }
+}
+
+/// Which room a connection takes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Room {
+    Ordinary,
+    Reserve,
+    /// Taken from the accept backlog as the listener closed: answered, then closed.
+    LastCall,
+}
+
+impl<S> Spawner<S>
+where
+    S: Service<Request<Body>, Response = Response<Body>, Error = Infallible>
+        + Clone
+        + Send
+        + 'static,
+    S::Future: Send + 'static,
+{
+    fn spawn<Io>(&self, io: Io, room: Room, guard: Option<Slot>)
+    where
+        Io: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+    {
+        let reserve = room == Room::Reserve;
+        let activity = Activity::new(self.listening.clone(), reserve);
+        let tracked = Tracked::new(self.service.clone(), activity.clone());
+        let builder = if room == Room::Ordinary {
+            &self.ordinary
+        } else {
+            &self.probe
+        };
+        let connection = builder
+            .serve_connection_with_upgrades(TokioIo::new(io), TowerToHyperService::new(tracked))
+            .into_owned();
+        let config = &self.listening.config;
+        let (timeout, close_at) = match room {
+            Room::Ordinary => (config.header_read_timeout, None),
+            Room::Reserve => (
+                config.admission_timeout,
+                Some(Instant::now() + config.admission_timeout),
+            ),
+            Room::LastCall => (config.header_read_timeout.min(idle::LAST_CALL), None),
+        };
+        let closing = self.closing.clone();
+        tokio::spawn(async move {
+            let _guard = guard;
+            idle::serve(
+                connection,
+                |connection| connection.graceful_shutdown(),
+                activity,
+                timeout,
+                closing,
+                close_at,
+            )
+            .await;
+        });
+    }
 }
 
 /// [`serve`] with explicit limits.
@@ -292,99 +605,87 @@ pub async fn serve_with<L, S>(
 where
     L: Listener,
     L::Addr: Debug,
-    S: Service<Request<Incoming>, Response = Response<Body>, Error = Infallible>
+    S: Service<Request<Body>, Response = Response<Body>, Error = Infallible>
         + Clone
         + Send
         + 'static,
     S::Future: Send + 'static,
 {
     let health = health.into();
-    let config = Arc::new(config);
-    let limit = config.connection_limit();
-    // The header-read timeout is kept per connection ([`idle`]), not by hyper per request.
-    let ordinary = Arc::new(builder(true));
-    // A probe admitted past the limit gets the admission timeout for its head and no
-    // keep-alive: it is answered and its slot freed.
-    let probe = Arc::new(builder(false));
-    let counts = Arc::new(Counts::new());
-    let graceful = GracefulShutdown::new();
-    let (admitted_tx, mut admitted_rx) = tokio::sync::mpsc::channel::<Admitted<L::Io>>(64);
+    let listening = Arc::new(Listening::new(config));
+    let budget = listening.budget;
+    let limit = budget.ordinary;
+    let (closing_tx, closing_rx) = watch::channel(false);
+    let spawner = Spawner {
+        service,
+        // The header-read timeout is kept per connection ([`idle`]), not by hyper per request.
+        ordinary: Arc::new(builder(true)),
+        // A probe admitted past the limit gets the admission timeout for its head and no
+        // keep-alive: it is answered and its slot freed.
+        probe: Arc::new(builder(false)),
+        listening: listening.clone(),
+        closing: closing_rx,
+    };
 
     let drained = health.drained();
     let mut drained = std::pin::pin!(drained);
+    let shutdown = health.shutdown_triggered();
+    let mut shutdown = std::pin::pin!(shutdown);
+    let mut shutdown_seen = false;
     loop {
         tokio::select! {
             // The drain delay comes first: once it is over nothing new is accepted.
             biased;
             () = &mut drained => break,
-            Some(admitted) = admitted_rx.recv() => {
-                let Admitted { io, guard } = admitted;
-                let activity = Activity::new();
-                let tracked = Tracked::new(service.clone(), activity.clone());
-                let connection = probe
-                    .serve_connection_with_upgrades(TokioIo::new(io), TowerToHyperService::new(tracked))
-                    .into_owned();
-                let connection = graceful.watch(connection);
-                let timeout = config.admission_timeout;
-                tokio::spawn(async move {
-                    let _guard = guard;
-                    idle::serve(connection, activity, timeout).await;
-                });
+            _ = &mut shutdown, if !shutdown_seen => {
+                shutdown_seen = true;
+                listening.shutting_down.store(true, Ordering::Relaxed);
             }
             (io, _address) = listener.accept() => {
+                let counts = &listening.counts;
                 let open = counts.ordinary.load(Ordering::Acquire);
                 if open < limit {
-                    let guard = Slot::take(&counts, |counts| &counts.ordinary);
-                    let activity = Activity::new();
-                    let tracked = Tracked::new(service.clone(), activity.clone());
-                    let connection = ordinary
-                        .serve_connection_with_upgrades(TokioIo::new(io), TowerToHyperService::new(tracked))
-                        .into_owned();
-                    let connection = graceful.watch(connection);
-                    let timeout = config.header_read_timeout;
-                    tokio::spawn(async move {
-                        let _guard = guard;
-                        idle::serve(connection, activity, timeout).await;
-                    });
-                } else if counts.reserve.load(Ordering::Acquire) < config.probe_reserve
-                    && counts.admitting.load(Ordering::Acquire) < ADMISSION_SLOTS
+                    let guard = Slot::take(&listening, |counts| &counts.ordinary);
+                    spawner.spawn(io, Room::Ordinary, Some(guard));
+                } else if counts.reserve.load(Ordering::Acquire) < budget.reserve
+                    && counts.admitting.load(Ordering::Acquire) < budget.admission
                 {
-                    let admitting = Slot::take(&counts, |counts| &counts.admitting);
-                    let (config, counts, admitted_tx) = (config.clone(), counts.clone(), admitted_tx.clone());
+                    let admitting = Slot::take(&listening, |counts| &counts.admitting);
+                    let spawner = spawner.clone();
                     tokio::spawn(async move {
-                        let outcome = admit(io, &config).await;
+                        let outcome = admit(io, &spawner.listening.config).await;
                         drop(admitting);
                         match outcome {
                             Admission::Probe(io) => {
-                                let guard = Slot::take(&counts, |counts| &counts.reserve);
-                                let _ = admitted_tx.send(Admitted { io, guard }).await;
+                                let guard = Slot::take(&spawner.listening, |counts| &counts.reserve);
+                                spawner.spawn(io, Room::Reserve, Some(guard));
                             }
-                            Admission::Refused(reason) => counts.warn_refused(reason, limit),
+                            Admission::Refused(reason) => spawner.listening.counts.warn_refused(reason, limit),
                         }
                     });
-                } else if counts.reserve.load(Ordering::Acquire) < config.probe_reserve {
+                } else if counts.reserve.load(Ordering::Acquire) < budget.reserve {
                     // Every admission slot is busy (a burst of connections). A probe sends its
                     // request at once, so by the time it is accepted its request line is
                     // usually there: take it without waiting, and close anything else.
-                    match admit_now(io, &config) {
+                    match admit_now(io, &listening.config) {
                         Ok(io) => {
-                            let guard = Slot::take(&counts, |counts| &counts.reserve);
-                            let _ = admitted_tx.try_send(Admitted { io, guard });
+                            let guard = Slot::take(&listening, |counts| &counts.reserve);
+                            spawner.spawn(io, Room::Reserve, Some(guard));
                         }
                         // Nothing has arrived yet: give it a moment, if a late slot is free.
-                        Err(Some(io)) if counts.late.load(Ordering::Acquire) < LATE_SLOTS => {
-                            let late = Slot::take(&counts, |counts| &counts.late);
-                            let (counts, admitted_tx) = (counts.clone(), admitted_tx.clone());
-                            let config = config.clone();
+                        Err(Some(io)) if counts.late.load(Ordering::Acquire) < budget.late => {
+                            let late = Slot::take(&listening, |counts| &counts.late);
+                            let spawner = spawner.clone();
                             tokio::spawn(async move {
-                                let outcome = admit(io, &config.with_admission_timeout(LATE_WAIT)).await;
+                                let config = spawner.listening.config.with_admission_timeout(LATE_WAIT);
+                                let outcome = admit(io, &config).await;
                                 drop(late);
                                 match outcome {
                                     Admission::Probe(io) => {
-                                        let guard = Slot::take(&counts, |counts| &counts.reserve);
-                                        let _ = admitted_tx.send(Admitted { io, guard }).await;
+                                        let guard = Slot::take(&spawner.listening, |counts| &counts.reserve);
+                                        spawner.spawn(io, Room::Reserve, Some(guard));
                                     }
-                                    Admission::Refused(reason) => counts.warn_refused(reason, limit),
+                                    Admission::Refused(reason) => spawner.listening.counts.warn_refused(reason, limit),
                                 }
                             });
                         }
@@ -399,9 +700,17 @@ where
             }
         }
     }
+    listening.shutting_down.store(true, Ordering::Relaxed);
     let listener_closed = Instant::now();
+    // What the kernel already accepted for us is answered, not reset by the close.
+    let backlog = take_backlog(&listener);
+    let backlog_answered = backlog.len();
+    for io in backlog {
+        spawner.spawn(io, Room::LastCall, None);
+    }
     drop(listener);
-    drop(admitted_rx);
+    closing_tx.send_replace(true);
+    drop(spawner);
     let shutdown_started = health
         .snapshot()
         .shutting_down_since()
@@ -410,10 +719,12 @@ where
         target: "probity::shutdown",
         drained_for = ?listener_closed.saturating_duration_since(shutdown_started),
         in_flight_deadline = ?health.in_flight_deadline(),
+        backlog_answered,
         "drain delay over: listener closed, finishing in-flight requests"
     );
     let deadline = listener_closed + health.in_flight_deadline();
-    let within_deadline = tokio::time::timeout_at(deadline, graceful.shutdown())
+    // Every connection task (and admission) holds a receiver: all gone, all closed.
+    let within_deadline = tokio::time::timeout_at(deadline, closing_tx.closed())
         .await
         .is_ok();
     let finished = Instant::now();
@@ -435,7 +746,53 @@ where
         listener_closed,
         finished,
         within_deadline,
+        backlog_answered,
     })
+}
+
+/// Stops the kernel completing new connections for a TCP `listener` and takes every
+/// connection it already completed, so closing the listener resets none of them. Other
+/// listeners: nothing (their backlog, if any, is theirs).
+fn take_backlog<L: Listener>(listener: &L) -> Vec<tokio::net::TcpStream> {
+    let Some(tcp) = (listener as &dyn Any).downcast_ref::<tokio::net::TcpListener>() else {
+        return Vec::new();
+    };
+    let socket = socket2::SockRef::from(tcp);
+    // A filter that drops every packet: new handshakes stop here (the client sees no answer to
+    // its SYN and, once the socket is closed, a refusal), while connections the kernel already
+    // completed wait in the queue, untouched, to be accepted below.
+    #[cfg(any(target_os = "linux", target_os = "android"))]
+    {
+        const BPF_RET_K: u16 = 0x06;
+        if let Err(error) = socket.attach_filter(&[socket2::SockFilter::new(BPF_RET_K, 0, 0, 0)]) {
+            tracing::debug!(target: "probity::shutdown", %error, "cannot stop new handshakes");
+        }
+    }
+    let mut taken = Vec::new();
+    while taken.len() < BACKLOG_MAX {
+        match socket.accept() {
+            Ok((connection, _)) => {
+                let stream = std::net::TcpStream::from(connection);
+                let stream = stream
+                    .set_nonblocking(true)
+                    .and_then(|()| tokio::net::TcpStream::from_std(stream));
+                match stream {
+                    Ok(stream) => taken.push(stream),
+                    Err(error) => {
+                        tracing::warn!(target: "probity::shutdown", %error, "cannot serve a connection from the backlog");
+                    }
+                }
+            }
+            Err(error) if error.kind() == io::ErrorKind::Interrupted => continue,
+            Err(error) => {
+                if error.kind() != io::ErrorKind::WouldBlock {
+                    tracing::warn!(target: "probity::shutdown", %error, "cannot take the rest of the accept backlog");
+                }
+                break;
+            }
+        }
+    }
+    taken
 }
 
 fn builder(keep_alive: bool) -> auto::Builder<TokioExecutor> {
@@ -461,6 +818,10 @@ struct Counts {
     reserve: AtomicUsize,
     admitting: AtomicUsize,
     late: AtomicUsize,
+    /// Requests running on ordinary connections at this moment (long-lived streams aside).
+    busy: AtomicUsize,
+    /// Long-lived streams open.
+    streams: AtomicUsize,
     refused: AtomicU64,
     started: Instant,
     /// The second (since `started`, plus one) of the last logged refusal.
@@ -474,6 +835,8 @@ impl Counts {
             reserve: AtomicUsize::new(0),
             admitting: AtomicUsize::new(0),
             late: AtomicUsize::new(0),
+            busy: AtomicUsize::new(0),
+            streams: AtomicUsize::new(0),
             refused: AtomicU64::new(0),
             started: Instant::now(),
             last_warning: AtomicU64::new(0),
@@ -496,16 +859,17 @@ impl Counts {
 }
 
 /// One counted connection; the count drops with it.
-struct Slot {
-    counts: Arc<Counts>,
+#[derive(Debug)]
+pub(crate) struct Slot {
+    listening: Arc<Listening>,
     field: fn(&Counts) -> &AtomicUsize,
 }
 
 impl Slot {
-    fn take(counts: &Arc<Counts>, field: fn(&Counts) -> &AtomicUsize) -> Self {
-        field(counts).fetch_add(1, Ordering::AcqRel);
+    fn take(listening: &Arc<Listening>, field: fn(&Counts) -> &AtomicUsize) -> Self {
+        field(&listening.counts).fetch_add(1, Ordering::AcqRel);
         Self {
-            counts: counts.clone(),
+            listening: listening.clone(),
             field,
         }
     }
@@ -513,14 +877,8 @@ impl Slot {
 
 impl Drop for Slot {
     fn drop(&mut self) {
-        (self.field)(&self.counts).fetch_sub(1, Ordering::AcqRel);
+        (self.field)(&self.listening.counts).fetch_sub(1, Ordering::AcqRel);
     }
-}
-
-/// A connection admitted to the probe reserve.
-struct Admitted<Io> {
-    io: Rewind<Io>,
-    guard: Slot,
 }
 
 enum Admission<Io> {
@@ -685,6 +1043,15 @@ mod tests {
         let limit = ServeConfig::default().connection_limit();
         if let Some(descriptors) = descriptor_limit() {
             assert!((limit as u64) < descriptors);
+            // Listeners sharing the process stay under the limit together.
+            let shares = [(3, 4), (1, 4)].map(|(parts, of)| {
+                let budget = ServeConfig::default().descriptor_share(parts, of).budget();
+                (budget.ordinary + budget.reserve + budget.admission + budget.late) as u64
+            });
+            assert!(
+                shares.iter().sum::<u64>() + DESCRIPTOR_HEADROOM <= descriptors,
+                "{shares:?} of {descriptors}"
+            );
         }
         assert_eq!(
             ServeConfig::default().max_connections(7).connection_limit(),

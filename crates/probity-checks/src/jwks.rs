@@ -1,6 +1,6 @@
 //! JWKS: the signing keys a service verifies tokens with are fresh enough to trust.
 //!
-//! Seed 003's auth case: when the identity provider's key endpoint is down, a service can keep
+//! The identity-provider outage: when the provider's key endpoint is down, a service can keep
 //! verifying tokens with the keys it cached — for a while. Failing at once would turn a short
 //! provider blip into a full outage (fail closed too early); never failing would accept tokens
 //! signed with keys the provider has since rotated out or revoked (fail open forever). The

@@ -1,8 +1,8 @@
 //! The recommendations service — soft: when it is down or slow, checkout answers with the
 //! most ordered products and marks the answer degraded (`x-degraded: recommendations`).
 //!
-//! Seed 000 keeps the recommendation service out of readiness on purpose ("we degrade without
-//! it"). Here it is a **soft** check: it shows in `/readyz` as `warn` and in `/readyz/recommendations`
+//! The fix of the pool-leak incident keeps the recommendation service out of readiness on
+//! purpose ("we degrade without it"). Here it is a **soft** check: it shows in `/readyz` as `warn` and in `/readyz/recommendations`
 //! as failing, so an operator sees it, but it never takes the instance out of rotation.
 //!
 //! The service's interface: `GET {base}/recommendations?customer=NAME` answers
