@@ -29,6 +29,15 @@ fi
 
 log "cargo doc (-D warnings)"
 RUSTDOCFLAGS="-D warnings" cargo doc --workspace --all-features --no-deps --locked
+# The libraries with features also document cleanly with none of them (what a user who enables
+# one backend reads: no link points at an item a feature hides).
+RUSTDOCFLAGS="-D warnings" cargo doc -p probity -p probity-checks --no-default-features --no-deps --locked
+
+log "cargo package (every published crate, in dependency order, verified)"
+# One invocation packages the crates in dependency order and verifies each against the ones
+# packaged before it (a local registry overlay: nothing is published, none needs to be on
+# crates.io yet). The demo service is not published.
+cargo package --workspace --exclude checkout --locked
 
 if [ -x scripts/check-deploy.sh ]; then
   log "deploy files"

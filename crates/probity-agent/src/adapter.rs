@@ -31,7 +31,7 @@ pub(crate) fn validate_name(name: &str) -> Result<(), &'static str> {
         "startup",
         "liveness",
         "readiness",
-        "app_state",
+        "marked_broken",
         APP_STARTED_STEP,
     ]
     .contains(&name)

@@ -56,12 +56,24 @@
 //! # }
 //! ```
 //!
-//! ## Detail policy
+//! ## Detail policy: which constructor
 //!
 //! A check's error message can say more than a public caller should read (hosts, users,
 //! versions). [`Probes::new`] withholds it (`[-]db failed: reason withheld`) while still naming
-//! what failed; [`Probes::admin`] shows it, for a listener only operators reach. Credentials are
-//! redacted by the core before anything is stored, whatever the policy.
+//! what failed and its class (`timeout`, `refused`, `exhausted`…); [`Probes::admin`] shows it.
+//! Credentials are redacted by the core before anything is stored, whatever the policy.
+//!
+//! - **One listener** (the service's port, which the kubelet probes too): use
+//!   [`Probes::new`]. The kubelet acts on the status code alone, and whoever reaches the port
+//!   reaches the probes. The full reason is still one step away: every transition is logged
+//!   (`probity::check` target, `check turned unhealthy` with `reason`), and `?verbose` names
+//!   each failing entry with its class.
+//! - **A second listener only operators reach** (a port not exposed by the Service, behind
+//!   `kubectl port-forward`): mount [`Probes::admin`] and [`StatusPage`] there, and keep
+//!   [`Probes::new`] on the public one. Probe paths answer the same on both.
+//! - **One listener that only the cluster reaches** (a NetworkPolicy keeps everyone else out)
+//!   and reasons wanted in the answers: [`Probes::admin`] is a deliberate choice there, not a
+//!   default.
 
 #![cfg_attr(docsrs, feature(doc_cfg))]
 

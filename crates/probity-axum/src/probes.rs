@@ -45,8 +45,9 @@ pub struct Probes {
 }
 
 impl Probes {
-    /// Probes for a public listener: a failing entry shows its name and class of failure,
-    /// never the reason's text.
+    /// Probes for a public listener — and for the only listener, when the service has one: a
+    /// failing entry shows its name and class of failure, never the reason's text (which the
+    /// log carries). See the [crate docs](crate#detail-policy-which-constructor).
     pub fn new(health: impl Into<HealthView>) -> Self {
         Self {
             health: health.into(),
@@ -54,7 +55,9 @@ impl Probes {
         }
     }
 
-    /// Probes for an admin listener: full reasons shown.
+    /// Probes for a listener only operators reach: full reasons shown (credentials redacted).
+    /// See the [crate docs](crate#detail-policy-which-constructor) for when one listener may
+    /// use it.
     pub fn admin(health: impl Into<HealthView>) -> Self {
         Self::new(health).details(Details::Admin)
     }

@@ -355,6 +355,7 @@ impl Row {
             severity,
             state: match entry.status {
                 Status::Pass => "passing".to_owned(),
+                Status::Warn if entry.is_warning() => "warning".to_owned(),
                 Status::Warn => "degraded".to_owned(),
                 Status::Fail => "failing".to_owned(),
             },

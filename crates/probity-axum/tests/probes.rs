@@ -333,7 +333,7 @@ async fn unknown_entries_are_404_listing_known_names() {
     .await;
     assert_eq!(json.status, StatusCode::NOT_FOUND);
     let value: serde_json::Value = serde_json::from_str(&json.body).unwrap();
-    assert_eq!(value["known"], serde_json::json!(["app_state"]));
+    assert_eq!(value["known"], serde_json::json!(["marked_broken"]));
     assert_eq!(
         get(&fixture.public(), "/startupz/nope").await.status,
         StatusCode::NOT_FOUND

@@ -29,6 +29,8 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 /// Interval and timeout for a pool check: the gauges are free, the ping is one round trip.
+///
+/// Interval 2 s, timeout 1 s.
 pub const DEFAULT_TIMING: Timing = Timing {
     interval: Duration::from_secs(2),
     timeout: Duration::from_secs(1),
@@ -55,7 +57,7 @@ impl PoolCheck {
         }
     }
 
-    crate::pool::policy_methods!();
+    crate::pool::policy_methods!("[`AcquireTracker::acquire`](crate::pool::AcquireTracker::acquire) around `pool.get()`");
 
     /// Names where the pool connects in error messages, e.g. `db:5432` (deadpool does not
     /// expose its connection config; [`crate::postgres::target_of`] builds this from one).

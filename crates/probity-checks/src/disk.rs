@@ -24,6 +24,8 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 /// Interval and timeout for a disk check: disks fill over minutes, and `statvfs` is local.
+///
+/// Interval 30 s, timeout 2 s.
 pub const DEFAULT_TIMING: Timing = Timing {
     interval: Duration::from_secs(30),
     timeout: Duration::from_secs(2),

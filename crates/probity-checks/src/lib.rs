@@ -23,7 +23,7 @@
 //! # #[cfg(feature = "sqlx-postgres")]
 //! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
 //! use probity::{CheckSpec, Health, Tier};
-//! use probity_checks::sqlx::PoolCheck;
+//! use probity_checks::sqlx_pool::PoolCheck;
 //!
 //! let pool = sqlx::PgPool::connect("postgres://app@db/orders").await?;
 //! let health = Health::builder()
@@ -43,25 +43,25 @@
 //!
 //! | feature | module | checks | fails when |
 //! |---|---|---|---|
-//! | `sqlx-postgres`, `sqlx-mysql`, `sqlx-sqlite` | [`sqlx`] | `PoolCheck<Postgres / MySql / Sqlite>` | no connection within the acquire budget, tracked connections held past the leak bound, the database does not answer; busy warns |
+//! | `sqlx-postgres`, `sqlx-mysql`, `sqlx-sqlite` | [`sqlx_pool`] | `PoolCheck<Postgres / MySql / Sqlite>` | no connection within the acquire budget, tracked connections held past the leak bound, the database does not answer; busy warns |
 //! | `deadpool-postgres` | [`deadpool`] | `PoolCheck` | same, with the pool's own waiter count |
-//! | `bb8-postgres` | [`bb8`] | `PoolCheck<Tls>` | same, from bb8's `pending_gets` |
+//! | `bb8-postgres` | [`bb8_pool`] | `PoolCheck<Tls>` | same, from bb8's `pending_gets` |
 //! | `tokio-postgres` | [`postgres`] | `ClientCheck`, `ConnectionCheck` | the client's connection is closed or does not answer |
-//! | `mysql-async` | [`mysql_async`] | `PoolCheck` | same, from `active_wait_requests` |
-//! | `redis` | [`redis`] | `RedisCheck` | `PING` does not get `PONG` |
-//! | `fred` | [`fred`] | `FredCheck` | fred not `Connected`, too many commands queued unsent, or `PING` does not get `PONG` |
+//! | `mysql-async` | [`mysql_async_pool`] | `PoolCheck` | same, from `active_wait_requests` |
+//! | `redis` | [`redis_ping`] | `RedisCheck` | `PING` does not get `PONG` |
+//! | `fred` | [`fred_client`] | `FredCheck` | fred not `Connected`, too many commands queued unsent, or `PING` does not get `PONG` |
 //! | `lapin` | [`rabbitmq`] | `RabbitCheck` | not connected, blocked by a resource alarm, reconnecting |
 //! | `nats` | [`nats`] | `NatsCheck` | not connected, or the flush round trip fails |
 //! | `mqtt` | [`mqtt`] | `MqttCheck` + `MqttStatus` | no accepted session with the broker, or silence past a limit |
-//! | `http` (`http-tls` for `https://`) | [`http`] | `HttpCheck` | unexpected status, cross-host redirect, body over the cap, an untrusted or misnamed certificate |
+//! | `http` (`http-tls` for `https://`) | [`http_endpoint`] | `HttpCheck` | unexpected status, cross-host redirect, body over the cap, an untrusted or misnamed certificate |
 //! | `tcp` | [`tcp`] | `TcpCheck` | connect fails, or the expected banner does not come |
 //! | `dns` | [`dns`] | `DnsCheck` | the name does not resolve to enough addresses |
 //! | `disk` | [`disk`] | `DiskCheck` | free space or inodes below the minimum |
 //! | `jwks` | [`jwks`] | `JwksCheck` + `KeyCache` | cached signing keys older than their allowed age |
 //!
-//! The module docs hold an example per backend: databases ([`sqlx`], [`deadpool`], [`bb8`],
-//! [`postgres`], [`mysql_async`]), caches and brokers ([`redis`], [`rabbitmq`], [`nats`],
-//! [`mqtt`]), network ([`http`], [`tcp`], [`dns`]) and local state ([`disk`], [`jwks`]).
+//! The module docs hold an example per backend: databases ([`sqlx_pool`], [`deadpool`], [`bb8_pool`],
+//! [`postgres`], [`mysql_async_pool`]), caches and brokers ([`redis_ping`], [`rabbitmq`], [`nats`],
+//! [`mqtt`]), network ([`http_endpoint`], [`tcp`], [`dns`]) and local state ([`disk`], [`jwks`]).
 //!
 //! ## Timing
 //!
@@ -72,29 +72,63 @@
 //! local checks keep 1. The tier stays the application's choice: the same Redis is `Hard` for a
 //! session store and `Soft` for a cache.
 
+//!
+// The module links resolve within these docs when the module is built, and to docs.rs (where
+// every feature is on) when its feature is off, so the docs build cleanly with any feature set.
+#![cfg_attr(feature = "_sqlx", doc = "[`sqlx_pool`]: crate::sqlx_pool")]
+#![cfg_attr(not(feature = "_sqlx"), doc = "[`sqlx_pool`]: https://docs.rs/probity-checks/latest/probity_checks/sqlx_pool/")]
+#![cfg_attr(feature = "deadpool-postgres", doc = "[`deadpool`]: crate::deadpool")]
+#![cfg_attr(not(feature = "deadpool-postgres"), doc = "[`deadpool`]: https://docs.rs/probity-checks/latest/probity_checks/deadpool/")]
+#![cfg_attr(feature = "bb8-postgres", doc = "[`bb8_pool`]: crate::bb8_pool")]
+#![cfg_attr(not(feature = "bb8-postgres"), doc = "[`bb8_pool`]: https://docs.rs/probity-checks/latest/probity_checks/bb8_pool/")]
+#![cfg_attr(feature = "_postgres", doc = "[`postgres`]: crate::postgres")]
+#![cfg_attr(not(feature = "_postgres"), doc = "[`postgres`]: https://docs.rs/probity-checks/latest/probity_checks/postgres/")]
+#![cfg_attr(feature = "mysql-async", doc = "[`mysql_async_pool`]: crate::mysql_async_pool")]
+#![cfg_attr(not(feature = "mysql-async"), doc = "[`mysql_async_pool`]: https://docs.rs/probity-checks/latest/probity_checks/mysql_async_pool/")]
+#![cfg_attr(feature = "redis", doc = "[`redis_ping`]: crate::redis_ping")]
+#![cfg_attr(not(feature = "redis"), doc = "[`redis_ping`]: https://docs.rs/probity-checks/latest/probity_checks/redis_ping/")]
+#![cfg_attr(feature = "fred", doc = "[`fred_client`]: crate::fred_client")]
+#![cfg_attr(not(feature = "fred"), doc = "[`fred_client`]: https://docs.rs/probity-checks/latest/probity_checks/fred_client/")]
+#![cfg_attr(feature = "lapin", doc = "[`rabbitmq`]: crate::rabbitmq")]
+#![cfg_attr(not(feature = "lapin"), doc = "[`rabbitmq`]: https://docs.rs/probity-checks/latest/probity_checks/rabbitmq/")]
+#![cfg_attr(feature = "nats", doc = "[`nats`]: crate::nats")]
+#![cfg_attr(not(feature = "nats"), doc = "[`nats`]: https://docs.rs/probity-checks/latest/probity_checks/nats/")]
+#![cfg_attr(feature = "mqtt", doc = "[`mqtt`]: crate::mqtt")]
+#![cfg_attr(not(feature = "mqtt"), doc = "[`mqtt`]: https://docs.rs/probity-checks/latest/probity_checks/mqtt/")]
+#![cfg_attr(feature = "http", doc = "[`http_endpoint`]: crate::http_endpoint")]
+#![cfg_attr(not(feature = "http"), doc = "[`http_endpoint`]: https://docs.rs/probity-checks/latest/probity_checks/http_endpoint/")]
+#![cfg_attr(feature = "tcp", doc = "[`tcp`]: crate::tcp")]
+#![cfg_attr(not(feature = "tcp"), doc = "[`tcp`]: https://docs.rs/probity-checks/latest/probity_checks/tcp/")]
+#![cfg_attr(feature = "dns", doc = "[`dns`]: crate::dns")]
+#![cfg_attr(not(feature = "dns"), doc = "[`dns`]: https://docs.rs/probity-checks/latest/probity_checks/dns/")]
+#![cfg_attr(feature = "disk", doc = "[`disk`]: crate::disk")]
+#![cfg_attr(not(feature = "disk"), doc = "[`disk`]: https://docs.rs/probity-checks/latest/probity_checks/disk/")]
+#![cfg_attr(feature = "jwks", doc = "[`jwks`]: crate::jwks")]
+#![cfg_attr(not(feature = "jwks"), doc = "[`jwks`]: https://docs.rs/probity-checks/latest/probity_checks/jwks/")]
+
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
 mod error;
 pub mod pool;
 
 #[cfg(feature = "_sqlx")]
-pub mod sqlx;
+pub mod sqlx_pool;
 
 #[cfg(feature = "bb8-postgres")]
-pub mod bb8;
+pub mod bb8_pool;
 #[cfg(feature = "deadpool-postgres")]
 pub mod deadpool;
 #[cfg(feature = "_postgres")]
 pub mod postgres;
 
 #[cfg(feature = "mysql-async")]
-pub mod mysql_async;
+pub mod mysql_async_pool;
 
 #[cfg(feature = "redis")]
-pub mod redis;
+pub mod redis_ping;
 
 #[cfg(feature = "fred")]
-pub mod fred;
+pub mod fred_client;
 
 #[cfg(feature = "disk")]
 pub mod disk;
@@ -109,7 +143,7 @@ pub mod mqtt;
 pub mod nats;
 
 #[cfg(feature = "http")]
-pub mod http;
+pub mod http_endpoint;
 #[cfg(feature = "jwks")]
 pub mod jwks;
 #[cfg(feature = "tcp")]
@@ -132,3 +166,17 @@ pub const NETWORK_FALL: u32 = 2;
 pub(crate) fn millis(duration: std::time::Duration) -> f64 {
     (duration.as_secs_f64() * 10_000.0).round() / 10.0
 }
+
+/// The READMEs' Rust examples — this crate's, and those of the surfaces it is tested through —
+/// compiled as doc tests so the crates.io pages cannot drift from the API.
+#[cfg(all(doctest, feature = "sqlx-postgres"))]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;
+
+#[cfg(doctest)]
+#[doc = include_str!("../../probity-axum/README.md")]
+struct AxumReadmeDoctests;
+
+#[cfg(doctest)]
+#[doc = include_str!("../../probity-grpc/README.md")]
+struct GrpcReadmeDoctests;

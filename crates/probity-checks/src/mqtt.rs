@@ -44,6 +44,8 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 /// Interval and timeout for an MQTT check: it reads memory only.
+///
+/// Interval 2 s, timeout 1 s.
 pub const DEFAULT_TIMING: Timing = Timing {
     interval: Duration::from_secs(2),
     timeout: Duration::from_secs(1),

@@ -58,6 +58,8 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 /// The acquire budget when neither the pool nor the poll gives one.
+///
+/// Value: 750 ms.
 pub const DEFAULT_ACQUIRE_BUDGET: Duration = Duration::from_millis(750);
 
 /// How many failed polls in a row a pool check needs before it counts as unhealthy
@@ -402,8 +404,16 @@ impl PoolPolicy {
 }
 
 /// Watches the application's own acquisitions: how long each waited, which timed out, how many
-/// wait right now, and how long each connection is held. Give one to the pool check
-/// ([`PoolPolicy::tracker`]) and acquire through it.
+/// wait right now, and how long each connection is held. Give a clone to the pool check with
+/// its `tracker` method (`sqlx_pool::PoolCheck::tracker`, `deadpool::PoolCheck::tracker`,
+/// `bb8_pool::PoolCheck::tracker`, `mysql_async_pool::PoolCheck::tracker`) and make every
+/// acquisition of the application through it:
+///
+/// - sqlx: `probity_checks::sqlx_pool::acquire(&pool, &tracker)`, which gives a connection that
+///   derefs to `PgConnection` (and the others) as sqlx's own does;
+/// - deadpool-postgres, bb8, mysql_async: [`AcquireTracker::acquire`] around the pool's own
+///   acquire (`pool.get()`, `pool.get_conn()`), as below; the [`Lease`] derefs to what that
+///   returns.
 ///
 /// Cheap to clone; clones share their state. Each acquisition costs two uncontended lock
 /// operations (recording the wait and the lease, releasing the lease).
@@ -525,6 +535,26 @@ impl AcquireTracker {
     /// an acquisition that timed out meanwhile met a busy pool, not a broken one. Application
     /// code uses it to decide whether an acquire timeout is a real failure to report
     /// ([`probity::Reporter::failure`]) or load.
+    ///
+    /// Pick `window` as the pool's acquire timeout: a request that waited that long while no
+    /// connection came back saw a pool that hands out nothing (leaked or wedged), which is
+    /// what the report should say; one that timed out while connections kept coming back saw a
+    /// queue longer than its budget, which is load and belongs to the pool check's `busy`
+    /// warning, not to a failure.
+    ///
+    /// ```
+    /// # use probity_checks::pool::AcquireTracker;
+    /// # use std::time::Duration;
+    /// # fn on_timeout(tracker: &AcquireTracker, reporter: &probity::Reporter) {
+    /// let acquire_timeout = Duration::from_secs(3); // the pool's own
+    /// // An acquisition just failed with the pool's timeout:
+    /// if tracker.released_within(acquire_timeout) {
+    ///     // Connections are cycling: load, not a fault. Shed or retry; report nothing.
+    /// } else {
+    ///     reporter.failure("no connection released within the acquire timeout");
+    /// }
+    /// # }
+    /// ```
     pub fn released_within(&self, window: Duration) -> bool {
         let stored = self.shared.last_release.load(Ordering::Acquire);
         if stored == 0 {
@@ -669,7 +699,7 @@ impl<T> Drop for Lease<T> {
 
 /// The builder methods every pool check shares, delegating to its `policy: PoolPolicy` field.
 macro_rules! policy_methods {
-    () => {
+    ($acquire:literal) => {
         /// How long the check may wait for a connection when every one is in use (default:
         /// the pool's acquire timeout where it has one, capped at three quarters of the poll's
         /// time left).
@@ -691,7 +721,7 @@ macro_rules! policy_methods {
         }
 
         /// Judges from the application's own acquisitions too, made through `tracker`
-        /// ([`crate::pool::AcquireTracker::acquire`]).
+        #[doc = concat!("(", $acquire, ").")]
         pub fn tracker(mut self, tracker: crate::pool::AcquireTracker) -> Self {
             self.policy = self.policy.tracker(tracker);
             self

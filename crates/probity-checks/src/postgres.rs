@@ -9,8 +9,8 @@
 //!   its connection was closed (a server restart, `pg_terminate_backend`).
 //!
 //! Both use the protocol's cheapest round trip (`check_connection`, a `Sync` message), not a
-//! query. For pools, see [`crate::deadpool`], [`crate::bb8`] and [`crate::sqlx`], which check
-//! capacity as well.
+//! query. For pools, see [`deadpool`], [`bb8_pool`] and [`sqlx_pool`], which check capacity as
+//! well.
 //!
 //! ```no_run
 //! use probity::{CheckSpec, Tier};
@@ -27,6 +27,13 @@
 //! Errors read `connection refused (db:5432)`, `connection closed`, `database error [3D000]
 //! (db:5432): database "orders" does not exist`. Connection strings and passwords never
 //! appear.
+//!
+#![cfg_attr(feature = "deadpool-postgres", doc = "[`deadpool`]: crate::deadpool")]
+#![cfg_attr(not(feature = "deadpool-postgres"), doc = "[`deadpool`]: https://docs.rs/probity-checks/latest/probity_checks/deadpool/")]
+#![cfg_attr(feature = "bb8-postgres", doc = "[`bb8_pool`]: crate::bb8_pool")]
+#![cfg_attr(not(feature = "bb8-postgres"), doc = "[`bb8_pool`]: https://docs.rs/probity-checks/latest/probity_checks/bb8_pool/")]
+#![cfg_attr(feature = "_sqlx", doc = "[`sqlx_pool`]: crate::sqlx_pool")]
+#![cfg_attr(not(feature = "_sqlx"), doc = "[`sqlx_pool`]: https://docs.rs/probity-checks/latest/probity_checks/sqlx_pool/")]
 
 use crate::error::{chain, describe_io, find_io};
 use crate::millis;
@@ -41,6 +48,8 @@ use tokio_postgres::config::Host;
 use tokio_postgres::{Client, Config, NoTls};
 
 /// Interval and timeout for a tokio-postgres check: one round trip on a warm connection.
+///
+/// Interval 2 s, timeout 1 s.
 pub const DEFAULT_TIMING: Timing = Timing {
     interval: Duration::from_secs(2),
     timeout: Duration::from_secs(1),

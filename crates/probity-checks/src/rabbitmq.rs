@@ -42,6 +42,8 @@ use tokio::sync::Mutex;
 use tokio::time::Instant;
 
 /// Interval and timeout for a RabbitMQ check.
+///
+/// Interval 5 s, timeout 2 s.
 pub const DEFAULT_TIMING: Timing = Timing {
     interval: Duration::from_secs(5),
     timeout: Duration::from_secs(2),

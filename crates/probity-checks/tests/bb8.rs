@@ -8,7 +8,7 @@ mod support;
 use bb8::Pool;
 use bb8_postgres::PostgresConnectionManager;
 use probity::Check;
-use probity_checks::bb8::PoolCheck;
+use probity_checks::bb8_pool::PoolCheck;
 use std::time::Duration;
 use support::{assert_no_secret, failure, figure, poll, success};
 use tokio_postgres::{Config, NoTls};

@@ -135,17 +135,17 @@ async fn driver_errors_show_a_class_publicly_a_redacted_reason_to_admins_and_no_
         .check(spec(
             "orders",
             Tier::Hard,
-            probity_checks::sqlx::PoolCheck::new(rejected),
+            probity_checks::sqlx_pool::PoolCheck::new(rejected),
         ))
         .check(spec(
             "replica",
             Tier::Hard,
-            probity_checks::sqlx::PoolCheck::new(unreachable),
+            probity_checks::sqlx_pool::PoolCheck::new(unreachable),
         ))
         .check(spec(
             "accounts",
             Tier::Hard,
-            probity_checks::mysql_async::PoolCheck::new(
+            probity_checks::mysql_async_pool::PoolCheck::new(
                 mysql_async::Pool::new(my_opts.clone()),
                 my_opts,
             ),
@@ -153,7 +153,7 @@ async fn driver_errors_show_a_class_publicly_a_redacted_reason_to_admins_and_no_
         .check(spec(
             "cache",
             Tier::Soft,
-            probity_checks::redis::RedisCheck::new(redis),
+            probity_checks::redis_ping::RedisCheck::new(redis),
         ))
         .build()
         .unwrap();

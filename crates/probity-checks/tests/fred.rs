@@ -9,7 +9,7 @@ use fred::clients::Client;
 use fred::interfaces::ClientLike;
 use fred::types::config::{Config, ReconnectPolicy};
 use probity::Check;
-use probity_checks::fred::FredCheck;
+use probity_checks::fred_client::FredCheck;
 use std::time::Duration;
 use support::{ServiceLock, assert_no_secret, failure, figure, poll, success};
 

@@ -5,7 +5,7 @@
 mod support;
 
 use probity::Check;
-use probity_checks::http::HttpCheck;
+use probity_checks::http_endpoint::HttpCheck;
 use std::net::SocketAddr;
 use std::time::Duration;
 use support::{assert_no_secret, failure, figure, poll, success};

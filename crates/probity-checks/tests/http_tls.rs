@@ -5,7 +5,7 @@
 
 mod support;
 
-use probity_checks::http::HttpCheck;
+use probity_checks::http_endpoint::HttpCheck;
 use rcgen::{BasicConstraints, CertificateParams, CertifiedIssuer, IsCa, KeyPair};
 use std::net::SocketAddr;
 use std::sync::Arc;

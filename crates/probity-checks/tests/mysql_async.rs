@@ -7,7 +7,7 @@ mod support;
 
 use mysql_async::{Opts, OptsBuilder, Pool, PoolConstraints, PoolOpts};
 use probity::Check;
-use probity_checks::mysql_async::PoolCheck;
+use probity_checks::mysql_async_pool::PoolCheck;
 use std::time::Duration;
 use support::{assert_no_secret, failure, figure, poll, success};
 

@@ -6,7 +6,7 @@
 mod support;
 
 use probity::Check;
-use probity_checks::redis::RedisCheck;
+use probity_checks::redis_ping::RedisCheck;
 use std::time::Duration;
 use support::{ServiceLock, assert_no_secret, failure, figure, poll, success};
 

@@ -6,7 +6,7 @@
 mod support;
 
 use probity::Check;
-use probity_checks::sqlx::PoolCheck;
+use probity_checks::sqlx_pool::PoolCheck;
 use sqlx::mysql::{MySqlConnectOptions, MySqlPoolOptions};
 use sqlx::{MySqlPool, Row};
 use std::time::Duration;

@@ -6,7 +6,7 @@
 mod support;
 
 use probity::Check;
-use probity_checks::sqlx::PoolCheck;
+use probity_checks::sqlx_pool::PoolCheck;
 use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 use sqlx::{PgPool, Row};
 use std::time::Duration;

@@ -8,7 +8,7 @@ mod support;
 use probity::render::{Clock, Details, Format, Query, Request, render};
 use probity::{Check, CheckSpec, Health, ProbeKind, Status, Tier};
 use probity_checks::pool::AcquireTracker;
-use probity_checks::sqlx::{PoolCheck, acquire};
+use probity_checks::sqlx_pool::{PoolCheck, acquire};
 use sqlx::SqlitePool;
 use sqlx::sqlite::{SqliteConnectOptions, SqlitePoolOptions};
 use std::path::PathBuf;
@@ -138,7 +138,7 @@ async fn a_pool_under_load_four_times_its_size_never_fails() {
                 while tokio::time::Instant::now() < until {
                     let mut connection = acquire(&pool, &tracker).await.expect("acquire");
                     sqlx::query("SELECT 1")
-                        .execute(&mut **connection)
+                        .execute(&mut *connection)
                         .await
                         .expect("query");
                     // Hold it as a request would, so the pool is really full.

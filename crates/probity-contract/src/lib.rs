@@ -45,3 +45,8 @@ pub use contract::Contract;
 pub use probe::ProbeKind;
 pub use tier::Tier;
 pub use verdict::Status;
+
+/// The README's (the crates.io page's) example, compiled as a doc test so it cannot drift.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;

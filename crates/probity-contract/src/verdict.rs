@@ -69,7 +69,8 @@ pub enum Status {
     /// Everything needed is there.
     #[default]
     Pass,
-    /// Serving, degraded: a soft check fails, a hard check fails open, or a pool is busy.
+    /// Serving, with something to look at: degraded (a soft check fails, a hard check fails
+    /// open or is served by its fallback), or a poll that passed with a warning (a busy pool).
     Warn,
     /// Not serving.
     Fail,

@@ -18,8 +18,9 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::UnixStream;
 use tokio::process::{Child, Command};
 
-/// `deploy/haproxy/haproxy.cfg`, as shipped.
-pub const SHIPPED_CONFIG: &str = include_str!("../../../deploy/haproxy/haproxy.cfg");
+/// `deploy/haproxy/haproxy.cfg`, as shipped (read through the crate's `haproxy.cfg` link to it,
+/// so the packaged crate carries the same file).
+pub const SHIPPED_CONFIG: &str = include_str!("../haproxy.cfg");
 
 /// The backend the shipped configuration routes to.
 pub const BACKEND: &str = "checkout";

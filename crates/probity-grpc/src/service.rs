@@ -16,6 +16,8 @@ use tonic::server::NamedService;
 use tonic::{Request, Response, Status};
 
 /// How often a `Watch` stream re-evaluates the snapshot when nothing is published, unless set.
+///
+/// Value: 1 s.
 pub const DEFAULT_REEVALUATE_EVERY: Duration = Duration::from_secs(1);
 
 /// The most services `List` returns; past it the call fails with `RESOURCE_EXHAUSTED`, as the

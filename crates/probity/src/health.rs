@@ -239,7 +239,7 @@ fn validate_name(name: &str) -> Result<(), BuildError> {
         "readiness",
         "runtime_stall",
         "deadlock",
-        "app_state",
+        "marked_broken",
     ];
     if reserved.contains(&name) {
         return Err(invalid(
@@ -267,9 +267,24 @@ fn validate_name(name: &str) -> Result<(), BuildError> {
 ///     .runtime_watchdog(Duration::from_secs(5))
 ///     .readiness_probe(Duration::from_secs(5), 2) // drain delay: 5 s × 2 + 2 s
 ///     .build()?;
-/// assert_eq!(health.view().drain_delay(), Duration::from_secs(12));
+/// assert_eq!(health.drain_delay(), Duration::from_secs(12));
 /// # Ok::<(), probity::BuildError>(())
 /// ```
+///
+/// ## Liveness conditions
+///
+/// `/livez` lists one entry per condition, in this order, each named after what it watches:
+///
+/// | entry | declared by | fails when |
+/// |---|---|---|
+/// | `runtime_stall` | [`HealthBuilder::runtime_watchdog`] | the runtime's heartbeat task has not run for the threshold |
+/// | `deadlock` | [`HealthBuilder::deadlock_detection`] (feature `deadlock`) | `parking_lot` finds a lock cycle |
+/// | each heartbeat's name | [`HealthBuilder::heartbeat`] | the worker is silent past its bound, outside a declared wait |
+/// | `marked_broken` | always present | [`Health::mark_broken`] was called |
+///
+/// While any of them fails, readiness fails too, as its `liveness` entry (naming the
+/// condition and its reason): an instance about to be restarted takes no traffic meanwhile.
+/// These names are reserved, with `shutdown`, `startup`, `liveness` and `readiness`.
 #[derive(Debug, Default)]
 pub struct HealthBuilder {
     service: Option<String>,
@@ -317,6 +332,10 @@ impl HealthBuilder {
     /// Declares a boot step that waits on an external system — connecting to the database,
     /// migrating it. It gates `/readyz` only: `/startupz` passes once the internal boot is
     /// done, so an outage during a rollout never gets new pods killed and crash-looping.
+    ///
+    /// Such a step usually retries until the dependency answers. Make the retry loop wait on
+    /// [`Health::shutdown_triggered`] as well, or a SIGTERM during the outage leaves the
+    /// process retrying until the grace period kills it — see the loop there.
     pub fn dependency_step(
         mut self,
         name: impl Into<String>,
@@ -334,7 +353,8 @@ impl HealthBuilder {
     }
 
     /// Watches the async runtime for stalls: liveness fails when the heartbeat task has not run
-    /// for `threshold` (the restart storm's fix used 5 s).
+    /// for `threshold` (the restart storm's fix used 5 s). Its `/livez` entry is
+    /// `runtime_stall`, for what it detects (see [Liveness conditions](HealthBuilder#liveness-conditions)).
     pub fn runtime_watchdog(mut self, threshold: Duration) -> Self {
         self.watchdog = Some(threshold);
         self
@@ -360,6 +380,9 @@ impl HealthBuilder {
     /// on the runtime, so declare [`HealthBuilder::runtime_watchdog`] too: a stalled runtime
     /// stalls that task with it.
     ///
+    /// While the worker is silent, readiness fails as well (its `liveness` entry names the
+    /// heartbeat): the instance leaves rotation at once rather than when the restart comes.
+    ///
     /// The contract lists it as a `heartbeat` liveness condition with `max_silence` as its
     /// threshold. What the worker waits on belongs to readiness, as a check
     /// ([`HealthBuilder::check`]), hard or soft as the service needs it.
@@ -369,8 +392,9 @@ impl HealthBuilder {
     }
 
     /// Declares the readiness probe that watches this service (its `periodSeconds` and
-    /// `failureThreshold`): the drain delay is derived from it, unless set with
-    /// [`HealthBuilder::drain_delay`].
+    /// `failureThreshold`): the drain delay is derived from it — `period × failure_threshold`
+    /// plus the [load balancer's reaction](HealthBuilder::load_balancer_reaction) — unless set
+    /// with [`HealthBuilder::drain_delay`].
     pub fn readiness_probe(mut self, period: Duration, failure_threshold: u32) -> Self {
         self.readiness_probe = Some((period, failure_threshold));
         self
@@ -384,7 +408,8 @@ impl HealthBuilder {
         self
     }
 
-    /// Sets the drain delay by hand, overriding the derivation from the readiness probe.
+    /// Sets the drain delay by hand, overriding the derivation from the readiness probe. With
+    /// neither, the drain delay is 5 s.
     pub fn drain_delay(mut self, delay: Duration) -> Self {
         self.drain_delay = Some(delay);
         self
@@ -475,7 +500,7 @@ impl HealthBuilder {
         }
         let app_state = conditions.len();
         conditions.push(ConditionSpec {
-            name: "app_state".into(),
+            name: "marked_broken".into(),
             kind: LivenessKind::AppState,
             threshold: None,
         });
@@ -905,6 +930,9 @@ impl Health {
     /// container. Use it for states only a restart clears — a poisoned cache, a lost leader
     /// lease that cannot be re-acquired — never for an unreachable dependency. The first reason
     /// is kept; later calls are logged and ignored.
+    ///
+    /// Its `/livez` entry, `marked_broken`, is always present and passes until this is called
+    /// (see [Liveness conditions](HealthBuilder#liveness-conditions)).
     pub fn mark_broken(&self, reason: impl AsRef<str>) {
         liveness::mark_broken(&self.store, self.runtime.app_state, reason.as_ref());
     }
@@ -922,6 +950,66 @@ impl Health {
                 "shutting down: readiness fails, draining"
             );
         }
+    }
+
+    /// Whether shutdown has started ([`Health::shutdown`], or a signal after
+    /// [`Health::shutdown_on_signals`]).
+    pub fn is_shutting_down(&self) -> bool {
+        self.store.shutdown_signal().borrow().is_some()
+    }
+
+    /// Resolves when shutdown starts, with the moment it did; at once if it already has.
+    ///
+    /// Anything that retries until a dependency answers — a boot step declared with
+    /// [`HealthBuilder::dependency_step`], a worker's reconnect loop — waits on it too, or a
+    /// SIGTERM during the outage the retry is riding out keeps the process alive until the
+    /// orchestrator's grace period kills it:
+    ///
+    /// ```no_run
+    /// # async fn migrate() -> Result<(), std::io::Error> { Ok(()) }
+    /// # async fn run(health: probity::Health) -> Result<(), Box<dyn std::error::Error>> {
+    /// use std::time::Duration;
+    ///
+    /// let mut backoff = Duration::from_millis(100);
+    /// loop {
+    ///     tokio::select! {
+    ///         // SIGTERM while the database is still down: stop retrying, let `main` return.
+    ///         _ = health.shutdown_triggered() => return Ok(()),
+    ///         outcome = migrate() => match outcome {
+    ///             Ok(()) => break,
+    ///             Err(error) => health.step_progress("migrations", format!("retrying: {error}"))?,
+    ///         },
+    ///     }
+    ///     tokio::select! {
+    ///         _ = health.shutdown_triggered() => return Ok(()),
+    ///         () = tokio::time::sleep(backoff) => backoff = (backoff * 2).min(Duration::from_secs(5)),
+    ///     }
+    /// }
+    /// health.complete_step("migrations")?;
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub async fn shutdown_triggered(&self) -> Instant {
+        crate::view::shutdown_triggered(&self.store).await
+    }
+
+    /// Resolves once shutdown has started **and** the drain delay has passed since: the moment
+    /// for the server to stop accepting connections (what `probity_axum::serve` waits for).
+    pub async fn drained(&self) {
+        let at = self.shutdown_triggered().await;
+        tokio::time::sleep_until(at + self.store.shutdown.drain_delay).await;
+    }
+
+    /// The drain delay: set with [`HealthBuilder::drain_delay`], else derived from
+    /// [`HealthBuilder::readiness_probe`], else 5 s.
+    pub fn drain_delay(&self) -> Duration {
+        self.store.shutdown.drain_delay
+    }
+
+    /// How long in-flight requests may run after the listener closes
+    /// ([`HealthBuilder::in_flight_deadline`], default 10 s).
+    pub fn in_flight_deadline(&self) -> Duration {
+        self.store.shutdown.in_flight_deadline
     }
 
     /// Spawns a task that calls [`Health::shutdown`] on SIGTERM or SIGINT (Ctrl-C).

@@ -212,6 +212,8 @@ impl HeartbeatCell {
 /// than its `max_silence`, unless it is inside declared waits that are all still within their
 /// own timeouts; a wait that outlives its timeout excuses nothing. Signs of life are
 /// [`Heartbeat::beat`], the start and the end of a declared wait, and taking the handle.
+/// While it fails, readiness fails too (its `liveness` entry names the heartbeat), so the
+/// instance leaves rotation before the restart comes.
 ///
 /// A heartbeat is a condition, not a latch: when the worker beats again, liveness passes
 /// again. The kubelet restarts a container only after `failureThreshold` failed probes in a

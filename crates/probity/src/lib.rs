@@ -22,7 +22,11 @@
 //!
 //! ## Example
 //!
-//! Declare what a request needs, mount the probes, serve with the drain sequence:
+//! Declare what a request needs, mount the probes, serve with the drain sequence. The probes
+//! are mounted with [probity-axum](https://docs.rs/probity-axum), a crate of its own (this one
+//! has no HTTP framework in it): `cargo add probity probity-axum axum tokio`. The migration
+//! loop waits on [`Health::shutdown_triggered`] too, so a SIGTERM during a database outage
+//! ends it instead of leaving the process retrying until the grace period kills it.
 //!
 //! ```no_run
 //! use axum::{Router, routing::post};
@@ -60,8 +64,25 @@
 //!     let health = health.clone();
 //!     async move { serve(listener, app, &health).await }
 //! });
-//! // ... run the migrations, then:
-//! health.complete_step("migrations")?;
+//!
+//! // Retry the migrations until the database answers, or until shutdown starts.
+//! # async fn migrate() -> Result<(), std::io::Error> { Ok(()) }
+//! let migrated = loop {
+//!     tokio::select! {
+//!         _ = health.shutdown_triggered() => break false,
+//!         outcome = migrate() => match outcome {
+//!             Ok(()) => break true,
+//!             Err(error) => health.step_progress("migrations", format!("retrying: {error}"))?,
+//!         },
+//!     }
+//!     tokio::select! {
+//!         _ = health.shutdown_triggered() => break false,
+//!         () = tokio::time::sleep(Duration::from_secs(1)) => {}
+//!     }
+//! };
+//! if migrated {
+//!     health.complete_step("migrations")?;
+//! }
 //! serving.await??;
 //! # Ok(())
 //! # }
@@ -85,7 +106,14 @@
 //! [`probity_contract::verdict`], shared with the simulator so the model runs the product's
 //! own decision.
 //!
+//! Runnable programs: `cargo run -p probity --example quickstart` (a dependency that goes away
+//! and comes back), `--example worker` (a background worker with a heartbeat); an axum service
+//! with a PostgreSQL pool check is probity-checks' `axum_pool`, gRPC health probity-grpc's
+//! `grpc_health`, and a sidecar for a service in another language probity-agent's `sidecar`.
+//!
 //! ## Cargo features
+//!
+//! None is on by default; docs.rs documents both.
 //!
 //! | feature | what it adds |
 //! |---|---|
@@ -141,3 +169,8 @@ pub use view::HealthView;
 #[cfg(doctest)]
 #[doc = include_str!("../../../README.md")]
 struct ReadmeDoctests;
+
+/// The crate README's (the crates.io page's) examples, compiled likewise.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct CrateReadmeDoctests;

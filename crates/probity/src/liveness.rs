@@ -199,7 +199,7 @@ pub(crate) fn mark_broken(store: &Store, condition: usize, reason: &str) {
         tracing::warn!(target: "probity::liveness", already = %existing, ignored = %reason, "already marked broken");
         return;
     }
-    tracing::error!(target: "probity::liveness", condition = "app_state", "marked broken: {reason}");
+    tracing::error!(target: "probity::liveness", condition = "marked_broken", "marked broken: {reason}");
     store.observe(Observation::ConditionFailed {
         condition,
         failure: ConditionFailure::Declared(reason),

@@ -342,6 +342,15 @@ impl<'a> Entry<'a> {
         self.snapshot.checks.get(index).map(|check| &**check)
     }
 
+    /// Whether the entry is a check whose last poll passed with a warning (a busy pool): it
+    /// makes its probe `warn` without degrading it.
+    pub fn is_warning(&self) -> bool {
+        self.status == Status::Warn
+            && self
+                .verdict
+                .is_some_and(|verdict| verdict.cause == probity_contract::verdict::Cause::Warning)
+    }
+
     /// What the entry does to its probe: nothing when excluded.
     pub fn effect(&self) -> Effect {
         if self.excluded {
@@ -364,9 +373,14 @@ pub struct Verdict {
     pub status: Status,
     /// Entries whose failure makes the probe fail.
     pub failing: Vec<String>,
-    /// Entries that degrade it without failing it (soft checks, hard checks failing open or
-    /// served by their fallback, busy pools).
+    /// Entries that degrade it without failing it: a dependency is failing and the service
+    /// still serves — a soft check failing, a hard check failing open or served by its
+    /// fallback. "Degraded" means this and only this, in every output.
     pub degraded: Vec<String>,
+    /// Checks whose last poll passed with a warning ([`crate::Detail::warning`]): nothing is
+    /// failing, something is worth a look — a busy pool (`busy: 4 of 4 in use, 13 waiting`).
+    /// They make the probe `warn` without degrading it.
+    pub warnings: Vec<String>,
     /// For each hard check failing while its fallback serves, `(check, fallback)`: which
     /// dependency is degraded and what serves instead (`("db", "cache")`). Each check is also
     /// in `degraded`.
@@ -378,10 +392,12 @@ impl Verdict {
     pub fn of(entries: &[Entry<'_>]) -> Verdict {
         let mut failing = Vec::new();
         let mut degraded = Vec::new();
+        let mut warnings = Vec::new();
         let mut served_by = Vec::new();
         for entry in entries {
             match entry.effect() {
                 Effect::Fails => failing.push(entry.name.to_owned()),
+                Effect::Degrades if entry.is_warning() => warnings.push(entry.name.to_owned()),
                 Effect::Degrades => {
                     degraded.push(entry.name.to_owned());
                     if let Some(fallback) = entry.fallback() {
@@ -393,7 +409,7 @@ impl Verdict {
         }
         let status = if !failing.is_empty() {
             Status::Fail
-        } else if !degraded.is_empty() {
+        } else if !degraded.is_empty() || !warnings.is_empty() {
             Status::Warn
         } else {
             Status::Pass
@@ -402,8 +418,22 @@ impl Verdict {
             status,
             failing,
             degraded,
+            warnings,
             served_by,
         }
+    }
+
+    /// What makes the probe less than a plain pass besides its failures, one phrase per kind:
+    /// `degraded: cache`, `warning: db`. Empty when nothing degrades or warns.
+    pub fn qualifiers(&self) -> Vec<String> {
+        let mut phrases = Vec::new();
+        if !self.degraded.is_empty() {
+            phrases.push(format!("degraded: {}", self.degraded.join(", ")));
+        }
+        if !self.warnings.is_empty() {
+            phrases.push(format!("warning: {}", self.warnings.join(", ")));
+        }
+        phrases
     }
 }
 

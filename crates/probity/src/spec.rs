@@ -107,7 +107,8 @@ impl CheckSpec {
     }
 
     /// Longest a poll may take; it is then cut and counts as a failure (`timed out after 2s`).
-    /// Must be shorter than the interval. Default: the check's own suggestion, else 2 s.
+    /// Must be shorter than the interval. Default: the check's own suggestion, else 2 s (half
+    /// the interval when that is 2 s or less).
     pub fn timeout(mut self, timeout: Duration) -> Self {
         self.timeout = Some(timeout);
         self

@@ -61,18 +61,10 @@ impl HealthView {
         self.store.shutdown_signal().borrow().is_some()
     }
 
-    /// Resolves when shutdown starts, with the moment it did.
+    /// Resolves when shutdown starts, with the moment it did (as
+    /// [`Health::shutdown_triggered`](crate::Health::shutdown_triggered)).
     pub async fn shutdown_triggered(&self) -> Instant {
-        let mut receiver = self.store.shutdown_signal();
-        loop {
-            if let Some(at) = *receiver.borrow_and_update() {
-                return at;
-            }
-            if receiver.changed().await.is_err() {
-                // The sender lives in the store, which this view holds.
-                std::future::pending::<()>().await;
-            }
-        }
+        shutdown_triggered(&self.store).await
     }
 
     /// Resolves once shutdown has started **and** the drain delay has passed since: the moment
@@ -90,6 +82,20 @@ impl HealthView {
     /// How long in-flight requests may run after the listener closes.
     pub fn in_flight_deadline(&self) -> Duration {
         self.store.shutdown.in_flight_deadline
+    }
+}
+
+/// When shutdown started, waiting for it if it has not.
+pub(crate) async fn shutdown_triggered(store: &Store) -> Instant {
+    let mut receiver = store.shutdown_signal();
+    loop {
+        if let Some(at) = *receiver.borrow_and_update() {
+            return at;
+        }
+        if receiver.changed().await.is_err() {
+            // The sender lives in the store, which the caller holds.
+            std::future::pending::<()>().await;
+        }
     }
 }
 

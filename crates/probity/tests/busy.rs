@@ -57,13 +57,16 @@ async fn a_warning_keeps_a_hard_check_serving_and_names_why() {
         Status::Warn
     );
     let verdict = snapshot.verdict(ProbeKind::Readiness, Instant::now(), &[]);
-    assert_eq!(verdict.degraded, vec!["db"]);
+    // A busy pool is a warning, not a degraded dependency: nothing is failing.
+    assert_eq!(verdict.warnings, vec!["db"]);
+    assert!(verdict.degraded.is_empty());
     assert!(verdict.failing.is_empty());
+    assert_eq!(verdict.qualifiers(), vec!["warning: db"]);
     let answer = readyz(&health, None);
     assert_eq!(answer.status, 200);
     assert_eq!(
         answer.body,
-        "[!]db degraded (hard): busy: 5 of 5 in use, 12 waiting\nreadyz check passed with warnings\n"
+        "[!]db warning (hard): busy: 5 of 5 in use, 12 waiting\nreadyz check passed with warnings\n"
     );
     // Asked alone, a busy check still serves.
     assert_eq!(readyz(&health, Some("db")).status, 200);

@@ -38,7 +38,7 @@ fn the_contract_describes_every_endpoint_check_and_timing() {
         !liveness.checks_dependencies,
         "liveness never touches a dependency"
     );
-    assert_eq!(liveness.checks, vec!["runtime_stall", "app_state"]);
+    assert_eq!(liveness.checks, vec!["runtime_stall", "marked_broken"]);
     let readiness = contract.endpoint(ProbeKind::Readiness).unwrap();
     assert!(readiness.checks_dependencies);
     assert_eq!(readiness.checks, vec!["db", "jwks"]);

@@ -428,7 +428,7 @@ fn heartbeat_names_and_bounds_are_validated() {
         .unwrap_err();
     assert!(matches!(duplicate, BuildError::DuplicateName { .. }));
 
-    for name in ["", "Outbox", "app_state", "liveness"] {
+    for name in ["", "Outbox", "marked_broken", "liveness"] {
         let invalid = Health::builder()
             .heartbeat(name, BOUND)
             .build()

@@ -343,7 +343,7 @@ async fn mark_broken_fails_liveness_and_readiness_for_good() {
     assert_eq!(status(&health, ProbeKind::Readiness), Status::Fail);
     let snapshot = health.snapshot();
     let entries = snapshot.entries(ProbeKind::Liveness, Instant::now(), &[]);
-    let broken = entries.iter().find(|e| e.name == "app_state").unwrap();
+    let broken = entries.iter().find(|e| e.name == "marked_broken").unwrap();
     assert_eq!(
         broken.reason(Details::Admin, Instant::now()).as_deref(),
         Some("leader lease lost and cannot be re-acquired")

@@ -13,11 +13,11 @@ use crate::config::DatabaseTarget;
 use anyhow::Context;
 use probity::redact::redact;
 use probity::{CheckSpec, Reporter, Tier};
-use probity_checks::pool::{AcquireTracker, Lease};
-use probity_checks::sqlx::{PoolCheck, acquire};
+use probity_checks::pool::AcquireTracker;
+use probity_checks::sqlx_pool::{PoolCheck, TrackedConnection, acquire};
 use serde::{Deserialize, Serialize};
 use sqlx::migrate::{Migration, MigrationType, Migrator};
-use sqlx::pool::{PoolConnection, PoolOptions};
+use sqlx::pool::PoolOptions;
 use sqlx::postgres::{PgConnectOptions, Postgres};
 use sqlx::sqlite::{Sqlite, SqliteConnectOptions, SqliteJournalMode};
 use sqlx::{ConnectOptions, Connection, Pool, SqlSafeStr};
@@ -76,9 +76,9 @@ pub struct Popular {
 #[derive(Debug)]
 pub enum HeldConnection {
     /// SQLite.
-    Sqlite(Lease<PoolConnection<Sqlite>>),
+    Sqlite(TrackedConnection<Sqlite>),
     /// PostgreSQL.
-    Postgres(Lease<PoolConnection<Postgres>>),
+    Postgres(TrackedConnection<Postgres>),
 }
 
 /// The pool, of either backend, and the tracker every acquisition goes through.
@@ -339,7 +339,7 @@ impl Database {
                 "SELECT id, order_id, payload FROM outbox WHERE published_at IS NULL ORDER BY id LIMIT $1",
             )
             .bind(limit)
-            .fetch_all(&mut **connection)
+            .fetch_all(&mut *connection)
             .await
             .map_err(|error| DbError::from_sqlx(&error, false))?
         });
@@ -359,7 +359,7 @@ impl Database {
             let mut connection = self.acquire(pool).await?;
             sqlx::query("UPDATE outbox SET published_at = CURRENT_TIMESTAMP WHERE id = $1")
                 .bind(id)
-                .execute(&mut **connection)
+                .execute(&mut *connection)
                 .await
                 .map_err(|error| DbError::from_sqlx(&error, false))?;
         });
@@ -377,7 +377,7 @@ impl Database {
         let (count,): (i64,) = with_pool!(self, pool => {
             let mut connection = self.acquire(pool).await?;
             sqlx::query_as(query)
-                .fetch_one(&mut **connection)
+                .fetch_one(&mut *connection)
                 .await
                 .map_err(|error| DbError::from_sqlx(&error, false))?
         });
@@ -398,7 +398,7 @@ impl Database {
                 "SELECT customer, total_cents, created_at FROM orders WHERE id = $1",
             )
             .bind(id)
-            .fetch_optional(&mut **connection)
+            .fetch_optional(&mut *connection)
             .await
             .map_err(query)?;
             let Some((customer, total_cents, created_at)) = head else {
@@ -408,7 +408,7 @@ impl Database {
                 "SELECT sku, quantity, price_cents FROM order_items WHERE order_id = $1 ORDER BY line",
             )
             .bind(id)
-            .fetch_all(&mut **connection)
+            .fetch_all(&mut *connection)
             .await
             .map_err(query)?;
             Ok(Some(Order {
@@ -432,7 +432,7 @@ impl Database {
                 "SELECT sku, CAST(SUM(quantity) AS BIGINT) AS ordered FROM order_items GROUP BY sku ORDER BY ordered DESC, sku LIMIT $1",
             )
             .bind(limit)
-            .fetch_all(&mut **connection)
+            .fetch_all(&mut *connection)
             .await
             .map_err(|error| DbError::from_sqlx(&error, false))?
         });
@@ -446,7 +446,7 @@ impl Database {
     async fn acquire<DB: sqlx::Database>(
         &self,
         pool: &Pool<DB>,
-    ) -> Result<Lease<PoolConnection<DB>>, DbError> {
+    ) -> Result<TrackedConnection<DB>, DbError> {
         if !self.migrated.load(Ordering::Acquire) {
             return Err(DbError::Starting);
         }

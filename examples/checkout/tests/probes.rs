@@ -159,7 +159,7 @@ async fn unknown_checks_are_404_and_malformed_queries_are_400() {
     let value: serde_json::Value = serde_json::from_str(&missing_json.body).unwrap();
     assert_eq!(
         value["known"],
-        serde_json::json!(["runtime_stall", "deadlock", "app_state"])
+        serde_json::json!(["runtime_stall", "deadlock", "marked_broken"])
     );
     assert_eq!(get(&checkout.url("/startupz/payments")).await.status, 404);
 

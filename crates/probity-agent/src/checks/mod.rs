@@ -7,7 +7,8 @@ use crate::config::{Policy, ReadinessEntry, ReadinessKind, Secret};
 use crate::scrape::Scraper;
 use probity::{Check, CheckSpec, Tier, Timing};
 use probity_checks::{
-    disk, dns, http, jwks, mqtt, mysql_async, nats, postgres, rabbitmq, redis, tcp,
+    disk, dns, http_endpoint, jwks, mqtt, mysql_async_pool, nats, postgres, rabbitmq, redis_ping,
+    tcp,
 };
 use std::collections::HashMap;
 use std::future::Future;
@@ -96,7 +97,7 @@ pub(crate) fn build(
         ReadinessKind::App(settings) => {
             let url = context.url(&settings.url)?;
             let mut check =
-                http::HttpCheck::new(url.as_str()).map_err(|error| error.to_string())?;
+                http_endpoint::HttpCheck::new(url.as_str()).map_err(|error| error.to_string())?;
             if let Some(range) = &settings.expect_status {
                 check = check.expect_status(range.0.clone());
             }
@@ -125,7 +126,7 @@ pub(crate) fn build(
         }
         ReadinessKind::Http(settings) => {
             let mut check =
-                http::HttpCheck::new(&settings.url.0).map_err(|error| error.to_string())?;
+                http_endpoint::HttpCheck::new(&settings.url.0).map_err(|error| error.to_string())?;
             if let Some(range) = &settings.expect_status {
                 check = check.expect_status(range.0.clone());
             }
@@ -157,7 +158,7 @@ pub(crate) fn build(
                     .pool_opts(::mysql_async::PoolOpts::default().with_constraints(constraints)),
             );
             let pool = ::mysql_async::Pool::new(opts.clone());
-            Arc::new(mysql_async::PoolCheck::new(pool, opts))
+            Arc::new(mysql_async_pool::PoolCheck::new(pool, opts))
         }
         ReadinessKind::Redis(settings) => {
             let client = ::redis::Client::open(settings.url.0.as_str()).map_err(|error| {
@@ -167,7 +168,7 @@ pub(crate) fn build(
                     crate::adapter::redact(&error.to_string())
                 )
             })?;
-            Arc::new(redis::RedisCheck::new(client))
+            Arc::new(redis_ping::RedisCheck::new(client))
         }
         ReadinessKind::Rabbitmq(settings) => {
             if !(settings.url.0.starts_with("amqp://") || settings.url.0.starts_with("amqps://")) {

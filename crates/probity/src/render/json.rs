@@ -305,6 +305,8 @@ pub(crate) fn body(
     out.value(&verdict.failing);
     out.raw(",\"degraded\":");
     out.value(&verdict.degraded);
+    out.raw(",\"warnings\":");
+    out.value(&verdict.warnings);
     out.raw(",\"checks\":[");
     let mut stamps = Stamps::new(clock);
     for (index, entry) in entries.iter().enumerate() {
@@ -419,17 +421,19 @@ pub(crate) fn health_body(
         Status::Pass => {}
         Status::Warn => {
             out.raw(",\"output\":");
-            out.value(&format_args!("degraded: {}", listed(&verdict.degraded)));
+            out.value(&verdict.qualifiers().join("; "));
         }
         Status::Fail => {
             out.raw(",\"output\":");
             out.value(&format_args!("failing: {}", listed(&verdict.failing)));
         }
     }
-    if verdict.status == Status::Fail && !verdict.degraded.is_empty() {
-        out.raw(",\"notes\":[");
-        out.value(&format_args!("degraded: {}", listed(&verdict.degraded)));
-        out.raw("]");
+    if verdict.status == Status::Fail {
+        let notes = verdict.qualifiers();
+        if !notes.is_empty() {
+            out.raw(",\"notes\":");
+            out.value(&notes);
+        }
     }
     out.raw(",\"checks\":{");
     let mut stamps = Stamps::new(clock);

@@ -40,6 +40,7 @@ struct Body<'a> {
     service: Option<&'a str>,
     failing: &'a [String],
     degraded: &'a [String],
+    warnings: &'a [String],
     checks: JsonEntries<'a>,
 }
 
@@ -161,6 +162,7 @@ pub(crate) fn body(
         service: snapshot.service(),
         failing: &verdict.failing,
         degraded: &verdict.degraded,
+        warnings: &verdict.warnings,
         checks: JsonEntries {
             entries,
             request,
@@ -290,11 +292,11 @@ pub(crate) fn health_body(
     };
     let output = match verdict.status {
         Status::Pass => None,
-        Status::Warn => Some(format!("degraded: {}", verdict.degraded.join(", "))),
+        Status::Warn => Some(verdict.qualifiers().join("; ")),
         Status::Fail => Some(format!("failing: {}", verdict.failing.join(", "))),
     };
-    let notes = if verdict.status == Status::Fail && !verdict.degraded.is_empty() {
-        vec![format!("degraded: {}", verdict.degraded.join(", "))]
+    let notes = if verdict.status == Status::Fail {
+        verdict.qualifiers()
     } else {
         Vec::new()
     };

@@ -56,6 +56,10 @@ fn line(body: &mut String, entry: &Entry<'_>, request: &Request<'_>, clock: Cloc
                 Some(Tier::Info) => {
                     writeln!(body, "[!]{name} failed (info, not counted): {reason}")
                 }
+                tier if entry.is_warning() => {
+                    let tier = tier.map_or("soft", Tier::as_str);
+                    writeln!(body, "[!]{name} warning ({tier}): {reason}")
+                }
                 tier => {
                     let tier = tier.map_or("soft", Tier::as_str);
                     writeln!(body, "[!]{name} degraded ({tier}): {reason}")

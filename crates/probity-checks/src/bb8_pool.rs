@@ -13,7 +13,7 @@
 //!
 //! ```no_run
 //! use probity::{CheckSpec, Tier};
-//! use probity_checks::bb8::PoolCheck;
+//! use probity_checks::bb8_pool::PoolCheck;
 //!
 //! # fn build(pool: bb8::Pool<bb8_postgres::PostgresConnectionManager<tokio_postgres::NoTls>>) {
 //! let spec = CheckSpec::new("db", Tier::Hard, PoolCheck::new(pool).target("db:5432"));
@@ -33,6 +33,8 @@ use tokio_postgres::Socket;
 use tokio_postgres::tls::{MakeTlsConnect, TlsConnect};
 
 /// Interval and timeout for a bb8 check: a fresh connection takes a few round trips.
+///
+/// Interval 5 s, timeout 2 s.
 pub const DEFAULT_TIMING: Timing = Timing {
     interval: Duration::from_secs(5),
     timeout: Duration::from_secs(2),
@@ -70,7 +72,7 @@ where
         }
     }
 
-    crate::pool::policy_methods!();
+    crate::pool::policy_methods!("[`AcquireTracker::acquire`](crate::pool::AcquireTracker::acquire) around `pool.get()`");
 
     /// Names where the pool connects in error messages, e.g. `db:5432`.
     pub fn target(mut self, target: impl Into<String>) -> Self {

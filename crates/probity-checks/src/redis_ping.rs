@@ -2,7 +2,7 @@
 //!
 //! ```
 //! use probity::{CheckSpec, Tier};
-//! use probity_checks::redis::RedisCheck;
+//! use probity_checks::redis_ping::RedisCheck;
 //!
 //! # fn build() -> redis::RedisResult<()> {
 //! let client = redis::Client::open("redis://cache.internal:6379")?;
@@ -32,6 +32,8 @@ use tokio::sync::Mutex;
 use tokio::time::Instant;
 
 /// Interval and timeout for a Redis check: a PING is one round trip on a warm connection.
+///
+/// Interval 2 s, timeout 500 ms.
 pub const DEFAULT_TIMING: Timing = Timing {
     interval: Duration::from_secs(2),
     timeout: Duration::from_millis(500),

@@ -3,7 +3,7 @@
 //!
 //! ```
 //! use probity::{CheckSpec, Tier};
-//! use probity_checks::fred::FredCheck;
+//! use probity_checks::fred_client::FredCheck;
 //!
 //! # fn build() -> Result<(), fred::error::Error> {
 //! let config = fred::types::config::Config::from_url("redis://cache.internal:6379")?;
@@ -43,6 +43,8 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 /// Interval and timeout for a fred check: a PING is one round trip on a warm connection.
+///
+/// Interval 2 s, timeout 500 ms.
 pub const DEFAULT_TIMING: Timing = Timing {
     interval: Duration::from_secs(2),
     timeout: Duration::from_millis(500),

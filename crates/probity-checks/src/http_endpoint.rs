@@ -3,9 +3,9 @@
 //!
 //! ```
 //! use probity::{CheckSpec, Tier};
-//! use probity_checks::http::HttpCheck;
+//! use probity_checks::http_endpoint::HttpCheck;
 //!
-//! # fn build() -> Result<(), probity_checks::http::InvalidHttpCheck> {
+//! # fn build() -> Result<(), probity_checks::http_endpoint::InvalidHttpCheck> {
 //! let pricing = HttpCheck::new("http://pricing.internal:8080/readyz")?.expect_status(200..=204);
 //! let spec = CheckSpec::new("pricing", Tier::Soft, pricing);
 //! # let _ = spec;
@@ -40,6 +40,8 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 /// Interval and timeout for an HTTP check.
+///
+/// Interval 5 s, timeout 2 s.
 pub const DEFAULT_TIMING: Timing = Timing {
     interval: Duration::from_secs(5),
     timeout: Duration::from_secs(2),

@@ -12,7 +12,7 @@
 //!
 //! ```no_run
 //! use probity::{CheckSpec, Tier};
-//! use probity_checks::mysql_async::PoolCheck;
+//! use probity_checks::mysql_async_pool::PoolCheck;
 //!
 //! # fn build() -> Result<(), mysql_async::UrlError> {
 //! let opts = mysql_async::Opts::from_url("mysql://app@db:3306/orders")?;
@@ -35,6 +35,8 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 /// Interval and timeout for a mysql_async check: a fresh connection takes a few round trips.
+///
+/// Interval 5 s, timeout 2 s.
 pub const DEFAULT_TIMING: Timing = Timing {
     interval: Duration::from_secs(5),
     timeout: Duration::from_secs(2),
@@ -66,7 +68,7 @@ impl PoolCheck {
         }
     }
 
-    crate::pool::policy_methods!();
+    crate::pool::policy_methods!("[`AcquireTracker::acquire`](crate::pool::AcquireTracker::acquire) around `pool.get_conn()`");
 
     /// The pool's figures now.
     pub fn capacity(&self) -> Capacity {

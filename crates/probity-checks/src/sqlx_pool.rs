@@ -23,7 +23,7 @@
 //! ```no_run
 //! use probity::{CheckSpec, Health, Tier};
 //! use probity_checks::pool::AcquireTracker;
-//! use probity_checks::sqlx::{PoolCheck, acquire};
+//! use probity_checks::sqlx_pool::{PoolCheck, acquire};
 //! use std::time::Duration;
 //!
 //! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
@@ -40,7 +40,7 @@
 //!     .build()?;
 //! // In request code: acquire through the tracker.
 //! let mut connection = acquire(&pool, &tracker).await?;
-//! sqlx::query("SELECT 1").execute(&mut **connection).await?;
+//! sqlx::query("SELECT 1").execute(&mut *connection).await?;
 //! # let _ = health;
 //! # Ok(())
 //! # }
@@ -67,6 +67,8 @@ const WARM_UP_WAIT: Duration = Duration::from_millis(250);
 
 /// The interval and timeout a pool check uses unless its `CheckSpec` sets its own: reading the
 /// gauges is free and a ping of an idle connection is one round trip.
+///
+/// Interval 2 s, timeout 1 s.
 pub const DEFAULT_TIMING: Timing = Timing {
     interval: Duration::from_secs(2),
     timeout: Duration::from_secs(1),
@@ -165,7 +167,7 @@ impl<DB: PoolDatabase> PoolCheck<DB> {
         }
     }
 
-    crate::pool::policy_methods!();
+    crate::pool::policy_methods!("[`sqlx_pool::acquire`](crate::sqlx_pool::acquire)");
 
     /// The pool's figures now. sqlx counts connections being opened in `size`, so they count as
     /// in use here; `waiting` comes from the tracker, when there is one.
@@ -332,16 +334,74 @@ fn format_millis(duration: Duration) -> String {
 }
 
 /// Acquires a connection from `pool` through `tracker`, so the pool check sees how long it
-/// waited, whether it timed out, and how long it is held (until the lease is dropped).
+/// waited, whether it timed out, and how long it is held (until the connection is dropped).
+///
+/// The connection derefs to the database's connection type (`PgConnection`…), as sqlx's own
+/// `PoolConnection` does, so queries take `&mut *connection`.
 pub async fn acquire<DB: Database>(
     pool: &Pool<DB>,
     tracker: &AcquireTracker,
-) -> Result<Lease<PoolConnection<DB>>, sqlx::Error> {
+) -> Result<TrackedConnection<DB>, sqlx::Error> {
     tracker
         .acquire(pool.acquire(), |error| {
             matches!(error, sqlx::Error::PoolTimedOut)
         })
         .await
+        .map(|lease| TrackedConnection { lease })
+}
+
+/// A pool connection acquired through an [`AcquireTracker`] ([`acquire`]): derefs to the
+/// database's connection (`PgConnection`, `MySqlConnection`, `SqliteConnection`) like sqlx's
+/// `PoolConnection`, and tells the tracker when it goes back to the pool (dropped).
+///
+/// ```no_run
+/// # async fn run(pool: sqlx::PgPool, tracker: probity_checks::pool::AcquireTracker) -> Result<(), sqlx::Error> {
+/// use sqlx::Connection;
+///
+/// let mut connection = probity_checks::sqlx_pool::acquire(&pool, &tracker).await?;
+/// sqlx::query("SELECT 1").execute(&mut *connection).await?;
+/// let mut transaction = connection.begin().await?;
+/// sqlx::query("SELECT 2").execute(&mut *transaction).await?;
+/// transaction.commit().await?;
+/// # Ok(())
+/// # }
+/// ```
+pub struct TrackedConnection<DB: Database> {
+    lease: Lease<PoolConnection<DB>>,
+}
+
+impl<DB: Database> TrackedConnection<DB> {
+    /// How long ago the connection was taken from the pool.
+    pub fn held_for(&self) -> Option<Duration> {
+        self.lease.held_for()
+    }
+
+    /// The pool's own connection, no longer tracked.
+    pub fn into_inner(self) -> PoolConnection<DB> {
+        self.lease.into_inner()
+    }
+}
+
+impl<DB: Database> std::ops::Deref for TrackedConnection<DB> {
+    type Target = DB::Connection;
+
+    fn deref(&self) -> &DB::Connection {
+        &self.lease
+    }
+}
+
+impl<DB: Database> std::ops::DerefMut for TrackedConnection<DB> {
+    fn deref_mut(&mut self) -> &mut DB::Connection {
+        &mut self.lease
+    }
+}
+
+impl<DB: Database> fmt::Debug for TrackedConnection<DB> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("TrackedConnection")
+            .field("held_for", &self.held_for())
+            .finish_non_exhaustive()
+    }
 }
 
 impl<DB: PoolDatabase> Check for PoolCheck<DB> {
