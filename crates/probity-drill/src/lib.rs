@@ -19,6 +19,7 @@
 
 pub mod child;
 pub mod drills;
+pub mod file;
 pub mod fleet;
 pub mod haproxy;
 pub mod junit;
