@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Prepares a machine for the test suite: system packages, Python tools, and the local services
-# the tests talk to (PostgreSQL, MariaDB, Redis, RabbitMQ, Mosquitto, NATS).
+# the tests talk to (PostgreSQL, MariaDB, Redis, RabbitMQ, Mosquitto, NATS, memcached, etcd).
 #
 # Idempotent: installs only what is missing and starts only what is down. With CI=true a
 # service that cannot be started fails the run here, before any test is built.
@@ -17,6 +17,8 @@ packages=(
   fonts-dejavu-core  # ... with a font to render
   wrk                # scripts/bench-http.sh
   protobuf-compiler  # grpc.health.v1 code generation
+  memcached          # probity-checks' memcached check
+  etcd-server        # probity-checks' etcd check
 )
 missing=()
 for package in "${packages[@]}"; do
@@ -78,10 +80,19 @@ start_service mariadb 3306 start-stop-daemon --start --oknodo --background --exe
 start_service redis 6379 redis-server --daemonize yes --bind 127.0.0.1 -::1 --port 6379 --save "" --appendonly no --dir /var/lib/redis --logfile /var/log/redis/ci.log
 start_service rabbitmq 5672 rabbitmq-server -detached
 start_service mosquitto 1883 mosquitto -d -c /etc/mosquitto/mosquitto.conf
+# Debian's packages start neither without systemd: both run here, on loopback (memcached refuses
+# to run as root without a user to switch to).
+start_service memcached 11211 memcached -d -u memcache -l 127.0.0.1 -p 11211 -U 0
+start_service etcd 2379 bash -c 'mkdir -p /var/lib/etcd-probity && nohup etcd --name probity \
+  --data-dir /var/lib/etcd-probity --listen-client-urls http://127.0.0.1:2379 \
+  --advertise-client-urls http://127.0.0.1:2379 --listen-peer-urls http://127.0.0.1:2380 \
+  --initial-advertise-peer-urls http://127.0.0.1:2380 \
+  --initial-cluster probity=http://127.0.0.1:2380 >/var/log/etcd-probity.log 2>&1 </dev/null &'
 start_service nats 4222 start-stop-daemon --start --oknodo --background --exec /usr/sbin/nats-server -- -a 127.0.0.1 -p 4222 -js -sd /var/lib/nats-server -l /var/log/nats-server.log
 
 failed=()
-for entry in postgresql:5432 mariadb:3306 redis:6379 rabbitmq:5672 mosquitto:1883 nats:4222; do
+for entry in postgresql:5432 mariadb:3306 redis:6379 rabbitmq:5672 mosquitto:1883 nats:4222 \
+  memcached:11211 etcd:2379; do
   name=${entry%%:*} port=${entry##*:}
   deadline=$((SECONDS + 90))
   until port_open "$port"; do

@@ -58,6 +58,10 @@
 //! | `dns` | [`dns`] | `DnsCheck` | the name does not resolve to enough addresses |
 //! | `disk` | [`disk`] | `DiskCheck` | free space or inodes below the minimum |
 //! | `jwks` | [`jwks`] | `JwksCheck` + `KeyCache` | cached signing keys older than their allowed age |
+//! | `grpc-health` | [`grpc_health`] | `GrpcHealthCheck` | a downstream `grpc.health.v1` answers NOT_SERVING, has no health service (UNIMPLEMENTED), does not know the service, or does not answer in time |
+//! | `tls-expiry` | [`tls_expiry`] | `TlsExpiryCheck` | the endpoint's certificate expires within the failure margin (warns within the warning margin), is untrusted or misnamed |
+//! | `memcached` | [`memcached`] | `MemcachedCheck` | `stats` does not answer, or the server accepts no new connections; near its connection limit warns |
+//! | `etcd` | [`etcd`] | `EtcdCheck` | `/health` is false (the alarm or the missing leader named), or the member does not answer |
 //!
 //! The module docs hold an example per backend: databases ([`sqlx_pool`], [`deadpool`], [`bb8_pool`],
 //! [`postgres`], [`mysql_async_pool`]), caches and brokers ([`redis_ping`], [`rabbitmq`], [`nats`],
@@ -148,6 +152,15 @@ pub mod http_endpoint;
 pub mod jwks;
 #[cfg(feature = "tcp")]
 pub mod tcp;
+
+#[cfg(feature = "etcd")]
+pub mod etcd;
+#[cfg(feature = "grpc-health")]
+pub mod grpc_health;
+#[cfg(feature = "memcached")]
+pub mod memcached;
+#[cfg(feature = "tls-expiry")]
+pub mod tls_expiry;
 
 /// How many failed polls in a row a check that crosses a network needs before it counts as
 /// unhealthy, unless its `CheckSpec` says otherwise

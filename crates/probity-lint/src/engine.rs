@@ -349,6 +349,8 @@ fn judge(cx: &mut Cx<'_>, partial: &mut Partial, object: &Object<'_>, options: &
     {
         rules::probes::check(cx, object, workload, pod, &facts);
         rules::termination::check(cx, object, workload, pod, &facts);
+        rules::sidecars::check(cx, object, workload, pod, &facts);
+        rules::mesh::check(cx, object, workload, pod);
         for (index, contract) in options.contracts.iter().enumerate() {
             if !partial.contract_used[index]
                 && pod.probed().any(|container| {

@@ -536,6 +536,8 @@ pub(crate) struct Budget {
     pub(crate) selector: Option<Selector>,
     pub(crate) min_available: Option<Amount>,
     pub(crate) max_unavailable: Option<Amount>,
+    /// `spec.unhealthyPodEvictionPolicy` as written, and where.
+    pub(crate) unhealthy_pod_eviction_policy: Option<(String, Position)>,
 }
 
 #[derive(Debug)]
@@ -1317,12 +1319,31 @@ fn read_budget(spec: Option<&Node>, problems: &mut Vec<Problem>) -> Budget {
             selector: None,
             min_available: None,
             max_unavailable: None,
+            unhealthy_pod_eviction_policy: None,
         };
     };
+    let policy = spec.get("unhealthyPodEvictionPolicy").and_then(|node| {
+        let text = node.as_str().map(str::to_owned);
+        // The API server accepts these two values only (`ValidatePodDisruptionBudgetSpec`).
+        match text.as_deref() {
+            Some("IfHealthyBudget" | "AlwaysAllow") => {}
+            _ => problems.push(Problem {
+                position: node.position,
+                container: None,
+                message: format!(
+                    "`unhealthyPodEvictionPolicy` is {}: the API server accepts `IfHealthyBudget` \
+                     or `AlwaysAllow`",
+                    node.describe()
+                ),
+            }),
+        }
+        text.map(|text| (text, node.position))
+    });
     Budget {
         selector: read_selector(spec.get("selector")),
         min_available: read_amount(spec, "minAvailable", problems),
         max_unavailable: read_amount(spec, "maxUnavailable", problems),
+        unhealthy_pod_eviction_policy: policy,
     }
 }
 

@@ -84,6 +84,9 @@ pub(crate) struct BudgetSummary {
     pub(crate) selector: Option<Selector>,
     pub(crate) min_available: Option<Amount>,
     pub(crate) max_unavailable: Option<Amount>,
+    /// Where its `kind` is written.
+    pub(crate) position: Position,
+    pub(crate) unhealthy_pod_eviction_policy: Option<(String, Position)>,
 }
 
 #[derive(Debug)]
@@ -127,6 +130,8 @@ pub(crate) fn summarise(summaries: &mut Summaries, object: &Object<'_>, facts: &
             selector: budget.selector.clone(),
             min_available: budget.min_available.clone(),
             max_unavailable: budget.max_unavailable.clone(),
+            position: object.position,
+            unhealthy_pod_eviction_policy: budget.unhealthy_pod_eviction_policy.clone(),
         }),
         Body::Autoscaler(autoscaler) => summaries.autoscalers.push(AutoscalerSummary {
             namespace: object.namespace.clone(),

@@ -503,6 +503,126 @@ from a snapshot), serve probes from a cached snapshot filled by pollers so depen
 check per poll interval, and lengthen the pollers' intervals for large fleets.",
 };
 
+/// A sidecar that answers the application's probes has no startup probe.
+pub const SIDECAR_WITHOUT_STARTUP_PROBE: Rule = Rule {
+    id: "sidecar-without-startup-probe",
+    severity: Severity::Warning,
+    scope: Scope::Object,
+    summary: "a sidecar that answers the application's probes has no startup probe",
+    why: "A native sidecar (an init container with `restartPolicy: Always`, GA in Kubernetes \
+1.33) gates the containers after it only through its startup probe: the kubelet starts the next \
+container once the sidecar is *started*, which is its `startupProbe` passing, or, without one, \
+its process running (`pkg/kubelet/kuberuntime/kuberuntime_manager.go` \
+`computeInitContainerActions`; <https://kubernetes.io/docs/concepts/workloads/pods/sidecar-containers/>). \
+When the application's probes call a port the sidecar serves (a health agent such as `probity \
+agent`, a proxy that answers for the application), the application starts, and its probes \
+begin, while the sidecar may not listen yet: readiness fails for nothing, and a liveness or \
+startup probe that gives up restarts the application for the sidecar's slow start.",
+    fix: "Give the sidecar a `startupProbe` on an endpoint that answers once it listens (the \
+agent's `/agent/livez`), with a budget (`failureThreshold × periodSeconds`) that covers its \
+start.",
+};
+
+/// A sidecar's readiness probe gates the pod's readiness.
+pub const SIDECAR_READINESS_GATES_POD: Rule = Rule {
+    id: "sidecar-readiness-gates-pod",
+    severity: Severity::Warning,
+    scope: Scope::Object,
+    summary: "a sidecar's readiness probe is a second gate on the pod's readiness",
+    why: "A pod is Ready only when every container is, native sidecars included \
+(`pkg/kubelet/status/generate.go` `GeneratePodReadyCondition`; \"the readiness probe of a \
+sidecar container contributes to the readiness of the Pod\", \
+<https://kubernetes.io/docs/concepts/workloads/pods/sidecar-containers/>). A sidecar's readiness \
+probe therefore takes the pod out of every Service whenever the sidecar has a problem of its \
+own: a database proxy whose readiness checks that it can reach the database drains the whole \
+fleet during a database outage, including the requests that never touch the database (the \
+Cloud SQL Auth Proxy's own guide advises against a readiness probe on it \"under most \
+circumstances\"). When the application's readiness is already answered by the sidecar (a health \
+agent), a different readiness on the sidecar is a second gate that is not the application's. \
+Not reported when the sidecar asks what an application container's readiness asks, for a mesh \
+proxy that carries all of the pod's inbound traffic (`istio-proxy`, `linkerd-proxy`), or in Jobs.",
+    fix: "Remove the sidecar's `readinessProbe` and keep its `startupProbe` (which gates the \
+application's start) and `livenessProbe`; let the application's readiness say whether it can \
+serve, including through the sidecar. Another proxy that carries all of the pod's inbound \
+traffic may keep its readiness: suppress the rule on the workload, saying so.",
+};
+
+/// The grace period does not cover the application's drain and then the sidecars' exit.
+pub const GRACE_PERIOD_BELOW_SIDECAR_EXIT: Rule = Rule {
+    id: "grace-period-below-sidecar-exit",
+    severity: Severity::Warning,
+    scope: Scope::Object,
+    summary: "the grace period covers the application's drain but not the sidecars' exit after it",
+    why: "Native sidecars are stopped after the application's containers have exited, in \
+reverse order, inside the same `terminationGracePeriodSeconds` \
+(`pkg/kubelet/kuberuntime/kuberuntime_termination_order.go`): a sidecar's preStop hook starts \
+only when the application is gone, and gets what is left of the grace period, at least \
+`minimumGracePeriodInSeconds` (`kuberuntime_container.go` `killContainer`). A grace period \
+sized for the application alone leaves a sidecar that needs time to exit (a preStop sleep \
+that lets its last connections finish, a log shipper flushing) killed mid-exit. The \
+application's share is its preStop sleep plus its drain (`probity.dev/drain-delay-seconds` or \
+its contract); a sidecar's is its preStop `sleep`.",
+    fix: "Set `terminationGracePeriodSeconds` to at least the application's preStop sleep and \
+drain plus the sidecars' preStop sleeps, or shorten the sidecars' sleeps: the application \
+already stopped taking traffic by then.",
+};
+
+/// A PodDisruptionBudget lets unready pods block node drains.
+pub const PDB_UNREADY_PODS_BLOCK_DRAINS: Rule = Rule {
+    id: "pdb-unready-pods-block-drains",
+    severity: Severity::Warning,
+    scope: Scope::Object,
+    summary: "a PodDisruptionBudget whose unready pods block node drains",
+    why: "Without `unhealthyPodEvictionPolicy: AlwaysAllow` (GA in Kubernetes 1.31) the policy \
+is `IfHealthyBudget`: a running pod that is not Ready may be evicted only while the budget is \
+met (`pkg/registry/core/pod/storage/eviction.go`). Readiness that checks a shared dependency \
+fails on every replica at once during that dependency's outage, so the budget is not met and \
+none of the unready pods can be evicted: `kubectl drain`, node upgrades and autoscaler \
+scale-down hang on pods that serve nothing. Kubernetes recommends `AlwaysAllow` \
+(<https://kubernetes.io/docs/tasks/run-application/configure-pdb/#unhealthy-pod-eviction-policy>). \
+Reported for budgets that select a workload with a readiness probe; a budget that selects no \
+workload in the input is not judged.",
+    fix: "Add `unhealthyPodEvictionPolicy: AlwaysAllow` to the budget's `spec`: unready pods can \
+always be evicted, Ready ones stay protected.",
+};
+
+/// A TCP probe under an Istio sidecar without the probe rewrite.
+pub const TCP_PROBE_PASSES_UNDER_ISTIO: Rule = Rule {
+    id: "tcp-probe-passes-under-istio",
+    severity: Severity::Error,
+    scope: Scope::Object,
+    summary: "a TCP probe under Istio's sidecar with the probe rewrite turned off",
+    why: "Istio redirects every inbound connection into its sidecar proxy, \"and so all TCP \
+ports appear open. The kubelet simply checks if some process is listening on the specified \
+port, and so the probe will always succeed as long as the sidecar is running\" \
+(<https://istio.io/latest/docs/ops/configuration/mesh/app-health-check/>). Istio's injector \
+fixes this by rewriting the pod's probes to go through pilot-agent, which makes the connection \
+itself, past the redirection, with the probe's own `timeoutSeconds` (it used a fixed 10 s \
+until Istio 1.6: istio/istio#18242, fixed by #21615). `sidecar.istio.io/rewriteAppHTTPProbers: \
+\"false\"` on the pod turns the rewrite off, and a TCP probe then cannot fail: a wedged or \
+crashed-but-restarting application keeps its traffic and is never restarted. Judged on pods \
+whose template turns the rewrite off and does not turn injection off \
+(`sidecar.istio.io/inject: \"false\"`).",
+    fix: "Remove `sidecar.istio.io/rewriteAppHTTPProbers: \"false\"` (the rewrite is on in every \
+built-in profile), or probe an HTTP or gRPC endpoint that the application itself answers.",
+};
+
+/// An Istio pod setting written on the workload's metadata.
+pub const ISTIO_SETTING_ON_WORKLOAD: Rule = Rule {
+    id: "istio-setting-on-workload",
+    severity: Severity::Warning,
+    scope: Scope::Object,
+    summary: "an Istio pod setting is written on the workload, where Istio ignores it",
+    why: "Istio's injector sees pods, not Deployments: \"make sure to add the annotation to the \
+pod resource because it will be ignored anywhere else (for example, on an enclosing deployment \
+resource)\" (<https://istio.io/latest/docs/ops/configuration/mesh/app-health-check/>). \
+`sidecar.istio.io/rewriteAppHTTPProbers` or `sidecar.istio.io/inject` on a workload's own \
+`metadata` therefore changes nothing: probes are rewritten (or not) and the sidecar injected \
+(or not) as the mesh and the namespace decide, while the manifest reads otherwise.",
+    fix: "Move the setting to the pod template (`spec.template.metadata.annotations`; \
+`sidecar.istio.io/inject` as a label in `spec.template.metadata.labels`).",
+};
+
 /// An invalid probity.dev annotation or suppression.
 pub const INVALID_ANNOTATION: Rule = Rule {
     id: "invalid-annotation",
@@ -586,13 +706,19 @@ pub const ALL: &[&Rule] = &[
     &GRPC_NAMED_PORT,
     &GRACE_PERIOD_LEAVES_NO_TIME_FOR_PRESTOP,
     &GRACE_PERIOD_BELOW_DRAIN,
+    &GRACE_PERIOD_BELOW_SIDECAR_EXIT,
     &DRAIN_DELAY_BELOW_READINESS_WINDOW,
     &MISSING_READINESS_PROBE,
     &PUBLISH_NOT_READY_ADDRESSES,
     &PDB_BLOCKS_EVERY_DRAIN,
     &PDB_PROTECTS_NOTHING,
     &PDB_MISSING,
+    &PDB_UNREADY_PODS_BLOCK_DRAINS,
     &PROBE_LOAD,
+    &SIDECAR_WITHOUT_STARTUP_PROBE,
+    &SIDECAR_READINESS_GATES_POD,
+    &TCP_PROBE_PASSES_UNDER_ISTIO,
+    &ISTIO_SETTING_ON_WORKLOAD,
     &INVALID_ANNOTATION,
     &DUPLICATE_KEY,
     &INVALID_YAML,

@@ -230,6 +230,9 @@ pub(crate) fn check(cx: &mut Cx<'_>, summaries: &Summaries) {
                 continue;
             }
             covered = true;
+            if workload.has_readiness {
+                unready_pods_block_drains(cx, budget, workload);
+            }
             let (allowed, setting, amount) = if let Some(min) = &budget.min_available {
                 (count - min.value.resolve(count), "minAvailable", min)
             } else if let Some(max) = &budget.max_unavailable {
@@ -341,4 +344,38 @@ fn rate(value: f64) -> String {
     } else {
         format!("{rounded:.1}")
     }
+}
+
+/// A budget under `IfHealthyBudget` (the default) over a workload whose readiness can fail.
+fn unready_pods_block_drains(
+    cx: &mut Cx<'_>,
+    budget: &crate::summary::BudgetSummary,
+    workload: &WorkloadSummary,
+) {
+    let (written, position) = match &budget.unhealthy_pod_eviction_policy {
+        Some((policy, _)) if policy == "AlwaysAllow" => return,
+        // Not a policy the API server accepts: `rejected-by-api-server` says so.
+        Some((policy, _)) if policy != "IfHealthyBudget" => return,
+        Some((_, position)) => ("is `IfHealthyBudget`", *position),
+        None => (
+            "is not set (the default is `IfHealthyBudget`)",
+            budget
+                .min_available
+                .as_ref()
+                .or(budget.max_unavailable.as_ref())
+                .map_or(budget.position, |amount| amount.position),
+        ),
+    };
+    cx.report(
+        &budget.subject,
+        &rule::PDB_UNREADY_PODS_BLOCK_DRAINS,
+        position,
+        None,
+        format!(
+            "`unhealthyPodEvictionPolicy` {written}: when readiness fails on enough pods of {} \
+             `{}` to break the budget — a shared dependency down — none of the unready pods can \
+             be evicted, and node drains hang on pods that serve nothing",
+            workload.subject.kind, workload.subject.name
+        ),
+    );
 }

@@ -12,7 +12,9 @@ pub(crate) mod commands;
 pub(crate) mod fixes;
 pub(crate) mod fleet;
 pub(crate) mod hosts;
+pub(crate) mod mesh;
 pub(crate) mod probes;
+pub(crate) mod sidecars;
 pub(crate) mod termination;
 
 use serde::{Deserialize, Serialize};
