@@ -9,7 +9,7 @@ use super::policy::CheckState;
 use super::probing::PodProbes;
 use super::queue::Event;
 use super::{Sim, at, millis};
-use crate::report::KillReason;
+use crate::report::{KillReason, LaneState};
 use crate::scenario::{BackoffRequeue, ProbeSpec};
 use crate::time::Millis;
 use probity_contract::kube::backoff::{
@@ -104,6 +104,25 @@ impl Pod {
     /// Whether it has a container that has not exited (running or terminating).
     pub(super) fn has_container(&self) -> bool {
         self.container != Container::Waiting
+    }
+
+    /// Its lane in the report, in rotation (`member`) or not.
+    pub(super) fn lane(&self, member: bool) -> LaneState {
+        match (self.container, self.process.as_ref()) {
+            (Container::Running, Some(process)) if !process.booted || !self.started => {
+                LaneState::Booting
+            }
+            (Container::Running, Some(_)) if member => LaneState::Ready,
+            (Container::Running, Some(_)) => LaneState::OutOfRotation,
+            _ => LaneState::Restarting,
+        }
+    }
+
+    /// Whether leaving rotation now is a drain: its app is up and no operator drained it.
+    pub(super) fn drainable(&self) -> bool {
+        self.running()
+            && self.process.as_ref().is_some_and(|process| process.booted)
+            && !self.manual_drained
     }
 
     /// Whether its app is still booting.
