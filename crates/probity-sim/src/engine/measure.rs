@@ -1,11 +1,11 @@
 //! Measurements: the fleet's error rate over time, each pod's states, drains, kills and
 //! restarts, the probe load, and the report built from them at the end of a run.
 
-use super::Sim;
-use super::pod::Container;
+use super::traffic::Traffic;
 use crate::report::{
     DrainOutcome, FaultSummary, InstanceReport, KillReason, KillRecord, LaneSpan, LaneState, Report,
 };
+use crate::scenario::Scenario;
 use crate::time::Millis;
 use std::collections::BTreeMap;
 
@@ -98,81 +98,95 @@ fn round(value: f64, digits: i32) -> f64 {
     (value * factor).round() / factor
 }
 
-impl Sim<'_> {
-    /// Records the pod's state after a change: its lane, whether it is in rotation (and a
-    /// drain when a health check took it out), and closes its connections if it stopped
-    /// accepting them.
-    pub(super) fn record_pod_state(&mut self, pod: usize) {
-        let now = self.now;
-        let member = self.in_rotation(pod);
-        let state = &self.pods[pod];
-        let lane = match (state.container, state.process.as_ref()) {
-            (Container::Running, Some(process)) if !process.booted || !state.started => {
-                LaneState::Booting
+/// What a pod's record is told after a change.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Observed {
+    pub(super) lane: LaneState,
+    /// In rotation.
+    pub(super) member: bool,
+    /// Out of rotation now would be a drain: its app is up and no operator drained it.
+    pub(super) drainable: bool,
+}
+
+/// What the report reads besides the measurements: the run's settings and the parts' totals.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Run<'a> {
+    pub(super) scenario: &'a Scenario,
+    pub(super) seed: u64,
+    pub(super) routing: &'static str,
+    /// The first fault's onset, and the end recovery counts from.
+    pub(super) onset: Option<Millis>,
+    pub(super) reference_end: Option<Millis>,
+    /// The health checks' calls to each dependency.
+    pub(super) dependency_calls: &'a [u64],
+    /// Some check falls back to another's dependency.
+    pub(super) fallbacks: bool,
+    pub(super) traffic: &'a Traffic,
+}
+
+impl Measurements {
+    /// Records `pod`'s state at `now` after a change: its lane, whether it is in rotation (and
+    /// a drain when a health check took it out after `onset`). A change of rotation counts
+    /// unless the fleet is still being set up at 0. Returns whether its membership changed.
+    pub(super) fn record_state(
+        &mut self,
+        pod: usize,
+        observed: Observed,
+        now: Millis,
+        onset: Option<Millis>,
+        initialising: bool,
+    ) -> bool {
+        let record = &mut self.pods[pod];
+        let moved = record.in_rotation != observed.member;
+        if moved {
+            record.in_rotation = observed.member;
+            if now > 0 || !initialising {
+                self.rotation_changes += 1;
             }
-            (Container::Running, Some(_)) if member => LaneState::Ready,
-            (Container::Running, Some(_)) => LaneState::OutOfRotation,
-            _ => LaneState::Restarting,
-        };
-        let running_and_booted = state.container == Container::Running
-            && state.process.as_ref().is_some_and(|process| process.booted);
-        let manual_drained = state.manual_drained;
-        let accepts = state.accepts();
-        let record = &mut self.measure.pods[pod];
-        if record.in_rotation != member {
-            record.in_rotation = member;
-            if now > 0 || !self.initialising {
-                self.measure.rotation_changes += 1;
-            }
-            if !member && running_and_booted && !manual_drained {
+            if !observed.member && observed.drainable {
                 record.drains += 1;
-                if let Some(onset) = self.faults.first_onset
+                if let Some(onset) = onset
                     && now >= onset
                     && record.drained_at.is_none()
                 {
                     record.drained_at = Some(now);
                 }
             }
-            if let Some(connections) = self.connections.as_mut() {
-                connections.set_member(pod, member);
-            }
         }
-        let record = &mut self.measure.pods[pod];
-        if record.lanes.last().is_none_or(|(_, last)| *last != lane) {
-            record.lanes.push((now, lane));
+        if record
+            .lanes
+            .last()
+            .is_none_or(|(_, last)| *last != observed.lane)
+        {
+            record.lanes.push((now, observed.lane));
         }
-        if !accepts {
-            self.server_closed(pod);
+        moved
+    }
+
+    /// `pod` fails requests at `now`: in rotation after `onset`, it counts as affected.
+    pub(super) fn note_failing(&mut self, pod: usize, now: Millis, onset: Millis) {
+        let record = &mut self.pods[pod];
+        if record.affected_at.is_none() && now >= onset && record.in_rotation {
+            record.affected_at = Some(now);
         }
     }
 
-    /// The pod fails requests while in rotation after the onset: it counts as affected.
-    pub(super) fn note_affected(&mut self, pod: usize) {
-        let Some(onset) = self.faults.first_onset else {
-            return;
-        };
-        let record = &mut self.measure.pods[pod];
-        if self.traffic.flows[pod].failure > 0.0
-            && record.affected_at.is_none()
-            && self.now >= onset
-            && record.in_rotation
-        {
-            record.affected_at = Some(self.now);
-        }
-        if self.fallbacks.any()
-            && self.now >= onset
-            && self.measure.pods[pod].in_rotation
-            && self.measure.pods[pod].degraded_at.is_none()
-            && self.serves_degraded(pod)
-        {
-            self.measure.pods[pod].degraded_at = Some(self.now);
-        }
+    /// Whether serving degraded at `now` would be news: `pod` is in rotation after `onset`
+    /// and has not served degraded yet.
+    pub(super) fn watches_degraded(&self, pod: usize, now: Millis, onset: Millis) -> bool {
+        let record = &self.pods[pod];
+        now >= onset && record.in_rotation && record.degraded_at.is_none()
+    }
+
+    /// `pod` serves degraded from `now` on.
+    pub(super) fn note_degraded(&mut self, pod: usize, now: Millis) {
+        self.pods[pod].degraded_at = Some(now);
     }
 
     /// What the run measured.
-    pub(super) fn report(&self) -> Report {
-        let scenario = self.scenario;
-        let measure = &self.measure;
+    pub(super) fn report(&self, run: Run<'_>) -> Report {
+        let scenario = run.scenario;
+        let measure = self;
         let resolution = measure.resolution;
         let series: Vec<f64> = measure
             .buckets
@@ -189,7 +203,7 @@ impl Sim<'_> {
 
         // Recovery: the last bucket at or after the onset whose error rate is above the
         // threshold; recovered at its end unless it is the last bucket of the run.
-        let onset = self.faults.first_onset;
+        let onset = run.onset;
         let mut recovered_at: Option<Millis> = None;
         let mut never_recovered = false;
         if let Some(onset) = onset {
@@ -207,7 +221,7 @@ impl Sim<'_> {
         }
         let time_to_recover_s = match (onset, recovered_at) {
             (Some(_), Some(recovered)) => {
-                let reference = self.faults.reference_end.unwrap_or(recovered);
+                let reference = run.reference_end.unwrap_or(recovered);
                 Some(recovered.saturating_sub(reference) as f64 / 1000.0)
             }
             _ => None,
@@ -305,23 +319,23 @@ impl Sim<'_> {
             .dependencies
             .iter()
             .enumerate()
-            .filter(|(index, _)| self.dependencies.calls[*index] > 0)
+            .filter(|(index, _)| run.dependency_calls[*index] > 0)
             .map(|(index, dependency)| {
                 (
                     dependency.name.clone(),
-                    round(self.dependencies.calls[index] as f64 / seconds, 3),
+                    round(run.dependency_calls[index] as f64 / seconds, 3),
                 )
             })
             .collect::<BTreeMap<_, _>>();
 
         let keep_alive = scenario.requests.keep_alive.is_some();
-        let fallbacks = self.fallbacks.any();
+        let fallbacks = run.fallbacks;
         let instances = measure
             .pods
             .iter()
             .enumerate()
             .map(|(pod, record)| {
-                let flow = &self.traffic.flows[pod];
+                let flow = &run.traffic.flows[pod];
                 let mut lanes: Vec<LaneSpan> = Vec::new();
                 for (index, (since, state)) in record.lanes.iter().enumerate() {
                     let end = record
@@ -362,16 +376,16 @@ impl Sim<'_> {
 
         Report {
             name: scenario.name.clone(),
-            seed: self.seed,
-            routing: self.rotation.router.name().to_string(),
+            seed: run.seed,
+            routing: run.routing.to_string(),
             replicas: scenario.fleet.replicas,
             duration_s: seconds,
             fleet_error_rate: round(fleet_error_rate, 4),
             peak_error_rate: round(peak, 4),
-            requests_total: self.traffic.total_requests.round() as u64,
-            requests_failed: self.traffic.total_failed.round() as u64,
-            requests_refused: self.traffic.total_refused.round() as u64,
-            requests_degraded: fallbacks.then(|| self.traffic.total_degraded.round() as u64),
+            requests_total: run.traffic.total_requests.round() as u64,
+            requests_failed: run.traffic.total_failed.round() as u64,
+            requests_refused: run.traffic.total_refused.round() as u64,
+            requests_degraded: fallbacks.then(|| run.traffic.total_degraded.round() as u64),
             restarts: measure.pods.iter().map(|record| record.restarts).sum(),
             drains: measure.pods.iter().map(|record| record.drains).sum(),
             rotation_changes: measure.rotation_changes,

@@ -58,7 +58,16 @@ use traffic::{Split, Traffic};
 pub(crate) fn run(scenario: &Scenario, seed: u64, progress: &mut dyn FnMut(Millis)) -> Report {
     let mut sim = Sim::new(scenario, seed);
     sim.run(progress);
-    sim.report()
+    sim.measure.report(measure::Run {
+        scenario,
+        seed,
+        routing: sim.rotation.router.name(),
+        onset: sim.faults.first_onset,
+        reference_end: sim.faults.reference_end,
+        dependency_calls: &sim.dependencies.calls,
+        fallbacks: sim.fallbacks.any(),
+        traffic: &sim.traffic,
+    })
 }
 
 /// Events between two progress calls.
@@ -95,15 +104,13 @@ fn reception(
 /// The simulation's state.
 struct Sim<'a> {
     scenario: &'a Scenario,
-    seed: u64,
     rng: fastrand::Rng,
     queue: EventQueue,
     now: Millis,
     /// The place of the event being handled among the events of its millisecond.
     current_order: Order,
     pods: Vec<pod::Pod>,
-    /// The container's probes, by slot (an operator's fix may remove some).
-    probes: [Option<crate::scenario::ProbeSpec>; 3],
+    probers: probing::Probers,
     rotation: Rotation,
     dependencies: dependencies::Dependencies,
     faults: faults::Faults,
@@ -173,17 +180,12 @@ impl<'a> Sim<'a> {
         });
         Sim {
             scenario,
-            seed,
             rng: fastrand::Rng::with_seed(seed),
             queue: EventQueue::default(),
             now: 0,
             current_order: 0,
             pods: (0..pods).map(|_| pod::Pod::new()).collect(),
-            probes: [
-                scenario.probes.liveness,
-                scenario.probes.readiness,
-                scenario.probes.startup,
-            ],
+            probers: probing::Probers::new(scenario, pods),
             rotation: Rotation::new(scenario, seed),
             dependencies: dependencies::Dependencies::new(
                 scenario.dependencies.len(),
@@ -407,6 +409,49 @@ impl<'a> Sim<'a> {
         let (now, effects) = (self.now, &mut self.effects);
         self.rotation.checked(pod, check, answer, now, effects);
         self.apply_effects();
+    }
+
+    /// Records the pod's state after a change (see [`measure::Measurements::record_state`]);
+    /// the keep-alive clients follow its membership, and its connections close if it stopped
+    /// accepting them.
+    fn record_pod_state(&mut self, pod: usize) {
+        let member = self.in_rotation(pod);
+        let state = &self.pods[pod];
+        let observed = measure::Observed {
+            lane: state.lane(member),
+            member,
+            drainable: state.drainable(),
+        };
+        let accepts = state.accepts();
+        let onset = self.faults.first_onset;
+        if self
+            .measure
+            .record_state(pod, observed, self.now, onset, self.initialising)
+            && let Some(connections) = self.connections.as_mut()
+        {
+            connections.set_member(pod, member);
+        }
+        if !accepts {
+            self.server_closed(pod);
+        }
+    }
+
+    /// The pod fails requests, or serves degraded, in rotation after the onset: the
+    /// measurements note it.
+    fn note_affected(&mut self, pod: usize) {
+        let Some(onset) = self.faults.first_onset else {
+            return;
+        };
+        let now = self.now;
+        if self.traffic.flows[pod].failure > 0.0 {
+            self.measure.note_failing(pod, now, onset);
+        }
+        if self.fallbacks.any()
+            && self.measure.watches_degraded(pod, now, onset)
+            && self.serves_degraded(pod)
+        {
+            self.measure.note_degraded(pod, now);
+        }
     }
 
     /// The pod's process stopped accepting connections: those established to it close.
