@@ -61,8 +61,11 @@ pub(crate) struct Activity {
     http2: AtomicBool,
     /// A request body on it was cut for coming too slowly.
     body_timed_out: AtomicBool,
-    /// Admitted through the probe reserve: serves probes only.
+    /// Admitted through the probe reserve: serves probes only, one request.
     reserve: bool,
+    /// A reserve connection's request has come: an HTTP/2 one is sent `GOAWAY` at once, so
+    /// its room is free again the moment the answer is out.
+    answered_once: tokio::sync::Notify,
     listening: Arc<Listening>,
 }
 
@@ -75,6 +78,7 @@ impl Activity {
             http2: AtomicBool::new(false),
             body_timed_out: AtomicBool::new(false),
             reserve,
+            answered_once: tokio::sync::Notify::new(),
             listening,
         })
     }
@@ -154,6 +158,12 @@ pub(crate) async fn serve<C: Future>(
                 closed_at.get_or_insert_with(Instant::now);
                 sleep.as_mut().reset(Instant::now());
             }
+            () = activity.answered_once.notified(), if activity.reserve && !goaway => {
+                if activity.http2() {
+                    graceful_shutdown(connection.as_mut());
+                    goaway = true;
+                }
+            }
             () = &mut sleep => {
                 let now = Instant::now();
                 if closed_at.is_none() && close_at.is_some_and(|at| at <= now) {
@@ -227,6 +237,7 @@ where
         let path = request.uri().path();
         let stream = config.is_stream_path(path);
         if activity.reserve {
+            activity.answered_once.notify_one();
             let probe = matches!(*request.method(), Method::GET | Method::HEAD)
                 || (http2 && request.method() == Method::POST);
             if stream || !probe || !config.is_probe_path(path) {

@@ -57,7 +57,6 @@ use crate::idle::{self, Activity, Tracked};
 use crate::quiet::DEFAULT_PROBE_PATHS;
 use axum::body::Body;
 use axum::serve::Listener;
-use futures_util::FutureExt;
 use http::{Request, Response};
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use hyper_util::server::conn::auto;
@@ -65,16 +64,17 @@ use hyper_util::service::TowerToHyperService;
 use probity::HealthView;
 use std::any::Any;
 use std::borrow::Cow;
+use std::collections::VecDeque;
 use std::convert::Infallible;
 use std::fmt::Debug;
 use std::io;
 use std::pin::Pin;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 use std::time::Duration;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, ReadBuf};
-use tokio::sync::watch;
+use tokio::sync::{Notify, watch};
 use tokio::time::Instant;
 use tower::Service;
 
@@ -114,15 +114,13 @@ const DESCRIPTOR_HEADROOM: u64 = 64;
 /// The most connections a listener takes by default, however high the descriptor limit.
 const DEFAULT_CONNECTION_CAP: usize = 25_000;
 /// New connections whose first request line is being read at once, past the ordinary limit
-/// (at most; fewer on a small descriptor share). When they are all taken, a new connection is
-/// closed at once rather than waited on: the accept loop must never fall behind, or every
-/// probe queues in the kernel's backlog behind the flood.
-const ADMISSION_SLOTS: usize = 64;
-/// Connections accepted while every admission slot is taken, before their first bytes came
-/// (at most): each gets [`LATE_WAIT`] for a probe's request line (a probe sends it at once).
-const LATE_SLOTS: usize = 32;
-/// How long a connection in a late slot has to show a probe's request line.
-const LATE_WAIT: Duration = Duration::from_millis(100);
+/// (at most; fewer on a small descriptor share). When they are all taken, the one that has
+/// waited longest is let go for the newcomer: a probe sends its request line at once, so a
+/// connection that has shown nothing for longest is the least likely to be one, and a flood of
+/// connections that say nothing never keeps a probe out — it only shortens their wait. The
+/// accept loop never waits for a slot either, or every probe would queue in the kernel's
+/// backlog behind the flood.
+const ADMISSION_SLOTS: usize = 96;
 /// The most bytes read to find a first request line.
 const REQUEST_LINE_MAX: usize = 2048;
 /// The most connections taken from the accept backlog when the listener closes.
@@ -189,7 +187,6 @@ pub(crate) struct Budget {
     ordinary: usize,
     reserve: usize,
     admission: usize,
-    late: usize,
     streams: usize,
 }
 
@@ -315,7 +312,6 @@ impl ServeConfig {
                 ordinary,
                 reserve: self.probe_reserve,
                 admission: ADMISSION_SLOTS,
-                late: LATE_SLOTS,
                 streams: streams_of(ordinary),
             };
         }
@@ -328,25 +324,16 @@ impl ServeConfig {
             }
             None => usize::MAX,
         };
-        // Admission and late slots scale down with a small share; the reserve is kept whole.
-        let admission = (share / 8).clamp(4, ADMISSION_SLOTS);
-        let late = (share / 16).clamp(2, LATE_SLOTS);
+        // Admission slots scale down with a small share; the reserve is kept whole.
+        let admission = (share * 3 / 16).clamp(6, ADMISSION_SLOTS);
         let ordinary = share
-            .saturating_sub(self.probe_reserve + admission + late)
+            .saturating_sub(self.probe_reserve + admission)
             .clamp(1, DEFAULT_CONNECTION_CAP);
         Budget {
             ordinary,
             reserve: self.probe_reserve,
             admission,
-            late,
             streams: streams_of(ordinary),
-        }
-    }
-
-    fn with_admission_timeout(&self, timeout: Duration) -> ServeConfig {
-        ServeConfig {
-            admission_timeout: timeout,
-            ..self.clone()
         }
     }
 
@@ -397,6 +384,7 @@ pub(crate) struct Listening {
     config: ServeConfig,
     budget: Budget,
     counts: Counts,
+    admissions: Admissions,
     shutting_down: AtomicBool,
 }
 
@@ -407,6 +395,7 @@ impl Listening {
             config,
             budget,
             counts: Counts::new(),
+            admissions: Admissions::default(),
             shutting_down: AtomicBool::new(false),
         }
     }
@@ -461,6 +450,44 @@ impl Listening {
                 Ok(_) => return Some(StreamPermit(self.clone())),
                 Err(now) => open = now,
             }
+        }
+    }
+}
+
+/// The connections whose first request line is being read, oldest first.
+#[derive(Debug, Default)]
+struct Admissions {
+    waiting: Mutex<VecDeque<(u64, Arc<Notify>)>>,
+    next: AtomicU64,
+}
+
+impl Admissions {
+    /// A slot for a new connection, letting the oldest waiting one go if all `slots` are taken.
+    fn enter(&self, slots: usize) -> (u64, Arc<Notify>) {
+        let id = self.next.fetch_add(1, Ordering::Relaxed);
+        let evicted = Arc::new(Notify::new());
+        let mut waiting = self
+            .waiting
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        while waiting.len() >= slots.max(1) {
+            match waiting.pop_front() {
+                // A permit is kept if it is not waiting yet: it gives up as soon as it looks.
+                Some((_, oldest)) => oldest.notify_one(),
+                None => break,
+            }
+        }
+        waiting.push_back((id, evicted.clone()));
+        (id, evicted)
+    }
+
+    fn leave(&self, id: u64) {
+        let mut waiting = self
+            .waiting
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        if let Some(index) = waiting.iter().position(|(waiting, _)| *waiting == id) {
+            waiting.remove(index);
         }
     }
 }
@@ -555,7 +582,7 @@ where
         + 'static,
     S::Future: Send + 'static,
 {
-    fn spawn<Io>(&self, io: Io, room: Room, guard: Option<Slot>)
+    fn spawn<Io>(&self, io: Io, room: Room, guard: Option<Slot>, http2_guard: Option<Slot>)
     where
         Io: AsyncRead + AsyncWrite + Unpin + Send + 'static,
     {
@@ -581,7 +608,7 @@ where
         };
         let closing = self.closing.clone();
         tokio::spawn(async move {
-            let _guard = guard;
+            let _guards = (guard, http2_guard);
             idle::serve(
                 connection,
                 |connection| connection.graceful_shutdown(),
@@ -646,51 +673,30 @@ where
                 let open = counts.ordinary.load(Ordering::Acquire);
                 if open < limit {
                     let guard = Slot::take(&listening, |counts| &counts.ordinary);
-                    spawner.spawn(io, Room::Ordinary, Some(guard));
-                } else if counts.reserve.load(Ordering::Acquire) < budget.reserve
-                    && counts.admitting.load(Ordering::Acquire) < budget.admission
-                {
-                    let admitting = Slot::take(&listening, |counts| &counts.admitting);
+                    spawner.spawn(io, Room::Ordinary, Some(guard), None);
+                } else if counts.reserve.load(Ordering::Acquire) < budget.reserve {
+                    let (id, evicted) = listening.admissions.enter(budget.admission);
                     let spawner = spawner.clone();
                     tokio::spawn(async move {
-                        let outcome = admit(io, &spawner.listening.config).await;
-                        drop(admitting);
+                        let outcome = admit(io, &spawner.listening.config, &evicted).await;
+                        spawner.listening.admissions.leave(id);
                         match outcome {
-                            Admission::Probe(io) => {
-                                let guard = Slot::take(&spawner.listening, |counts| &counts.reserve);
-                                spawner.spawn(io, Room::Reserve, Some(guard));
+                            Admission::Probe(io, http2) => {
+                                let listening = &spawner.listening;
+                                // HTTP/2 shows no path before it is spoken to, so anyone can
+                                // claim a slot with its preface: HTTP/2 gets half the reserve,
+                                // and HTTP/1 probes (`httpGet`) always find the other half.
+                                if http2 && listening.counts.reserve_http2.load(Ordering::Acquire) >= budget.reserve / 2 {
+                                    listening.counts.warn_refused("the probe reserve's HTTP/2 half is full", limit);
+                                    return;
+                                }
+                                let guard = Slot::take(listening, |counts| &counts.reserve);
+                                let http2_guard = http2.then(|| Slot::take(listening, |counts| &counts.reserve_http2));
+                                spawner.spawn(io, Room::Reserve, Some(guard), http2_guard);
                             }
                             Admission::Refused(reason) => spawner.listening.counts.warn_refused(reason, limit),
                         }
                     });
-                } else if counts.reserve.load(Ordering::Acquire) < budget.reserve {
-                    // Every admission slot is busy (a burst of connections). A probe sends its
-                    // request at once, so by the time it is accepted its request line is
-                    // usually there: take it without waiting, and close anything else.
-                    match admit_now(io, &listening.config) {
-                        Ok(io) => {
-                            let guard = Slot::take(&listening, |counts| &counts.reserve);
-                            spawner.spawn(io, Room::Reserve, Some(guard));
-                        }
-                        // Nothing has arrived yet: give it a moment, if a late slot is free.
-                        Err(Some(io)) if counts.late.load(Ordering::Acquire) < budget.late => {
-                            let late = Slot::take(&listening, |counts| &counts.late);
-                            let spawner = spawner.clone();
-                            tokio::spawn(async move {
-                                let config = spawner.listening.config.with_admission_timeout(LATE_WAIT);
-                                let outcome = admit(io, &config).await;
-                                drop(late);
-                                match outcome {
-                                    Admission::Probe(io) => {
-                                        let guard = Slot::take(&spawner.listening, |counts| &counts.reserve);
-                                        spawner.spawn(io, Room::Reserve, Some(guard));
-                                    }
-                                    Admission::Refused(reason) => spawner.listening.counts.warn_refused(reason, limit),
-                                }
-                            });
-                        }
-                        Err(_) => counts.warn_refused("the connection limit is full", limit),
-                    }
                 } else {
                     // Closing at once keeps the backlog moving: a probe behind this connection
                     // gets its turn instead of waiting for a slot that may not come.
@@ -706,7 +712,7 @@ where
     let backlog = take_backlog(&listener);
     let backlog_answered = backlog.len();
     for io in backlog {
-        spawner.spawn(io, Room::LastCall, None);
+        spawner.spawn(io, Room::LastCall, None, None);
     }
     drop(listener);
     closing_tx.send_replace(true);
@@ -816,8 +822,8 @@ fn builder(keep_alive: bool) -> auto::Builder<TokioExecutor> {
 struct Counts {
     ordinary: AtomicUsize,
     reserve: AtomicUsize,
-    admitting: AtomicUsize,
-    late: AtomicUsize,
+    /// Of `reserve`, the connections that speak HTTP/2.
+    reserve_http2: AtomicUsize,
     /// Requests running on ordinary connections at this moment (long-lived streams aside).
     busy: AtomicUsize,
     /// Long-lived streams open.
@@ -833,8 +839,7 @@ impl Counts {
         Self {
             ordinary: AtomicUsize::new(0),
             reserve: AtomicUsize::new(0),
-            admitting: AtomicUsize::new(0),
-            late: AtomicUsize::new(0),
+            reserve_http2: AtomicUsize::new(0),
             busy: AtomicUsize::new(0),
             streams: AtomicUsize::new(0),
             refused: AtomicU64::new(0),
@@ -882,17 +887,18 @@ impl Drop for Slot {
 }
 
 enum Admission<Io> {
-    Probe(Rewind<Io>),
+    /// A probe, and whether it speaks HTTP/2.
+    Probe(Rewind<Io>, bool),
     Refused(&'static str),
 }
 
 /// Reads a new connection's first request line and admits it if it is a probe.
-async fn admit<Io>(mut io: Io, config: &ServeConfig) -> Admission<Io>
+async fn admit<Io>(mut io: Io, config: &ServeConfig, evicted: &Notify) -> Admission<Io>
 where
     Io: AsyncRead + AsyncWrite + Unpin,
 {
     let mut head = Vec::with_capacity(256);
-    let read = tokio::time::timeout(config.admission_timeout, async {
+    let reading = tokio::time::timeout(config.admission_timeout, async {
         let mut chunk = [0u8; 512];
         while !head.contains(&b'\n') && head.len() < REQUEST_LINE_MAX {
             let n = io.read(&mut chunk).await?;
@@ -902,8 +908,13 @@ where
             head.extend_from_slice(&chunk[..n]);
         }
         Ok::<_, io::Error>(())
-    })
-    .await;
+    });
+    let read = tokio::select! {
+        read = reading => read,
+        () = evicted.notified() => {
+            return Admission::Refused("newer connections needed the admission slot of one that had sent nothing");
+        }
+    };
     if !matches!(read, Ok(Ok(()))) {
         return Admission::Refused("no request line within the admission timeout");
     }
@@ -914,7 +925,7 @@ where
     // HTTP/2 with prior knowledge (a gRPC health probe) shows no path before its frames.
     let http2 = method == "PRI" && target == "*";
     if http2 || (matches!(method, "GET" | "HEAD") && config.is_probe_path(target)) {
-        return Admission::Probe(Rewind::new(head, io));
+        return Admission::Probe(Rewind::new(head, io), http2);
     }
     let _ = io
         .write_all(
@@ -924,37 +935,6 @@ content-length: 33\r\nconnection: close\r\n\r\ntoo many connections, retry later
         .await;
     let _ = io.shutdown().await;
     Admission::Refused("the connection limit is full and the request is not a probe")
-}
-
-/// Admits a connection whose request line has already arrived and names a probe, without
-/// waiting for anything. `Err(Some(io))` when nothing has arrived yet (the connection is handed
-/// back untouched), `Err(None)` when it is not a probe (dropped).
-fn admit_now<Io>(mut io: Io, config: &ServeConfig) -> Result<Rewind<Io>, Option<Io>>
-where
-    Io: AsyncRead + Unpin,
-{
-    let mut chunk = vec![0u8; REQUEST_LINE_MAX];
-    let n = match io.read(&mut chunk).now_or_never() {
-        None => return Err(Some(io)),
-        Some(Ok(n)) if n > 0 => n,
-        Some(_) => return Err(None),
-    };
-    chunk.truncate(n);
-    let Some(line) = chunk.split(|&byte| byte == b'\n').next() else {
-        return Err(None);
-    };
-    if line.len() == chunk.len() {
-        // Not a whole line: too slow for a probe.
-        return Err(None);
-    }
-    let line = String::from_utf8_lossy(line);
-    let mut parts = line.split_ascii_whitespace();
-    let (method, target) = (parts.next().unwrap_or(""), parts.next().unwrap_or(""));
-    if matches!(method, "GET" | "HEAD") && config.is_probe_path(target) {
-        Ok(Rewind::new(chunk, io))
-    } else {
-        Err(None)
-    }
 }
 
 /// An I/O stream whose first bytes were already read: it yields them again, then the rest.
@@ -1046,7 +1026,7 @@ mod tests {
             // Listeners sharing the process stay under the limit together.
             let shares = [(3, 4), (1, 4)].map(|(parts, of)| {
                 let budget = ServeConfig::default().descriptor_share(parts, of).budget();
-                (budget.ordinary + budget.reserve + budget.admission + budget.late) as u64
+                (budget.ordinary + budget.reserve + budget.admission) as u64
             });
             assert!(
                 shares.iter().sum::<u64>() + DESCRIPTOR_HEADROOM <= descriptors,

@@ -200,3 +200,28 @@ async fn a_table_full_of_busy_connections_fails_readiness_through_the_reserve() 
     tokio::time::sleep(Duration::from_millis(10)).await;
     assert_eq!(connector.get("/readyz").await.map(|(s, _)| s), Some(200));
 }
+
+#[tokio::test(start_paused = true)]
+async fn connections_that_say_nothing_never_keep_a_probe_out_of_the_reserve() {
+    let (_health, connector) = start(
+        ServeConfig::default()
+            .max_connections(1)
+            .probe_reserve(4)
+            .header_read_timeout(Duration::from_secs(30)),
+    );
+    let mut idle = connector.connect().unwrap();
+    assert!(send(&mut idle, b"GET /orders HTTP/1.1\r\n").await);
+    tokio::task::yield_now().await;
+    // Far more silent connections than there are admission slots, all waiting at once.
+    let silent: Vec<_> = (0..500).map(|_| connector.connect().unwrap()).collect();
+    tokio::task::yield_now().await;
+    // A probe behind them all still gets in, at once.
+    let started = Instant::now();
+    assert_eq!(connector.get("/livez").await, Some((200, "ok\n".into())));
+    assert!(
+        started.elapsed() < Duration::from_millis(100),
+        "{:?}",
+        started.elapsed()
+    );
+    drop(silent);
+}

@@ -181,8 +181,14 @@ pub struct Args {
     #[arg(long, default_value = "10s", value_name = "DURATION", value_parser = parse_duration)]
     pub header_read_timeout: Duration,
 
-    /// Most connections per listener (default: below the open-file limit, with room kept for
-    /// probes past it).
+    /// How long a request body may pause, and the grace before it must keep 1 KiB/s on
+    /// average: a body that falls behind is cut with 408.
+    #[arg(long, default_value = "10s", value_name = "DURATION", value_parser = parse_duration)]
+    pub body_read_timeout: Duration,
+
+    /// Most connections per listener (default: the open-file limit less room for the process's
+    /// own files, split 3 to 1 between the public and the admin listener, with room kept for
+    /// probes past it on each).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     pub max_connections: Option<u32>,
 
@@ -292,6 +298,8 @@ pub struct Config {
     pub public_details: bool,
     /// Header-read and idle keep-alive timeout.
     pub header_read_timeout: Duration,
+    /// Request-body read timeout (and grace before the minimum rate).
+    pub body_read_timeout: Duration,
     /// Connection limit per listener, when set.
     pub max_connections: Option<u32>,
 }
@@ -355,6 +363,9 @@ impl Config {
         if args.header_read_timeout < Duration::from_millis(100) {
             bail!("--header-read-timeout must be at least 100ms");
         }
+        if args.body_read_timeout < Duration::from_millis(100) {
+            bail!("--body-read-timeout must be at least 100ms");
+        }
         if args.leak_bound < Duration::from_secs(1) {
             bail!("--leak-bound must be at least 1s: requests hold connections for that long");
         }
@@ -415,6 +426,7 @@ impl Config {
             connect_attempts: args.connect_attempts,
             public_details: args.public_details,
             header_read_timeout: args.header_read_timeout,
+            body_read_timeout: args.body_read_timeout,
             max_connections: args.max_connections,
         })
     }

@@ -107,7 +107,7 @@ pub async fn run(config: Config, metrics: PrometheusHandle) -> anyhow::Result<()
     let health = service.health.clone();
     health.start().context("cannot start the health pollers")?;
     health.shutdown_on_signals();
-    exit_on_second_signal(&health);
+    exit_on_second_signal(&health)?;
     spawn_metrics_upkeep(metrics.clone());
 
     let state = AppState {
@@ -140,22 +140,29 @@ pub async fn run(config: Config, metrics: PrometheusHandle) -> anyhow::Result<()
         "checkout listening; probes and gRPC grpc.health.v1.Health"
     );
 
-    let mut limits =
-        ServeConfig::for_health(&health.view()).header_read_timeout(config.header_read_timeout);
+    let mut limits = ServeConfig::for_health(&health.view())
+        .header_read_timeout(config.header_read_timeout)
+        .body_read_timeout(config.body_read_timeout);
     if let Some(connections) = config.max_connections {
         limits = limits.max_connections(connections as usize);
     }
+    // Two listeners share one descriptor limit: each sized from the whole would exhaust it
+    // together. The public one takes most; operators and scrapers need little.
+    let public_limits = limits.clone().descriptor_share(3, 4);
+    let admin_limits = limits.descriptor_share(1, 4);
     tracing::debug!(
-        connections = limits.connection_limit(),
-        "connection limit per listener"
+        public = public_limits.connection_limit(),
+        admin = admin_limits.connection_limit(),
+        streams = public_limits.stream_limit(),
+        "connection limits"
     );
     let public_server = tokio::spawn({
-        let (health, limits) = (health.clone(), limits.clone());
-        async move { probity_axum::serve_with(public_listener, public, &health, limits).await }
+        let health = health.clone();
+        async move { probity_axum::serve_with(public_listener, public, &health, public_limits).await }
     });
     let admin_server = tokio::spawn({
         let health = health.clone();
-        async move { probity_axum::serve_with(admin_listener, admin, &health, limits).await }
+        async move { probity_axum::serve_with(admin_listener, admin, &health, admin_limits).await }
     });
     let mut booting = tokio::spawn({
         let health = health.clone();
@@ -228,33 +235,31 @@ fn log_report(report: &ShutdownReport) {
     }
 }
 
-/// A second SIGINT or SIGTERM during the drain exits at once, for a person at a terminal who
-/// does not want to wait.
-fn exit_on_second_signal(health: &Health) {
+/// Signals are counted on a thread of their own, off the runtime: the first starts the
+/// shutdown (as the runtime's own handler does too), a second SIGINT or SIGTERM exits at once,
+/// for a person at a terminal who does not want to wait — even while the runtime is stalled,
+/// when nothing on it would run.
+fn exit_on_second_signal(health: &Health) -> anyhow::Result<()> {
+    use signal_hook::consts::{SIGINT, SIGTERM};
+    let mut signals = signal_hook::iterator::Signals::new([SIGINT, SIGTERM])
+        .context("cannot listen for signals")?;
     let health = health.clone();
-    tokio::spawn(async move {
-        health.view().shutdown_triggered().await;
-        // Let the first signal's handler finish with it before listening again.
-        tokio::time::sleep(Duration::from_millis(50)).await;
-        let interrupt = tokio::signal::ctrl_c();
-        #[cfg(unix)]
-        let terminate = async {
-            match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-                Ok(mut signal) => {
-                    signal.recv().await;
+    std::thread::Builder::new()
+        .name("checkout-signals".into())
+        .spawn(move || {
+            let mut received = 0;
+            for _signal in signals.forever() {
+                received += 1;
+                if received == 1 {
+                    health.shutdown();
+                } else {
+                    tracing::warn!("second signal: exiting without finishing the drain");
+                    std::process::exit(130);
                 }
-                Err(_) => std::future::pending::<()>().await,
             }
-        };
-        #[cfg(not(unix))]
-        let terminate = std::future::pending::<()>();
-        tokio::select! {
-            _ = interrupt => {}
-            () = terminate => {}
-        }
-        tracing::warn!("second signal: exiting without finishing the drain");
-        std::process::exit(130);
-    });
+        })
+        .context("cannot start the signal thread")?;
+    Ok(())
 }
 
 fn spawn_metrics_upkeep(metrics: PrometheusHandle) {
