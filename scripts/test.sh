@@ -27,6 +27,11 @@ else
   cargo test --workspace --all-features --locked --no-fail-fast
 fi
 
+log "examples that run to completion"
+# The others serve until Ctrl-C; every example is built by the tests above.
+cargo run --locked --all-features -q -p probity-grpc --example grpc_health
+cargo run --locked --all-features -q -p probity-agent --example sidecar
+
 log "cargo doc (-D warnings)"
 RUSTDOCFLAGS="-D warnings" cargo doc --workspace --all-features --no-deps --locked
 # The libraries with features also document cleanly with none of them (what a user who enables

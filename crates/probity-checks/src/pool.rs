@@ -190,7 +190,8 @@ impl PoolPolicy {
     }
 
     /// Fails when a connection tracked by the [`AcquireTracker`] has been held longer than
-    /// `bound` — a leak, even while the pool still has connections to spare. Needs a tracker.
+    /// `bound` — a leak, even while the pool still has connections to spare (default: no leak
+    /// bound). Needs a tracker.
     pub fn leak_bound(mut self, bound: Duration) -> Self {
         self.leak_bound = Some(bound);
         self
@@ -708,13 +709,15 @@ macro_rules! policy_methods {
             self
         }
 
-        /// Fails when a connection acquired through the tracker is held longer than `bound`.
+        /// Fails when a connection acquired through the tracker is held longer than `bound`
+        /// (default: no leak bound). Needs a tracker.
         pub fn leak_bound(mut self, bound: std::time::Duration) -> Self {
             self.policy = self.policy.leak_bound(bound);
             self
         }
 
-        /// Warns when more than `percent` of the pool's maximum is in use. Never fails.
+        /// Warns when more than `percent` of the pool's maximum is in use (default: only a pool
+        /// with no connection available, or with requests waiting, warns). Never fails.
         pub fn warn_above(mut self, percent: f64) -> Self {
             self.policy = self.policy.warn_above(percent);
             self
