@@ -699,6 +699,15 @@ impl<T> Drop for Lease<T> {
 }
 
 /// The builder methods every pool check shares, delegating to its `policy: PoolPolicy` field.
+#[cfg_attr(
+    not(any(
+        feature = "_sqlx",
+        feature = "bb8-postgres",
+        feature = "deadpool-postgres",
+        feature = "mysql-async"
+    )),
+    allow(unused_macros)
+)]
 macro_rules! policy_methods {
     ($acquire:literal) => {
         /// How long the check may wait for a connection when every one is in use (default:
@@ -731,6 +740,15 @@ macro_rules! policy_methods {
         }
     };
 }
+#[cfg_attr(
+    not(any(
+        feature = "_sqlx",
+        feature = "bb8-postgres",
+        feature = "deadpool-postgres",
+        feature = "mysql-async"
+    )),
+    allow(unused_imports)
+)]
 pub(crate) use policy_methods;
 
 fn round(value: f64) -> f64 {
