@@ -27,6 +27,11 @@ else
   cargo test --workspace --all-features --locked --no-fail-fast
 fi
 
+log "examples that run to completion"
+# The others serve until Ctrl-C; every example is built by the tests above.
+cargo run --locked --all-features -q -p probity-grpc --example grpc_health
+cargo run --locked --all-features -q -p probity-agent --example sidecar
+
 log "cargo doc (-D warnings)"
 RUSTDOCFLAGS="-D warnings" cargo doc --workspace --all-features --no-deps --locked
 # The libraries with features also document cleanly with none of them (what a user who enables
@@ -36,8 +41,9 @@ RUSTDOCFLAGS="-D warnings" cargo doc -p probity -p probity-checks --no-default-f
 log "cargo package (every published crate, in dependency order, verified)"
 # One invocation packages the crates in dependency order and verifies each against the ones
 # packaged before it (a local registry overlay: nothing is published, none needs to be on
-# crates.io yet). The demo service is not published.
-cargo package --workspace --exclude checkout --locked
+# crates.io yet). The demo service is not published. `--allow-dirty`: the tree as it stands is
+# what is checked (a local run with uncommitted edits packages them).
+cargo package --workspace --exclude checkout --locked --allow-dirty
 
 if [ -x scripts/check-deploy.sh ]; then
   log "deploy files"

@@ -100,7 +100,11 @@ interval = "500ms"
     };
 
     tokio::time::sleep(Duration::from_secs(1)).await;
-    println!("the app is up:\n{}\n{}\n", probe("/readyz").await?, probe("/livez").await?);
+    println!(
+        "the app is up:\n{}\n{}\n",
+        probe("/readyz").await?,
+        probe("/livez").await?
+    );
 
     database_up.store(false, Ordering::Release);
     tokio::time::sleep(Duration::from_secs(1)).await;

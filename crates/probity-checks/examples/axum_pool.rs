@@ -99,7 +99,10 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .merge(Probes::new(&health).router())
         // Probe requests skip the access log: it shows traffic, not the kubelet. `for_health`
         // knows the custom paths.
-        .layer(QuietProbesLayer::for_health(&health, TraceLayer::new_for_http()));
+        .layer(QuietProbesLayer::for_health(
+            &health,
+            TraceLayer::new_for_http(),
+        ));
 
     let address = std::env::var("LISTEN").unwrap_or_else(|_| "127.0.0.1:8080".to_owned());
     let listener = tokio::net::TcpListener::bind(&address).await?;

@@ -72,7 +72,9 @@ where
         }
     }
 
-    crate::pool::policy_methods!("[`AcquireTracker::acquire`](crate::pool::AcquireTracker::acquire) around `pool.get()`");
+    crate::pool::policy_methods!(
+        "[`AcquireTracker::acquire`](crate::pool::AcquireTracker::acquire) around `pool.get()`"
+    );
 
     /// Names where the pool connects in error messages, e.g. `db:5432`.
     pub fn target(mut self, target: impl Into<String>) -> Self {

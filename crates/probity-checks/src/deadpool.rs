@@ -57,7 +57,9 @@ impl PoolCheck {
         }
     }
 
-    crate::pool::policy_methods!("[`AcquireTracker::acquire`](crate::pool::AcquireTracker::acquire) around `pool.get()`");
+    crate::pool::policy_methods!(
+        "[`AcquireTracker::acquire`](crate::pool::AcquireTracker::acquire) around `pool.get()`"
+    );
 
     /// Names where the pool connects in error messages, e.g. `db:5432` (deadpool does not
     /// expose its connection config; [`crate::postgres::target_of`] builds this from one).

@@ -80,38 +80,87 @@
 // The module links resolve within these docs when the module is built, and to docs.rs (where
 // every feature is on) when its feature is off, so the docs build cleanly with any feature set.
 #![cfg_attr(feature = "_sqlx", doc = "[`sqlx_pool`]: crate::sqlx_pool")]
-#![cfg_attr(not(feature = "_sqlx"), doc = "[`sqlx_pool`]: https://docs.rs/probity-checks/latest/probity_checks/sqlx_pool/")]
+#![cfg_attr(
+    not(feature = "_sqlx"),
+    doc = "[`sqlx_pool`]: https://docs.rs/probity-checks/latest/probity_checks/sqlx_pool/"
+)]
 #![cfg_attr(feature = "deadpool-postgres", doc = "[`deadpool`]: crate::deadpool")]
-#![cfg_attr(not(feature = "deadpool-postgres"), doc = "[`deadpool`]: https://docs.rs/probity-checks/latest/probity_checks/deadpool/")]
+#![cfg_attr(
+    not(feature = "deadpool-postgres"),
+    doc = "[`deadpool`]: https://docs.rs/probity-checks/latest/probity_checks/deadpool/"
+)]
 #![cfg_attr(feature = "bb8-postgres", doc = "[`bb8_pool`]: crate::bb8_pool")]
-#![cfg_attr(not(feature = "bb8-postgres"), doc = "[`bb8_pool`]: https://docs.rs/probity-checks/latest/probity_checks/bb8_pool/")]
+#![cfg_attr(
+    not(feature = "bb8-postgres"),
+    doc = "[`bb8_pool`]: https://docs.rs/probity-checks/latest/probity_checks/bb8_pool/"
+)]
 #![cfg_attr(feature = "_postgres", doc = "[`postgres`]: crate::postgres")]
-#![cfg_attr(not(feature = "_postgres"), doc = "[`postgres`]: https://docs.rs/probity-checks/latest/probity_checks/postgres/")]
-#![cfg_attr(feature = "mysql-async", doc = "[`mysql_async_pool`]: crate::mysql_async_pool")]
-#![cfg_attr(not(feature = "mysql-async"), doc = "[`mysql_async_pool`]: https://docs.rs/probity-checks/latest/probity_checks/mysql_async_pool/")]
+#![cfg_attr(
+    not(feature = "_postgres"),
+    doc = "[`postgres`]: https://docs.rs/probity-checks/latest/probity_checks/postgres/"
+)]
+#![cfg_attr(
+    feature = "mysql-async",
+    doc = "[`mysql_async_pool`]: crate::mysql_async_pool"
+)]
+#![cfg_attr(
+    not(feature = "mysql-async"),
+    doc = "[`mysql_async_pool`]: https://docs.rs/probity-checks/latest/probity_checks/mysql_async_pool/"
+)]
 #![cfg_attr(feature = "redis", doc = "[`redis_ping`]: crate::redis_ping")]
-#![cfg_attr(not(feature = "redis"), doc = "[`redis_ping`]: https://docs.rs/probity-checks/latest/probity_checks/redis_ping/")]
+#![cfg_attr(
+    not(feature = "redis"),
+    doc = "[`redis_ping`]: https://docs.rs/probity-checks/latest/probity_checks/redis_ping/"
+)]
 #![cfg_attr(feature = "fred", doc = "[`fred_client`]: crate::fred_client")]
-#![cfg_attr(not(feature = "fred"), doc = "[`fred_client`]: https://docs.rs/probity-checks/latest/probity_checks/fred_client/")]
+#![cfg_attr(
+    not(feature = "fred"),
+    doc = "[`fred_client`]: https://docs.rs/probity-checks/latest/probity_checks/fred_client/"
+)]
 #![cfg_attr(feature = "lapin", doc = "[`rabbitmq`]: crate::rabbitmq")]
-#![cfg_attr(not(feature = "lapin"), doc = "[`rabbitmq`]: https://docs.rs/probity-checks/latest/probity_checks/rabbitmq/")]
+#![cfg_attr(
+    not(feature = "lapin"),
+    doc = "[`rabbitmq`]: https://docs.rs/probity-checks/latest/probity_checks/rabbitmq/"
+)]
 #![cfg_attr(feature = "nats", doc = "[`nats`]: crate::nats")]
-#![cfg_attr(not(feature = "nats"), doc = "[`nats`]: https://docs.rs/probity-checks/latest/probity_checks/nats/")]
+#![cfg_attr(
+    not(feature = "nats"),
+    doc = "[`nats`]: https://docs.rs/probity-checks/latest/probity_checks/nats/"
+)]
 #![cfg_attr(feature = "mqtt", doc = "[`mqtt`]: crate::mqtt")]
-#![cfg_attr(not(feature = "mqtt"), doc = "[`mqtt`]: https://docs.rs/probity-checks/latest/probity_checks/mqtt/")]
+#![cfg_attr(
+    not(feature = "mqtt"),
+    doc = "[`mqtt`]: https://docs.rs/probity-checks/latest/probity_checks/mqtt/"
+)]
 #![cfg_attr(feature = "http", doc = "[`http_endpoint`]: crate::http_endpoint")]
-#![cfg_attr(not(feature = "http"), doc = "[`http_endpoint`]: https://docs.rs/probity-checks/latest/probity_checks/http_endpoint/")]
+#![cfg_attr(
+    not(feature = "http"),
+    doc = "[`http_endpoint`]: https://docs.rs/probity-checks/latest/probity_checks/http_endpoint/"
+)]
 #![cfg_attr(feature = "tcp", doc = "[`tcp`]: crate::tcp")]
-#![cfg_attr(not(feature = "tcp"), doc = "[`tcp`]: https://docs.rs/probity-checks/latest/probity_checks/tcp/")]
+#![cfg_attr(
+    not(feature = "tcp"),
+    doc = "[`tcp`]: https://docs.rs/probity-checks/latest/probity_checks/tcp/"
+)]
 #![cfg_attr(feature = "dns", doc = "[`dns`]: crate::dns")]
-#![cfg_attr(not(feature = "dns"), doc = "[`dns`]: https://docs.rs/probity-checks/latest/probity_checks/dns/")]
+#![cfg_attr(
+    not(feature = "dns"),
+    doc = "[`dns`]: https://docs.rs/probity-checks/latest/probity_checks/dns/"
+)]
 #![cfg_attr(feature = "disk", doc = "[`disk`]: crate::disk")]
-#![cfg_attr(not(feature = "disk"), doc = "[`disk`]: https://docs.rs/probity-checks/latest/probity_checks/disk/")]
+#![cfg_attr(
+    not(feature = "disk"),
+    doc = "[`disk`]: https://docs.rs/probity-checks/latest/probity_checks/disk/"
+)]
 #![cfg_attr(feature = "jwks", doc = "[`jwks`]: crate::jwks")]
-#![cfg_attr(not(feature = "jwks"), doc = "[`jwks`]: https://docs.rs/probity-checks/latest/probity_checks/jwks/")]
-
+#![cfg_attr(
+    not(feature = "jwks"),
+    doc = "[`jwks`]: https://docs.rs/probity-checks/latest/probity_checks/jwks/"
+)]
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
+// Shared by the backends; with only some of them built, some helpers go unused.
+#[cfg_attr(not(feature = "all"), allow(dead_code))]
 mod error;
 pub mod pool;
 

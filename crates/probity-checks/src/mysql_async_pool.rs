@@ -68,7 +68,9 @@ impl PoolCheck {
         }
     }
 
-    crate::pool::policy_methods!("[`AcquireTracker::acquire`](crate::pool::AcquireTracker::acquire) around `pool.get_conn()`");
+    crate::pool::policy_methods!(
+        "[`AcquireTracker::acquire`](crate::pool::AcquireTracker::acquire) around `pool.get_conn()`"
+    );
 
     /// The pool's figures now.
     pub fn capacity(&self) -> Capacity {

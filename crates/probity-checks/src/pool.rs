@@ -190,7 +190,8 @@ impl PoolPolicy {
     }
 
     /// Fails when a connection tracked by the [`AcquireTracker`] has been held longer than
-    /// `bound` — a leak, even while the pool still has connections to spare. Needs a tracker.
+    /// `bound` — a leak, even while the pool still has connections to spare (default: no leak
+    /// bound). Needs a tracker.
     pub fn leak_bound(mut self, bound: Duration) -> Self {
         self.leak_bound = Some(bound);
         self
@@ -698,6 +699,15 @@ impl<T> Drop for Lease<T> {
 }
 
 /// The builder methods every pool check shares, delegating to its `policy: PoolPolicy` field.
+#[cfg_attr(
+    not(any(
+        feature = "_sqlx",
+        feature = "bb8-postgres",
+        feature = "deadpool-postgres",
+        feature = "mysql-async"
+    )),
+    allow(unused_macros)
+)]
 macro_rules! policy_methods {
     ($acquire:literal) => {
         /// How long the check may wait for a connection when every one is in use (default:
@@ -708,13 +718,15 @@ macro_rules! policy_methods {
             self
         }
 
-        /// Fails when a connection acquired through the tracker is held longer than `bound`.
+        /// Fails when a connection acquired through the tracker is held longer than `bound`
+        /// (default: no leak bound). Needs a tracker.
         pub fn leak_bound(mut self, bound: std::time::Duration) -> Self {
             self.policy = self.policy.leak_bound(bound);
             self
         }
 
-        /// Warns when more than `percent` of the pool's maximum is in use. Never fails.
+        /// Warns when more than `percent` of the pool's maximum is in use (default: only a pool
+        /// with no connection available, or with requests waiting, warns). Never fails.
         pub fn warn_above(mut self, percent: f64) -> Self {
             self.policy = self.policy.warn_above(percent);
             self
@@ -728,6 +740,15 @@ macro_rules! policy_methods {
         }
     };
 }
+#[cfg_attr(
+    not(any(
+        feature = "_sqlx",
+        feature = "bb8-postgres",
+        feature = "deadpool-postgres",
+        feature = "mysql-async"
+    )),
+    allow(unused_imports)
+)]
 pub(crate) use policy_methods;
 
 fn round(value: f64) -> f64 {

@@ -29,11 +29,20 @@
 //! appear.
 //!
 #![cfg_attr(feature = "deadpool-postgres", doc = "[`deadpool`]: crate::deadpool")]
-#![cfg_attr(not(feature = "deadpool-postgres"), doc = "[`deadpool`]: https://docs.rs/probity-checks/latest/probity_checks/deadpool/")]
+#![cfg_attr(
+    not(feature = "deadpool-postgres"),
+    doc = "[`deadpool`]: https://docs.rs/probity-checks/latest/probity_checks/deadpool/"
+)]
 #![cfg_attr(feature = "bb8-postgres", doc = "[`bb8_pool`]: crate::bb8_pool")]
-#![cfg_attr(not(feature = "bb8-postgres"), doc = "[`bb8_pool`]: https://docs.rs/probity-checks/latest/probity_checks/bb8_pool/")]
+#![cfg_attr(
+    not(feature = "bb8-postgres"),
+    doc = "[`bb8_pool`]: https://docs.rs/probity-checks/latest/probity_checks/bb8_pool/"
+)]
 #![cfg_attr(feature = "_sqlx", doc = "[`sqlx_pool`]: crate::sqlx_pool")]
-#![cfg_attr(not(feature = "_sqlx"), doc = "[`sqlx_pool`]: https://docs.rs/probity-checks/latest/probity_checks/sqlx_pool/")]
+#![cfg_attr(
+    not(feature = "_sqlx"),
+    doc = "[`sqlx_pool`]: https://docs.rs/probity-checks/latest/probity_checks/sqlx_pool/"
+)]
 
 use crate::error::{chain, describe_io, find_io};
 use crate::millis;

@@ -67,7 +67,10 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     ask(&mut client, &services).await?;
 
     health.shutdown();
-    println!("shutting down (the listener closes after {:?}):", health.drain_delay());
+    println!(
+        "shutting down (the listener closes after {:?}):",
+        health.drain_delay()
+    );
     ask(&mut client, &services).await?;
 
     let report = server.await??;
@@ -75,10 +78,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     Ok(())
 }
 
-async fn ask(
-    client: &mut HealthClient<Channel>,
-    services: &[&str],
-) -> Result<(), tonic::Status> {
+async fn ask(client: &mut HealthClient<Channel>, services: &[&str]) -> Result<(), tonic::Status> {
     for service in services {
         let request = HealthCheckRequest {
             service: (*service).to_owned(),

@@ -278,13 +278,22 @@ fn validate_name(name: &str) -> Result<(), BuildError> {
 /// | entry | declared by | fails when |
 /// |---|---|---|
 /// | `runtime_stall` | [`HealthBuilder::runtime_watchdog`] | the runtime's heartbeat task has not run for the threshold |
-/// | `deadlock` | [`HealthBuilder::deadlock_detection`] (feature `deadlock`) | `parking_lot` finds a lock cycle |
+/// | `deadlock` | [`HealthBuilder::deadlock_detection`][deadlock_detection] (feature `deadlock`) | `parking_lot` finds a lock cycle |
 /// | each heartbeat's name | [`HealthBuilder::heartbeat`] | the worker is silent past its bound, outside a declared wait |
 /// | `marked_broken` | always present | [`Health::mark_broken`] was called |
 ///
 /// While any of them fails, readiness fails too, as its `liveness` entry (naming the
 /// condition and its reason): an instance about to be restarted takes no traffic meanwhile.
 /// These names are reserved, with `shutdown`, `startup`, `liveness` and `readiness`.
+///
+#[cfg_attr(
+    feature = "deadlock",
+    doc = "[deadlock_detection]: HealthBuilder::deadlock_detection"
+)]
+#[cfg_attr(
+    not(feature = "deadlock"),
+    doc = "[deadlock_detection]: https://docs.rs/probity/latest/probity/struct.HealthBuilder.html#method.deadlock_detection"
+)]
 #[derive(Debug, Default)]
 pub struct HealthBuilder {
     service: Option<String>,

@@ -125,8 +125,8 @@ pub(crate) fn build(
             Arc::new(check)
         }
         ReadinessKind::Http(settings) => {
-            let mut check =
-                http_endpoint::HttpCheck::new(&settings.url.0).map_err(|error| error.to_string())?;
+            let mut check = http_endpoint::HttpCheck::new(&settings.url.0)
+                .map_err(|error| error.to_string())?;
             if let Some(range) = &settings.expect_status {
                 check = check.expect_status(range.0.clone());
             }
