@@ -94,7 +94,8 @@ pub struct TlsExpiryCheck {
     any_issuer: bool,
     fail_within: Duration,
     warn_within: Duration,
-    connector: TlsConnector,
+    /// The connector, or why none could be built (no trusted root at all): said at each poll.
+    connector: Result<TlsConnector, String>,
 }
 
 impl TlsExpiryCheck {
@@ -123,16 +124,9 @@ impl TlsExpiryCheck {
             any_issuer: false,
             fail_within: DEFAULT_FAIL_WITHIN,
             warn_within: DEFAULT_WARN_WITHIN,
-            connector: TlsConnector::from(Arc::new(
-                ClientConfig::builder_with_provider(provider())
-                    .with_safe_default_protocol_versions()
-                    .map_err(|error| invalid(error.to_string()))?
-                    .dangerous()
-                    .with_custom_certificate_verifier(Arc::new(DatesOnly::new()))
-                    .with_no_client_auth(),
-            )),
+            connector: Err(String::new()),
         };
-        check.connector = check.connector()?;
+        check.connector = check.connector();
         Ok(check)
     }
 
@@ -163,7 +157,10 @@ impl TlsExpiryCheck {
         if found == 0 {
             return Err(invalid("no PEM certificate found".to_owned()));
         }
-        self.connector = self.connector()?;
+        self.connector = self.connector();
+        if let Err(reason) = &self.connector {
+            return Err(invalid(reason.clone()));
+        }
         Ok(self)
     }
 
@@ -171,9 +168,7 @@ impl TlsExpiryCheck {
     /// this process has no copy of; the certificate is still named in every message.
     pub fn any_issuer(mut self) -> Self {
         self.any_issuer = true;
-        self.connector = self
-            .connector()
-            .expect("a dates-only verifier needs no roots");
+        self.connector = self.connector();
         self
     }
 
@@ -189,8 +184,8 @@ impl TlsExpiryCheck {
         self
     }
 
-    fn connector(&self) -> Result<TlsConnector, InvalidTlsExpiryCheck> {
-        let invalid = |reason: String| InvalidTlsExpiryCheck { reason };
+    fn connector(&self) -> Result<TlsConnector, String> {
+        let invalid = |reason: String| reason;
         let verifier: Arc<dyn ServerCertVerifier> = if self.any_issuer {
             Arc::new(DatesOnly::new())
         } else {
@@ -202,7 +197,7 @@ impl TlsExpiryCheck {
             for root in &self.roots {
                 store
                     .add(root.clone())
-                    .map_err(|error| invalid(format!("invalid root certificate: {error}")))?;
+                    .map_err(|error| invalid(error.to_string()))?;
             }
             if store.is_empty() {
                 return Err(invalid(
@@ -227,11 +222,14 @@ impl TlsExpiryCheck {
 
     async fn poll(&self) -> CheckResult {
         let started = Instant::now();
+        let connector = self
+            .connector
+            .as_ref()
+            .map_err(|reason| CheckError::new(reason.clone()))?;
         let stream = TcpStream::connect(&self.target)
             .await
             .map_err(|error| CheckError::new(describe_io(&error, &self.target)))?;
-        let tls = self
-            .connector
+        let tls = connector
             .connect(self.server_name.clone(), stream)
             .await
             .map_err(|error| CheckError::new(self.describe_handshake(&error)))?;

@@ -7,8 +7,8 @@ use crate::config::{Policy, ReadinessEntry, ReadinessKind, Secret};
 use crate::scrape::Scraper;
 use probity::{Check, CheckSpec, Tier, Timing};
 use probity_checks::{
-    disk, dns, http_endpoint, jwks, mqtt, mysql_async_pool, nats, postgres, rabbitmq, redis_ping,
-    tcp,
+    disk, dns, etcd, grpc_health, http_endpoint, jwks, memcached, mqtt, mysql_async_pool, nats,
+    postgres, rabbitmq, redis_ping, tcp, tls_expiry,
 };
 use std::collections::HashMap;
 use std::future::Future;
@@ -247,6 +247,21 @@ pub(crate) fn build(
             )));
             Arc::new(jwks::JwksCheck::new(cache, settings.max_age.0))
         }
+        ReadinessKind::GrpcHealth(settings) => {
+            let check = grpc_health::GrpcHealthCheck::new(&settings.target)
+                .map_err(|error| error.to_string())?;
+            Arc::new(match &settings.service {
+                Some(service) => check.service(service.clone()),
+                None => check,
+            })
+        }
+        ReadinessKind::TlsCertificate(settings) => Arc::new(tls_certificate(settings)?),
+        ReadinessKind::Memcached(settings) => {
+            Arc::new(memcached::MemcachedCheck::new(settings.target.clone()))
+        }
+        ReadinessKind::Etcd(settings) => {
+            Arc::new(etcd::EtcdCheck::new(&settings.url.0).map_err(|error| error.to_string())?)
+        }
     };
     let suggested = check.default_timing().unwrap_or(FALLBACK_TIMING);
     Ok(apply(
@@ -254,6 +269,33 @@ pub(crate) fn build(
         policy,
         timing(interval, timeout, suggested),
     ))
+}
+
+fn tls_certificate(
+    settings: &crate::config::TlsCertificateSettings,
+) -> Result<tls_expiry::TlsExpiryCheck, String> {
+    let mut check = tls_expiry::TlsExpiryCheck::new(settings.target.clone())
+        .map_err(|error| error.to_string())?;
+    if let Some(name) = &settings.server_name {
+        check = check.server_name(name).map_err(|error| error.to_string())?;
+    }
+    if let Some(path) = &settings.root_certificate {
+        let pem = std::fs::read(path)
+            .map_err(|error| format!("cannot read the root certificate {path}: {error}"))?;
+        check = check
+            .root_certificate_pem(&pem)
+            .map_err(|error| format!("{path}: {error}"))?;
+    }
+    if settings.any_issuer {
+        check = check.any_issuer();
+    }
+    if let Some(margin) = settings.fail_within {
+        check = check.fail_within(margin.0);
+    }
+    if let Some(margin) = settings.warn_within {
+        check = check.warn_within(margin.0);
+    }
+    Ok(check)
 }
 
 fn apply(mut spec: CheckSpec, policy: &Policy, timing: Timing) -> CheckSpec {

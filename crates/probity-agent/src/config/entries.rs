@@ -89,12 +89,35 @@ pub enum ReadinessKind {
     Disk(DiskSettings),
     /// Freshness of a JWKS document's signing keys.
     Jwks(JwksSettings),
+    /// Another server's `grpc.health.v1`.
+    GrpcHealth(GrpcHealthSettings),
+    /// Expiry of an endpoint's TLS certificates.
+    TlsCertificate(TlsCertificateSettings),
+    /// A memcached server.
+    Memcached(TargetSettings),
+    /// An etcd member.
+    Etcd(UrlSettings),
 }
 
 /// The readiness kinds, as keys.
 pub const READINESS_KINDS: &[&str] = &[
-    "app", "metrics", "tcp", "http", "postgres", "mysql", "redis", "rabbitmq", "nats", "mqtt",
-    "dns", "disk", "jwks",
+    "app",
+    "metrics",
+    "tcp",
+    "http",
+    "postgres",
+    "mysql",
+    "redis",
+    "rabbitmq",
+    "nats",
+    "mqtt",
+    "dns",
+    "disk",
+    "jwks",
+    "grpc_health",
+    "tls_certificate",
+    "memcached",
+    "etcd",
 ];
 
 impl ReadinessKind {
@@ -114,6 +137,10 @@ impl ReadinessKind {
             ReadinessKind::Dns(_) => "dns",
             ReadinessKind::Disk(_) => "disk",
             ReadinessKind::Jwks(_) => "jwks",
+            ReadinessKind::GrpcHealth(_) => "grpc_health",
+            ReadinessKind::TlsCertificate(_) => "tls_certificate",
+            ReadinessKind::Memcached(_) => "memcached",
+            ReadinessKind::Etcd(_) => "etcd",
         }
     }
 
@@ -132,6 +159,10 @@ impl ReadinessKind {
             "dns" => ReadinessKind::Dns(map.next_value()?),
             "disk" => ReadinessKind::Disk(map.next_value()?),
             "jwks" => ReadinessKind::Jwks(map.next_value()?),
+            "grpc_health" => ReadinessKind::GrpcHealth(map.next_value()?),
+            "tls_certificate" => ReadinessKind::TlsCertificate(map.next_value()?),
+            "memcached" => ReadinessKind::Memcached(map.next_value()?),
+            "etcd" => ReadinessKind::Etcd(map.next_value()?),
             other => return Err(de::Error::custom(format!("unknown check kind `{other}`"))),
         })
     }
@@ -335,6 +366,70 @@ pub struct JwksSettings {
     pub refresh_every: Option<Dur>,
 }
 
+/// `grpc_health`: another server's `grpc.health.v1`.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GrpcHealthSettings {
+    /// `host:port` (plaintext HTTP/2).
+    pub target: String,
+    /// The service name asked about (default `""`: the server as a whole).
+    #[serde(default)]
+    pub service: Option<String>,
+}
+
+/// `tls_certificate`: how long an endpoint's certificates stay valid.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TlsCertificateSettings {
+    /// `host:port`.
+    pub target: String,
+    /// The name the certificate must be valid for (default the target's host).
+    #[serde(default)]
+    pub server_name: Option<String>,
+    /// A PEM file of extra trusted certificate authorities.
+    #[serde(default)]
+    pub root_certificate: Option<String>,
+    /// Judge the dates only, whoever issued the certificate.
+    #[serde(default)]
+    pub any_issuer: bool,
+    /// Fail from this long before `notAfter` (default 7 days).
+    #[serde(default)]
+    pub fail_within: Option<Margin>,
+    /// Warn from this long before `notAfter` (default 30 days).
+    #[serde(default)]
+    pub warn_within: Option<Margin>,
+}
+
+/// A certificate's margin before `notAfter`: a duration in days (`7d`, `30d`, `36h`), at most a
+/// year; unlike the other durations it is not capped at a day.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Margin(pub std::time::Duration);
+
+impl<'de> Deserialize<'de> for Margin {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let text = String::deserialize(deserializer)?;
+        let margin = humantime::parse_duration(text.trim()).map_err(|_| {
+            de::Error::custom(format!(
+                "`{text}` is not a duration: write e.g. 7d, 30d, 36h"
+            ))
+        })?;
+        if margin > std::time::Duration::from_secs(366 * 86_400) {
+            return Err(de::Error::custom(format!(
+                "`{text}` is longer than a year: certificates are renewed well before that"
+            )));
+        }
+        Ok(Margin(margin))
+    }
+}
+
+/// A backend reached at `host:port` (`memcached`).
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TargetSettings {
+    /// `host:port`.
+    pub target: String,
+}
+
 /// A liveness condition from the configuration.
 #[derive(Debug, Clone, PartialEq)]
 pub struct LivenessEntry {
@@ -508,6 +603,9 @@ fn refused_in_liveness(kind: &str) -> String {
                       included; liveness takes `event_loop_lag` for a runtime stall"
             .to_owned(),
         "disk" => "`disk` judges a filesystem, which a restart does not free".to_owned(),
+        "tls_certificate" => "`tls_certificate` judges an endpoint's certificate, which a \
+                              restart does not renew"
+            .to_owned(),
         "jwks" => "`jwks` judges keys fetched from an identity provider".to_owned(),
         other => format!("`{other}` checks a dependency"),
     };

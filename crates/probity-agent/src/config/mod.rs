@@ -51,6 +51,7 @@ pub use entries::{
     MetricsSettings, MqttSettings, Named, Policy, READINESS_KINDS, ReadinessEntry, ReadinessKind,
     TcpSettings, UrlSettings,
 };
+pub use entries::{GrpcHealthSettings, Margin, TargetSettings, TlsCertificateSettings};
 pub use values::{Condition, Dur, Op, Secret, StatusRange, parse_duration};
 
 use serde::Deserialize;
