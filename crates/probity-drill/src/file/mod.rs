@@ -325,6 +325,11 @@ pub struct Balancer {
     /// HAProxy's check timing in `haproxy` mode.
     #[serde(default)]
     pub check: Option<HaproxyCheck>,
+    /// What HAProxy retries on another server (its `retry-on` keywords; default
+    /// `[conn-failure]`: a request that could not connect, as an ingress retries). `503` adds a
+    /// service's 503, for a service whose 503 means "not processed".
+    #[serde(default)]
+    pub retry_on: Option<Vec<String>>,
 }
 
 impl Balancer {
@@ -844,6 +849,33 @@ impl DrillFile {
                 "check",
                 "balancer.check: HAProxy's checks apply to mode haproxy only".into(),
             ));
+        }
+        const RETRY_ON: [&str; 14] = [
+            "none",
+            "conn-failure",
+            "empty-response",
+            "junk-response",
+            "response-timeout",
+            "0rtt-rejected",
+            "404",
+            "408",
+            "425",
+            "500",
+            "501",
+            "502",
+            "503",
+            "504",
+        ];
+        for keyword in self.balancer.retry_on.iter().flatten() {
+            if !RETRY_ON.contains(&keyword.as_str()) {
+                return Err(invalid(
+                    "retry_on",
+                    format!(
+                        "balancer.retry_on: `{keyword}` is not one of {}",
+                        RETRY_ON.join(", ")
+                    ),
+                ));
+            }
         }
         for (name, hook) in &self.hooks {
             if let Some(port) = &hook.port
