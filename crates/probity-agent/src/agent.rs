@@ -3,8 +3,9 @@
 
 use crate::adapter::APP_STARTED_STEP;
 use crate::checks::{self, Context, Task};
+use crate::config::ReadinessKind;
 use crate::config::{Config, ConfigError, DetailsSetting};
-use crate::liveness::{self, Observer, StartupGate};
+use crate::liveness::{self, Evidence, Observer, StartupGate};
 use probity::{Contract, Health, ProbePaths};
 use probity_axum::Details;
 use std::collections::HashMap;
@@ -88,6 +89,13 @@ impl Agent {
                 file: path.to_owned(),
                 message,
             },
+            BuildFailure::Requests(message) => AgentError::Entry {
+                file: path.to_owned(),
+                line: Config::line_of(&text, "requests"),
+                section: "section",
+                name: "requests".to_owned(),
+                message,
+            },
         })
     }
 
@@ -100,7 +108,10 @@ impl Agent {
             scrapers: HashMap::new(),
             tasks: Vec::new(),
             service: service.clone(),
+            outcomes: None,
         };
+        let requests =
+            crate::outcomes::configured(config, &mut context).map_err(BuildFailure::Requests)?;
         let paths = ProbePaths::new(
             config.paths.liveness.clone(),
             config.paths.readiness.clone(),
@@ -140,8 +151,43 @@ impl Agent {
             builder = builder.in_flight_deadline(deadline.0);
         }
         let health = builder.build().map_err(BuildFailure::Core)?;
+        if let Some((outcomes, scraper)) = requests {
+            let reporters = config
+                .readiness
+                .0
+                .iter()
+                .filter(|(_, entry)| {
+                    matches!(entry.kind, ReadinessKind::App(_))
+                        && entry.policy.tier.unwrap_or(probity::Tier::Hard) == probity::Tier::Hard
+                })
+                .filter_map(|(name, _)| health.reporter(name).ok())
+                .collect();
+            context.tasks.push(Box::pin(crate::outcomes::run(
+                outcomes,
+                scraper,
+                reporters,
+                crate::outcomes::PASSIVE_RUN,
+            )));
+        }
 
         let gate = StartupGate::new(health.clone(), config.liveness.0.len());
+        // What excuses the app's silence as a wait: its hard dependency checks, and its own
+        // readiness answering that it fails.
+        let mut dependencies = Vec::new();
+        let mut app_readiness = Vec::new();
+        for (name, entry) in &config.readiness.0 {
+            if entry.policy.tier.unwrap_or(probity::Tier::Hard) != probity::Tier::Hard {
+                continue;
+            }
+            match entry.kind {
+                ReadinessKind::App(_) => app_readiness.push(name.clone()),
+                // The app's own figures, read through the app: silent when it is.
+                ReadinessKind::Metrics(_) => {}
+                _ => dependencies.push(name.clone()),
+            }
+        }
+        let evidence =
+            std::sync::Arc::new(Evidence::new(health.clone(), dependencies, app_readiness));
         for (name, entry) in &config.liveness.0 {
             let entry_failure = |message: String| BuildFailure::Entry {
                 section: "liveness condition",
@@ -151,9 +197,15 @@ impl Agent {
             let heartbeat = health
                 .heartbeat(name)
                 .map_err(|error| entry_failure(error.to_string()))?;
-            let observer =
-                Observer::new(entry, &mut context, heartbeat, gate.clone(), boot_timeout)
-                    .map_err(entry_failure)?;
+            let observer = Observer::new(
+                entry,
+                &mut context,
+                heartbeat,
+                gate.clone(),
+                boot_timeout,
+                evidence.clone(),
+            )
+            .map_err(entry_failure)?;
             context.tasks.push(observer.run());
         }
         Ok(Agent {
@@ -226,4 +278,7 @@ pub enum BuildFailure {
     /// The probe paths cannot be served together.
     #[error("{0}")]
     Paths(String),
+    /// `[requests]` cannot be read as configured.
+    #[error("[requests]: {0}")]
+    Requests(String),
 }

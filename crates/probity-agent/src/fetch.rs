@@ -90,7 +90,7 @@ pub(crate) async fn get(
     }
 }
 
-fn classify(error: &reqwest::Error, shown: &str) -> FetchError {
+pub(crate) fn classify(error: &reqwest::Error, shown: &str) -> FetchError {
     let mut source: Option<&(dyn std::error::Error + 'static)> = Some(error);
     while let Some(cause) = source {
         if let Some(io) = cause.downcast_ref::<std::io::Error>() {

@@ -40,6 +40,8 @@ pub mod config;
 mod fetch;
 pub mod inspect;
 mod liveness;
+mod outcomes;
+mod process;
 mod scrape;
 mod serve;
 

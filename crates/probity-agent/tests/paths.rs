@@ -1,6 +1,6 @@
-//! Configured probe paths (seed 000's `/internal/live` + `/internal/ready`) carried into every
-//! answer and the contract, and a heartbeat file as the liveness condition: no external
-//! service needed.
+//! Configured probe paths (`/internal/live` + `/internal/ready`, a service's own choice) carried
+//! into every answer and the contract, and a heartbeat file as the liveness condition: no
+//! external service needed.
 
 mod support;
 

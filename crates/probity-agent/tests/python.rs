@@ -188,7 +188,12 @@ async fn the_deep_health_endpoint_sees_one_call_per_interval_under_a_probe_storm
         "{calls} calls of /healthz in {elapsed:?} at a 2 s interval"
     );
     assert!(calls >= 1.0, "the agent stopped polling /healthz");
-    assert!(answered >= 2_000, "only {answered} probes were answered");
+    // A storm: many probes for each poll the app saw (the rate depends on how busy the machine
+    // is; what is judged is the ratio).
+    assert!(
+        answered as f64 >= 50.0 * (intervals.ceil() + 1.0),
+        "only {answered} probes were answered in {elapsed:?}: not a storm"
+    );
     // On a loaded machine the client and the agent share two cores and a poll may time out;
     // most probes still pass.
     assert!(

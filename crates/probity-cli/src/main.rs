@@ -10,6 +10,7 @@ mod agent;
 mod drill;
 mod inspect;
 mod lint;
+mod logging;
 mod simulate;
 
 /// Health checks that tell the truth: lint probe wiring, simulate incidents, drill a real fleet.
@@ -18,6 +19,12 @@ mod simulate;
 struct Cli {
     #[command(subcommand)]
     command: Command,
+
+    /// How log lines are written on standard error: `text` for a person, `json` (one JSON
+    /// object a line) for a log shipper. RUST_LOG chooses what is logged (default: `info` for
+    /// `agent` and `drill`, `warn` otherwise), e.g. RUST_LOG=probity=debug.
+    #[arg(long, global = true, value_enum, env = "PROBITY_LOG_FORMAT", default_value_t = logging::LogFormat::Text)]
+    log_format: logging::LogFormat,
 }
 
 #[derive(Debug, Subcommand)]
@@ -41,6 +48,14 @@ delay."
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    let default_level = match cli.command {
+        Command::Agent(_) | Command::Drill(_) => "info",
+        _ => "warn",
+    };
+    if let Err(error) = logging::install(cli.log_format, default_level) {
+        eprintln!("error: {error:#}");
+        return ExitCode::from(2);
+    }
     let result = match cli.command {
         Command::Lint(args) => lint::run(args),
         Command::Simulate(args) => simulate::run(args),

@@ -1,7 +1,8 @@
 //! `metrics`: a series of the app's exposition, judged against a threshold.
 
-use crate::config::MetricsSettings;
-use crate::scrape::Scraper;
+use crate::config::{MetricsSettings, Missing};
+use crate::outcomes::Outcomes;
+use crate::scrape::{Matcher, Scraper};
 use parking_lot::Mutex;
 use probity::{Check, CheckError, CheckFuture, CheckResult, Detail, Timing};
 use std::collections::BTreeMap;
@@ -18,7 +19,9 @@ pub(crate) const DEFAULT_TIMING: Timing = Timing {
 pub(crate) struct MetricsCheck {
     scraper: Arc<Scraper>,
     settings: MetricsSettings,
+    matchers: Vec<Matcher>,
     timing: Timing,
+    outcomes: Option<Arc<Outcomes>>,
     state: Mutex<State>,
 }
 
@@ -28,53 +31,87 @@ struct State {
     breaching: u32,
     /// Each series' value at the previous scrape, for `change`.
     previous: BTreeMap<BTreeMap<String, String>, f64>,
+    /// Whether a scrape was judged before (a counter first seen after it counts from zero).
+    scraped_before: bool,
 }
 
 impl MetricsCheck {
-    pub(crate) fn new(scraper: Arc<Scraper>, settings: MetricsSettings, timing: Timing) -> Self {
-        Self {
-            scraper,
-            settings,
-            timing,
-            state: Mutex::new(State::default()),
-        }
-    }
-
-    /// `series{label="value"}`, as written in PromQL.
-    fn selector(&self) -> String {
-        if self.settings.labels.is_empty() {
-            return self.settings.series.clone();
-        }
-        let labels: Vec<String> = self
-            .settings
+    pub(crate) fn new(
+        scraper: Arc<Scraper>,
+        settings: MetricsSettings,
+        timing: Timing,
+        outcomes: Option<Arc<Outcomes>>,
+    ) -> Result<Self, String> {
+        let matchers = settings
             .labels
             .iter()
-            .map(|(name, value)| format!("{name}=\"{value}\""))
-            .collect();
+            .map(|(label, value)| Matcher::parse(label, value))
+            .collect::<Result<Vec<_>, _>>()?;
+        scraper.register([settings.series.as_str()], timing.timeout);
+        Ok(Self {
+            scraper,
+            settings,
+            matchers,
+            timing,
+            outcomes,
+            state: Mutex::new(State::default()),
+        })
+    }
+
+    /// `series{label="value",status=~"5.."}`, as written in PromQL.
+    fn selector(&self) -> String {
+        if self.matchers.is_empty() {
+            return self.settings.series.clone();
+        }
+        let labels: Vec<String> = self.matchers.iter().map(ToString::to_string).collect();
         format!("{}{{{}}}", self.settings.series, labels.join(","))
     }
 
     async fn poll(&self) -> CheckResult {
+        let result = self.judge().await;
+        // The app's own figure fails while its requests succeed: busy, not broken.
+        match (result, &self.outcomes) {
+            (Err(error), Some(outcomes)) => {
+                match outcomes.serving_despite(error.message(), tokio::time::Instant::now()) {
+                    Some(reason) => Ok(Detail::new().warning(reason)),
+                    None => Err(error),
+                }
+            }
+            (result, _) => result,
+        }
+    }
+
+    async fn judge(&self) -> CheckResult {
         // Half an interval: a scrape shared with another reader of this poll round counts,
         // one from the previous round does not.
         let exposition = self
             .scraper
             .scrape(self.timing.interval / 2, self.timing.timeout)
             .await
-            .map_err(|error| CheckError::new(error.to_string()))?;
+            .map_err(|error| CheckError::new(error.to_string()).kind(error.kind()))?;
         let samples: Vec<_> = exposition
-            .select(&self.settings.series, &self.settings.labels)
+            .select(&self.settings.series, &self.matchers)
             .collect();
         if samples.is_empty() {
             let mut state = self.state.lock();
             state.previous.clear();
-            return Err(CheckError::new(format!(
+            state.scraped_before = true;
+            state.breaching = 0;
+            let missing = format!(
                 "no series {} in the exposition at {}",
                 self.selector(),
                 crate::fetch::address(self.scraper.url())
-            )));
+            );
+            return match self.settings.missing {
+                Missing::Fail => Err(CheckError::new(missing)),
+                Missing::Pass if self.settings.change => Ok(Detail::new().message(format!(
+                    "{missing}: a counter not created yet counts as zero"
+                ))),
+                Missing::Pass => Ok(Detail::new().message(format!("{missing} (missing passes)"))),
+            };
         }
         let mut state = self.state.lock();
+        let scraped_before = std::mem::replace(&mut state.scraped_before, true);
         let mut worst: Option<(f64, bool)> = None;
         let mut compared = false;
         let mut previous = BTreeMap::new();
@@ -86,6 +123,8 @@ impl MetricsCheck {
                     // A counter reset (the app restarted) counts from zero.
                     Some(before) if sample.value >= before => Some(sample.value - before),
                     Some(_) => Some(sample.value),
+                    // Created since the last scrape: it was zero then.
+                    None if scraped_before => Some(sample.value),
                     None => None,
                 }
             } else {
@@ -159,5 +198,11 @@ impl Check for MetricsCheck {
 
     fn default_timing(&self) -> Option<Timing> {
         Some(self.timing)
+    }
+
+    fn default_fall(&self) -> Option<u32> {
+        // A scrape crosses the network (loopback, and the app's own scheduling): one slow
+        // sample on a busy node is not evidence.
+        Some(probity_checks::NETWORK_FALL)
     }
 }

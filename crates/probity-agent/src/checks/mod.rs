@@ -2,6 +2,7 @@
 //! every probity-checks backend, each turned into a core [`CheckSpec`].
 
 pub(crate) mod metrics;
+mod postgres_query;
 
 use crate::config::{Policy, ReadinessEntry, ReadinessKind, Secret};
 use crate::scrape::Scraper;
@@ -39,6 +40,8 @@ pub(crate) struct Context<'a> {
     pub(crate) scrapers: HashMap<String, Arc<Scraper>>,
     pub(crate) tasks: Vec<Task>,
     pub(crate) service: String,
+    /// The app's request outcomes, when read.
+    pub(crate) outcomes: Option<Arc<crate::outcomes::Outcomes>>,
 }
 
 impl Context<'_> {
@@ -103,17 +106,28 @@ pub(crate) fn build(
             if let Some(text) = &settings.body_contains {
                 check = check.body_contains(text.clone());
             }
-            return Ok(apply(
-                CheckSpec::new(name, tier, check).dependency("app"),
-                policy,
-                timing(interval, timeout, APP_TIMING),
-            ));
+            let reads_outcomes = context.outcomes.is_some();
+            let check = AppCheck {
+                inner: check,
+                outcomes: context.outcomes.clone(),
+            };
+            let mut spec = CheckSpec::new(name, tier, check).dependency("app");
+            if reads_outcomes {
+                // The app's failing requests are reported to it (see `outcomes`).
+                spec = spec.passive_failures(crate::outcomes::PASSIVE_RUN);
+            }
+            return Ok(apply(spec, policy, timing(interval, timeout, APP_TIMING)));
         }
         ReadinessKind::Metrics(settings) => {
             let url = context.url(&settings.url)?;
             let scraper = context.scraper(url);
             let timing = timing(interval, timeout, metrics::DEFAULT_TIMING);
-            let check = metrics::MetricsCheck::new(scraper, settings.clone(), timing);
+            let check = metrics::MetricsCheck::new(
+                scraper,
+                settings.clone(),
+                timing,
+                context.outcomes.clone(),
+            )?;
             return Ok(apply(CheckSpec::new(name, tier, check), policy, timing));
         }
         ReadinessKind::Tcp(settings) => {
@@ -141,7 +155,21 @@ pub(crate) fn build(
                     crate::adapter::redact(&settings.url.0)
                 )
             })?;
-            Arc::new(postgres::ConnectionCheck::new(config))
+            match &settings.query {
+                Some(query) => {
+                    let suggested = Timing {
+                        interval: Duration::from_secs(2),
+                        timeout: Duration::from_secs(1),
+                    };
+                    let timing = timing(interval, timeout, suggested);
+                    Arc::new(postgres_query::PostgresQueryCheck::new(
+                        config,
+                        query.clone(),
+                        timing,
+                    ))
+                }
+                None => Arc::new(postgres::ConnectionCheck::new(config)),
+            }
         }
         ReadinessKind::Mysql(settings) => {
             let opts = ::mysql_async::Opts::from_url(&settings.url.0).map_err(|error| {
@@ -253,6 +281,51 @@ pub(crate) fn build(
         policy,
         timing(interval, timeout, suggested),
     ))
+}
+
+/// `app`: the app's own readiness endpoint. A failure while the app's requests succeed is
+/// a self-check calling a busy app broken: it degrades to `warn`, with the reason.
+struct AppCheck {
+    inner: http::HttpCheck,
+    outcomes: Option<Arc<crate::outcomes::Outcomes>>,
+}
+
+impl AppCheck {
+    async fn poll(&self) -> probity::CheckResult {
+        let result = self.inner.check().await;
+        match (result, &self.outcomes) {
+            (Err(error), Some(outcomes)) => {
+                let failure = format!("its readiness says {}", error.message());
+                match outcomes.serving_despite(&failure, tokio::time::Instant::now()) {
+                    Some(reason) => Ok(probity::Detail::new().warning(reason)),
+                    None => Err(error),
+                }
+            }
+            (result, _) => result,
+        }
+    }
+}
+
+impl Check for AppCheck {
+    fn check(&self) -> probity::CheckFuture<'_> {
+        Box::pin(self.poll())
+    }
+
+    fn dependency(&self) -> Option<&str> {
+        Some("app")
+    }
+
+    fn default_timing(&self) -> Option<Timing> {
+        Some(APP_TIMING)
+    }
+
+    fn default_fall(&self) -> Option<u32> {
+        self.inner.default_fall()
+    }
+
+    fn calls_health_endpoint(&self) -> bool {
+        self.inner.calls_health_endpoint()
+    }
 }
 
 fn apply(mut spec: CheckSpec, policy: &Policy, timing: Timing) -> CheckSpec {

@@ -72,7 +72,7 @@ pub enum ReadinessKind {
     /// An HTTP endpoint of another service.
     Http(HttpSettings),
     /// A PostgreSQL server.
-    Postgres(UrlSettings),
+    Postgres(PostgresSettings),
     /// A MySQL or MariaDB server.
     Mysql(UrlSettings),
     /// A Redis server.
@@ -160,8 +160,12 @@ pub struct MetricsSettings {
     pub preset: Option<&'static str>,
     /// The series' name.
     pub series: String,
-    /// Label matchers: every one must match for a sample to count.
+    /// Label matchers, as PromQL writes them: a value `=~5..`, `!~GET|HEAD`, `!=200` or
+    /// `=200` (a bare value is `=`); every one must match for a sample to count.
     pub labels: BTreeMap<String, String>,
+    /// What a scrape without any matching sample means (default: `fail` for a value, `pass`
+    /// for a `change`, whose counter may not exist before its first event).
+    pub missing: Missing,
     /// When the check fails, e.g. `"> 0"`.
     pub fail_if: Condition,
     /// Judge the increase since the previous scrape instead of the value (counters).
@@ -186,6 +190,18 @@ struct MetricsRaw {
     change: Option<bool>,
     #[serde(default, rename = "for")]
     for_polls: Option<u32>,
+    #[serde(default)]
+    missing: Option<Missing>,
+}
+
+/// What a `metrics` check does when no sample matches.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Missing {
+    /// The check fails, naming the series it did not find.
+    Fail,
+    /// The check passes (a counter not yet created counts as zero).
+    Pass,
 }
 
 impl<'de> Deserialize<'de> for MetricsSettings {
@@ -232,17 +248,30 @@ impl TryFrom<MetricsRaw> for MetricsSettings {
         if for_polls == 0 || for_polls > 100 {
             return Err(format!("`for = {for_polls}`: between 1 and 100 polls"));
         }
+        for (label, value) in &raw.labels {
+            let valid = !label.is_empty()
+                && label.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+                && !label.starts_with(|c: char| c.is_ascii_digit());
+            if !valid {
+                return Err(format!("`{label}` is not a label name"));
+            }
+            crate::scrape::Matcher::parse(label, value)?;
+        }
+        let change = raw
+            .change
+            .or(preset.map(|preset| preset.change))
+            .unwrap_or(false);
         Ok(MetricsSettings {
             url: raw.url,
             preset: preset.map(|preset| preset.name),
             series,
             labels: raw.labels,
             fail_if,
-            change: raw
-                .change
-                .or(preset.map(|preset| preset.change))
-                .unwrap_or(false),
+            change,
             for_polls,
+            missing: raw
+                .missing
+                .unwrap_or(if change { Missing::Pass } else { Missing::Fail }),
         })
     }
 }
@@ -280,6 +309,19 @@ pub struct UrlSettings {
     pub url: Secret,
 }
 
+/// `postgres`: the server answers on the agent's own connection, or runs `query` there.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PostgresSettings {
+    /// The connection URL (`${NAME}` reads an environment variable).
+    pub url: Secret,
+    /// A query to run instead of the protocol's bare round trip, e.g. `SELECT 1 FROM orders
+    /// LIMIT 1`: it fails (as a timeout) when a lock blocks what the app reads. The server
+    /// cuts it just before the poll's timeout.
+    #[serde(default)]
+    pub query: Option<String>,
+}
+
 /// `mqtt`.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -301,8 +343,46 @@ pub struct DnsSettings {
     /// The name to resolve, with a port (`db.internal:5432`) or without.
     pub host: String,
     /// Fewest addresses that pass (default 1).
-    #[serde(default)]
+    #[serde(default, deserialize_with = "address_count")]
     pub min_addresses: Option<usize>,
+}
+
+/// Most addresses a `dns` check may require: far more than any DNS answer holds.
+pub(super) const MAX_ADDRESSES: usize = 1000;
+
+fn address_count<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<usize>, D::Error> {
+    let count = u64::deserialize(deserializer)?;
+    if count == 0 || count > MAX_ADDRESSES as u64 {
+        return Err(de::Error::custom(format!(
+            "min_addresses = {count}: between 1 and {MAX_ADDRESSES} (a name that must resolve \
+             to no address checks nothing)"
+        )));
+    }
+    Ok(Some(count as usize))
+}
+
+fn percent<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<f64>, D::Error> {
+    let percent = f64::deserialize(deserializer)?;
+    if !(percent > 0.0 && percent < 100.0) {
+        return Err(de::Error::custom(format!(
+            "`{percent}` is not a percentage the check can mean: write a number above 0 and \
+             below 100 (10 for 10 %)"
+        )));
+    }
+    Ok(Some(percent))
+}
+
+/// Most bytes a `disk` check may require free: more than any filesystem holds (1 EiB).
+pub(super) const MAX_FREE_BYTES: u64 = 1 << 60;
+
+fn byte_count<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<u64>, D::Error> {
+    let bytes = u64::deserialize(deserializer)?;
+    if bytes == 0 || bytes > MAX_FREE_BYTES {
+        return Err(de::Error::custom(format!(
+            "min_free_bytes = {bytes}: between 1 and {MAX_FREE_BYTES} (1 EiB)"
+        )));
+    }
+    Ok(Some(bytes))
 }
 
 /// `disk`.
@@ -311,14 +391,14 @@ pub struct DnsSettings {
 pub struct DiskSettings {
     /// A path on the filesystem.
     pub path: String,
-    /// Least free space, in percent.
-    #[serde(default)]
+    /// Least free space, in percent (above 0, below 100).
+    #[serde(default, deserialize_with = "percent")]
     pub min_free_percent: Option<f64>,
-    /// Least free space, in bytes.
-    #[serde(default)]
+    /// Least free space, in bytes (at most 1 EiB).
+    #[serde(default, deserialize_with = "byte_count")]
     pub min_free_bytes: Option<u64>,
-    /// Least free inodes, in percent.
-    #[serde(default)]
+    /// Least free inodes, in percent (above 0, below 100).
+    #[serde(default, deserialize_with = "percent")]
     pub min_free_inodes_percent: Option<f64>,
 }
 
@@ -344,6 +424,8 @@ pub struct LivenessEntry {
     pub timeout: Option<Dur>,
     /// Time without a sign of life after which liveness fails.
     pub max_silence: Option<Dur>,
+    /// Longest a silence blocked on a dependency counts as a wait (default 2 min).
+    pub max_wait: Option<Dur>,
     /// What it observes.
     pub kind: LivenessKind,
 }
@@ -519,7 +601,7 @@ fn refused_in_liveness(kind: &str) -> String {
     )
 }
 
-const LIVENESS_POLICY_KEYS: &[&str] = &["interval", "timeout", "max_silence"];
+const LIVENESS_POLICY_KEYS: &[&str] = &["interval", "timeout", "max_silence", "max_wait"];
 
 impl<'de> Deserialize<'de> for LivenessEntry {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
@@ -535,12 +617,14 @@ impl<'de> Deserialize<'de> for LivenessEntry {
                 let mut interval = None;
                 let mut timeout = None;
                 let mut max_silence = None;
+                let mut max_wait = None;
                 let mut kind: Option<LivenessKind> = None;
                 while let Some(key) = map.next_key::<Key>()? {
                     match key.name.as_str() {
                         "interval" => set_once(&mut interval, &key, &mut map)?,
                         "timeout" => set_once(&mut timeout, &key, &mut map)?,
                         "max_silence" => set_once(&mut max_silence, &key, &mut map)?,
+                        "max_wait" => set_once(&mut max_wait, &key, &mut map)?,
                         name if LIVENESS_KINDS.contains(&name) => {
                             if let Some(first) = &kind {
                                 return Err(key.error(format!(
@@ -588,6 +672,7 @@ impl<'de> Deserialize<'de> for LivenessEntry {
                     interval,
                     timeout,
                     max_silence,
+                    max_wait,
                     kind,
                 })
             }

@@ -48,8 +48,8 @@ mod values;
 pub use entries::{
     AppLivenessSettings, AppSettings, DiskSettings, DnsSettings, EventLoopLagSettings,
     HeartbeatFileSettings, HttpSettings, JwksSettings, LIVENESS_KINDS, LivenessEntry, LivenessKind,
-    MetricsSettings, MqttSettings, Named, Policy, READINESS_KINDS, ReadinessEntry, ReadinessKind,
-    TcpSettings, UrlSettings,
+    MetricsSettings, Missing, MqttSettings, Named, Policy, PostgresSettings, READINESS_KINDS,
+    ReadinessEntry, ReadinessKind, TcpSettings, UrlSettings,
 };
 pub use values::{Condition, Dur, Op, Secret, StatusRange, parse_duration};
 
@@ -89,6 +89,72 @@ pub struct Config {
     /// Liveness conditions, in order.
     #[serde(default)]
     pub liveness: Named<LivenessEntry>,
+    /// The app's request outcomes.
+    #[serde(default)]
+    pub requests: Option<RequestsSettings>,
+}
+
+/// `[requests]`: the app's request outcomes, from its status-labelled request metrics.
+///
+/// On by default wherever the configuration reads an exposition (a `metrics` check or an
+/// `event_loop_lag` condition): the first such URL is read unless `url` names another.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RequestsSettings {
+    /// `false` turns request outcomes off.
+    #[serde(default)]
+    pub enabled: Option<bool>,
+    /// The exposition's URL: absolute, or a path on `app.url` (`/metrics`).
+    #[serde(default)]
+    pub url: Option<Secret>,
+    /// The request counter (default: the usual shapes, first present).
+    #[serde(default, deserialize_with = "series_name")]
+    pub series: Option<String>,
+    /// The label holding the status code (default: `status`, `code`, `status_code`,
+    /// `http_response_status_code`).
+    #[serde(default)]
+    pub status_label: Option<String>,
+    /// The sliding window judged (default 10 s).
+    #[serde(default)]
+    pub window: Option<Dur>,
+    /// Time between readings (default 1 s).
+    #[serde(default)]
+    pub interval: Option<Dur>,
+    /// Fewest requests in the window that say anything (default 20).
+    #[serde(default)]
+    pub min_requests: Option<u64>,
+    /// Share of 5xx above which the app is drained though its health says ok (default 0.5).
+    #[serde(default, deserialize_with = "share")]
+    pub max_error_share: Option<f64>,
+    /// Share of 5xx at or below which the app counts as serving, so a failing self-check
+    /// degrades to `warn` (default 0.05).
+    #[serde(default, deserialize_with = "share")]
+    pub serving_error_share: Option<f64>,
+}
+
+fn series_name<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<String>, D::Error> {
+    let series = String::deserialize(deserializer)?;
+    let valid = !series.is_empty()
+        && series
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == ':')
+        && !series.starts_with(|c: char| c.is_ascii_digit());
+    if !valid {
+        return Err(de::Error::custom(format!(
+            "`{series}` is not a metric name"
+        )));
+    }
+    Ok(Some(series))
+}
+
+fn share<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<f64>, D::Error> {
+    let share = f64::deserialize(deserializer)?;
+    if !(0.0..=1.0).contains(&share) {
+        return Err(de::Error::custom(format!(
+            "`{share}` is not a share: write a number from 0 to 1 (0.5 for half)"
+        )));
+    }
+    Ok(Some(share))
 }
 
 /// `[listen]`.
@@ -271,6 +337,14 @@ pub enum ConfigError {
         /// Why.
         source: std::io::Error,
     },
+    /// The path is not a regular file (a directory, a FIFO, a device, a socket).
+    #[error("{} is {what}, not a regular file: give the path of a configuration file", file.display())]
+    NotAFile {
+        /// The path.
+        file: PathBuf,
+        /// What it is.
+        what: &'static str,
+    },
     /// The file is larger than [`MAX_FILE_BYTES`].
     #[error("{} is larger than {} KiB: not a configuration file", file.display(), MAX_FILE_BYTES / 1024)]
     TooLarge {
@@ -295,6 +369,22 @@ pub enum ConfigError {
         /// What is wrong.
         message: String,
     },
+}
+
+fn file_type(metadata: &std::fs::Metadata) -> &'static str {
+    use std::os::unix::fs::FileTypeExt;
+    let kind = metadata.file_type();
+    if kind.is_dir() {
+        "a directory"
+    } else if kind.is_fifo() {
+        "a FIFO"
+    } else if kind.is_socket() {
+        "a socket"
+    } else if kind.is_block_device() || kind.is_char_device() {
+        "a device"
+    } else {
+        "not a file"
+    }
 }
 
 fn position(line: Option<usize>, column: Option<usize>) -> String {
@@ -325,6 +415,15 @@ impl Config {
             file: path.to_owned(),
             source,
         };
+        // Before opening: a FIFO would block the open until a writer comes, a device would be
+        // read for ever.
+        let metadata = std::fs::metadata(path).map_err(read)?;
+        if !metadata.is_file() {
+            return Err(ConfigError::NotAFile {
+                file: path.to_owned(),
+                what: file_type(&metadata),
+            });
+        }
         let file = std::fs::File::open(path).map_err(read)?;
         let mut bytes = Vec::new();
         file.take(MAX_FILE_BYTES + 1)

@@ -126,21 +126,54 @@ impl App {
     }
 
     pub fn node(database_url: &str) -> App {
+        App::node_with(database_url, &[])
+    }
+
+    /// The Node service with more environment (`READY_BUDGET_MS`, `POOL_ACQUIRE_MS`,
+    /// `QUERY_MS`, `HEALTH`), later entries overriding the defaults.
+    pub fn node_with(database_url: &str, env: &[(&str, &str)]) -> App {
         let mut command = Command::new("node");
         command
             .arg(apps().join("node/server.js"))
             .env("DATABASE_URL", database_url)
             .env("POOL_MAX", "4");
+        for (name, value) in env {
+            command.env(name, value);
+        }
         App::spawn(command)
     }
 
     pub fn python(python: &Path, database_url: &str) -> App {
+        App::python_with(python, database_url, &[])
+    }
+
+    /// The Python service with more environment (`THREADS`, `POOL_MAX`, `POOL_TIMEOUT`,
+    /// `ORDERS_TABLE`), later entries overriding the defaults.
+    pub fn python_with(python: &Path, database_url: &str, env: &[(&str, &str)]) -> App {
         let mut command = Command::new(python);
         command
             .arg(apps().join("python/server.py"))
             .env("DATABASE_URL", database_url)
             .env("POOL_MAX", "4");
+        for (name, value) in env {
+            command.env(name, value);
+        }
         App::spawn(command)
+    }
+
+    /// The service's process id.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// Sends `signal` (`STOP`, `CONT`) to the service.
+    pub fn signal(&self, signal: &str) {
+        let status = Command::new("kill")
+            .arg(format!("-{signal}"))
+            .arg(self.child.id().to_string())
+            .status()
+            .expect("kill runs");
+        assert!(status.success(), "kill -{signal} failed");
     }
 }
 
@@ -237,12 +270,37 @@ pub fn series(exposition: &str, name: &str) -> Option<f64> {
 }
 
 /// A TCP proxy in front of PostgreSQL whose path can be cut: while cut, open connections are
-/// closed and new ones are closed as soon as they are accepted.
+/// closed and new ones are closed as soon as they are accepted. While black-holed, nothing
+/// passes either way and nothing is closed: every query in flight hangs, as behind a dead
+/// router, until the path is restored.
 pub struct Proxy {
     pub port: u16,
     cut: Arc<AtomicBool>,
+    hole: Arc<AtomicBool>,
     generation: Arc<AtomicU64>,
     task: tokio::task::JoinHandle<()>,
+}
+
+/// Copies `from` to `to`, holding what it read while the path is black-holed.
+async fn pump(
+    mut from: tokio::net::tcp::OwnedReadHalf,
+    mut to: tokio::net::tcp::OwnedWriteHalf,
+    hole: Arc<AtomicBool>,
+) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut buffer = vec![0u8; 16 * 1024];
+    loop {
+        let read = match from.read(&mut buffer).await {
+            Ok(0) | Err(_) => return,
+            Ok(read) => read,
+        };
+        while hole.load(Ordering::SeqCst) {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        if to.write_all(&buffer[..read]).await.is_err() {
+            return;
+        }
+    }
 }
 
 impl Proxy {
@@ -250,13 +308,15 @@ impl Proxy {
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let port = listener.local_addr().unwrap().port();
         let cut = Arc::new(AtomicBool::new(false));
+        let hole = Arc::new(AtomicBool::new(false));
         let generation = Arc::new(AtomicU64::new(0));
         let task = tokio::spawn({
             let cut = cut.clone();
+            let hole = hole.clone();
             let generation = generation.clone();
             async move {
                 loop {
-                    let Ok((mut inbound, _)) = listener.accept().await else {
+                    let Ok((inbound, _)) = listener.accept().await else {
                         continue;
                     };
                     if cut.load(Ordering::SeqCst) {
@@ -265,11 +325,19 @@ impl Proxy {
                     }
                     let born = generation.load(Ordering::SeqCst);
                     let generation = generation.clone();
+                    let hole = hole.clone();
                     tokio::spawn(async move {
-                        let Ok(mut outbound) = TcpStream::connect(upstream).await else {
+                        let Ok(outbound) = TcpStream::connect(upstream).await else {
                             return;
                         };
-                        let copy = tokio::io::copy_bidirectional(&mut inbound, &mut outbound);
+                        let (inbound_read, inbound_write) = inbound.into_split();
+                        let (outbound_read, outbound_write) = outbound.into_split();
+                        let copy = async {
+                            tokio::select! {
+                                _ = pump(inbound_read, outbound_write, hole.clone()) => {}
+                                _ = pump(outbound_read, inbound_write, hole.clone()) => {}
+                            }
+                        };
                         let severed = async {
                             while generation.load(Ordering::SeqCst) == born {
                                 tokio::time::sleep(Duration::from_millis(50)).await;
@@ -286,6 +354,7 @@ impl Proxy {
         Proxy {
             port,
             cut,
+            hole,
             generation,
             task,
         }
@@ -300,8 +369,14 @@ impl Proxy {
         self.generation.fetch_add(1, Ordering::SeqCst);
     }
 
+    /// Nothing passes, nothing is closed: every exchange in flight or started hangs.
+    pub fn black_hole(&self) {
+        self.hole.store(true, Ordering::SeqCst);
+    }
+
     pub fn restore(&self) {
         self.cut.store(false, Ordering::SeqCst);
+        self.hole.store(false, Ordering::SeqCst);
     }
 }
 

@@ -4,6 +4,12 @@
 // PostgreSQL and drive its faults through /chaos/*.
 //
 //   PORT=3000 DATABASE_URL=postgres://postgres@127.0.0.1:5432/test node server.js
+//
+// GET /ready is the service's own readiness, written the way many are: it asks the pool for a
+// client within READY_BUDGET_MS (200 ms) and calls the service broken when none comes — under
+// load, a busy pool looks broken to it while every request is served. POOL_ACQUIRE_MS is how
+// long a request waits for a client (1000 ms), QUERY_MS how long each /orders query takes
+// (pg_sleep; 0 by default). HEALTH=shallow makes /health check nothing, as some services do.
 "use strict";
 
 const http = require("node:http");
@@ -14,7 +20,7 @@ const port = Number(process.env.PORT || 3000);
 const pool = new Pool({
   connectionString: process.env.DATABASE_URL || "postgres://postgres@127.0.0.1:5432/test",
   max: Number(process.env.POOL_MAX || 4),
-  connectionTimeoutMillis: 1000,
+  connectionTimeoutMillis: Number(process.env.POOL_ACQUIRE_MS || 1000),
   idleTimeoutMillis: 10000,
 });
 // An idle client losing its connection (the database went away) must not crash the process.
@@ -37,6 +43,32 @@ const requests = new client.Counter({
   labelNames: ["status"],
 });
 
+const readyBudget = Number(process.env.READY_BUDGET_MS || 200);
+const queryMs = Number(process.env.QUERY_MS || 0);
+const shallowHealth = process.env.HEALTH === "shallow";
+
+// A client within `ms`, or an error; a client that comes later is given back at once.
+function clientWithin(ms) {
+  return new Promise((resolve, reject) => {
+    let late = false;
+    const timer = setTimeout(() => {
+      late = true;
+      reject(new Error(`no connection within ${ms}ms`));
+    }, ms);
+    pool.connect().then(
+      (client) => {
+        if (late) return client.release();
+        clearTimeout(timer);
+        resolve(client);
+      },
+      (err) => {
+        clearTimeout(timer);
+        if (!late) reject(err);
+      },
+    );
+  });
+}
+
 // Clients checked out by /chaos/leak and never returned: the pool leak.
 const leaked = [];
 
@@ -53,6 +85,7 @@ async function route(req, res) {
   }
   if (req.method === "GET" && url.pathname === "/health") {
     healthCalls.inc();
+    if (shallowHealth) return send(res, 200, { status: "ok" });
     try {
       await pool.query("SELECT 1");
       return send(res, 200, { status: "ok" });
@@ -60,12 +93,26 @@ async function route(req, res) {
       return send(res, 503, { status: "unhealthy", error: err.message });
     }
   }
+  if (req.method === "GET" && url.pathname === "/ready") {
+    let client;
+    try {
+      client = await clientWithin(readyBudget);
+      await client.query("SELECT 1");
+      return send(res, 200, { status: "ready" });
+    } catch (err) {
+      return send(res, 503, { status: "not ready", error: err.message });
+    } finally {
+      if (client) client.release();
+    }
+  }
   if (req.method === "GET" && url.pathname === "/metrics") {
     return send(res, 200, await client.register.metrics(), client.register.contentType);
   }
   if (req.method === "GET" && url.pathname === "/orders") {
     try {
-      const result = await pool.query("SELECT now() AS at");
+      const result = queryMs > 0
+        ? await pool.query("SELECT pg_sleep($1::float8 / 1000), now() AS at", [queryMs])
+        : await pool.query("SELECT now() AS at");
       requests.inc({ status: "200" });
       return send(res, 200, { orders: [], at: result.rows[0].at });
     } catch (err) {

@@ -4,13 +4,21 @@ story, which runs SELECT 1 on every call. probity-agent's tests run it against t
 PostgreSQL.
 
     PORT=3000 DATABASE_URL=postgresql://postgres@127.0.0.1:5432/test python server.py
+
+With THREADS=N it serves from a fixed pool of N worker threads, as waitress or gunicorn's
+gthread workers do: when every worker waits on the database (a lock, a black-holed
+connection), nothing else is answered, not even /livez. POOL_TIMEOUT is how long a request
+waits for a pooled connection (psycopg_pool's default is 30 s); ORDERS_TABLE names a table
+/orders reads (a lock on it blocks the request). POST /chaos/deadlock wedges every worker on a
+lock no thread releases.
 """
 
 import json
 import os
 import signal
 import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from concurrent.futures import ThreadPoolExecutor
+from http.server import BaseHTTPRequestHandler, HTTPServer, ThreadingHTTPServer
 
 from prometheus_client import CONTENT_TYPE_LATEST, Counter, Gauge, generate_latest
 from psycopg_pool import ConnectionPool
@@ -19,11 +27,18 @@ pool = ConnectionPool(
     os.environ.get("DATABASE_URL", "postgresql://postgres@127.0.0.1:5432/test"),
     min_size=1,
     max_size=int(os.environ.get("POOL_MAX", "4")),
-    timeout=1.0,
+    timeout=float(os.environ.get("POOL_TIMEOUT", "1.0")),
     # Connect in the background: the service answers /livez while the database is away.
     open=False,
 )
 pool.open(wait=False)
+
+POOL_TIMEOUT = float(os.environ.get("POOL_TIMEOUT", "1.0"))
+ORDERS_TABLE = os.environ.get("ORDERS_TABLE")
+# Held by the main thread for ever: a worker that takes it after /chaos/deadlock never returns.
+WEDGE = threading.Lock()
+WEDGE.acquire()
+WEDGED = threading.Event()
 
 HEALTH_CALLS = Counter("health_checks", "Calls of the deep /healthz endpoint.")
 REQUESTS = Counter("http_requests", "API requests by status.", ["status"])
@@ -51,7 +66,17 @@ class Handler(BaseHTTPRequestHandler):
         except (BrokenPipeError, ConnectionResetError):
             pass  # the caller gave up (a probe's timeout): nothing to answer
 
+    def do_POST(self):
+        if self.path == "/chaos/deadlock":
+            self.send(200, {"wedged": True})
+            WEDGED.set()
+            return
+        return self.send(404, {"error": "not found"})
+
     def do_GET(self):
+        if WEDGED.is_set():
+            with WEDGE:  # never acquired: the worker waits on a lock for ever
+                pass
         if self.path == "/livez":
             return self.send(200, {"status": "ok"})
         if self.path == "/healthz":
@@ -66,8 +91,11 @@ class Handler(BaseHTTPRequestHandler):
             return self.send(200, generate_latest(), CONTENT_TYPE_LATEST)
         if self.path == "/orders":
             try:
-                with pool.connection(timeout=1.0) as conn:
-                    conn.execute("SELECT now()")
+                with pool.connection(timeout=POOL_TIMEOUT) as conn:
+                    if ORDERS_TABLE:
+                        conn.execute(f"SELECT count(*) FROM {ORDERS_TABLE}")
+                    else:
+                        conn.execute("SELECT now()")
                 REQUESTS.labels("200").inc()
                 return self.send(200, {"orders": []})
             except Exception as error:
@@ -79,9 +107,33 @@ class Handler(BaseHTTPRequestHandler):
         pass
 
 
+class PooledHTTPServer(HTTPServer):
+    """Requests served by a fixed pool of worker threads; the rest queue."""
+
+    def __init__(self, address, handler, threads):
+        super().__init__(address, handler)
+        self.workers = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="worker")
+
+    def process_request(self, request, client_address):
+        self.workers.submit(self.work, request, client_address)
+
+    def work(self, request, client_address):
+        try:
+            self.finish_request(request, client_address)
+        except Exception:
+            self.handle_error(request, client_address)
+        finally:
+            self.shutdown_request(request)
+
+
 def main():
-    server = ThreadingHTTPServer(("127.0.0.1", int(os.environ.get("PORT", "3000"))), Handler)
-    server.daemon_threads = True
+    address = ("127.0.0.1", int(os.environ.get("PORT", "3000")))
+    threads = int(os.environ.get("THREADS", "0"))
+    if threads > 0:
+        server = PooledHTTPServer(address, Handler, threads)
+    else:
+        server = ThreadingHTTPServer(address, Handler)
+        server.daemon_threads = True
 
     def stop(*_):
         threading.Thread(target=server.shutdown).start()
