@@ -33,9 +33,33 @@ Exit codes: 0 every target met, 1 a target missed (each is named on stderr), 2 t
 not run, 130 interrupted.
 
 Durations are written as Go and Kubernetes write them (250ms, 2s, 1m30s, 2h); a bare number \
-is seconds."
+is seconds.
+
+Any service: --file DRILL.yaml runs the drills a drill file describes (docs/drill.md); \
+`probity drill init --manifest FILE --container NAME` writes a starting one.",
+    args_conflicts_with_subcommands = true
 )]
 pub(crate) struct Args {
+    #[command(subcommand)]
+    command: Option<DrillCommand>,
+    /// Drill the service a drill file describes (docs/drill.md) instead of checkout.
+    #[arg(long, value_name = "FILE")]
+    file: Option<PathBuf>,
+    /// Read the probes from this Kubernetes manifest instead of the drill file's `pod:`.
+    #[arg(long, value_name = "FILE", requires = "container", requires = "file")]
+    manifest: Option<PathBuf>,
+    /// The container in --manifest.
+    #[arg(long, value_name = "NAME", requires = "manifest")]
+    container: Option<String>,
+    /// Run `probity agent` beside each instance, with the drill file's agent probes.
+    #[arg(long, requires = "file")]
+    with_agent: bool,
+    /// With --file: only these faults (by name, comma-separated).
+    #[arg(long, value_delimiter = ',', requires = "file")]
+    faults: Vec<String>,
+    /// With --file: check the drill file (and the manifest) and exit.
+    #[arg(long, requires = "file")]
+    check: bool,
     /// Instances in the fleet.
     #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=16))]
     instances: u32,
@@ -188,6 +212,23 @@ pub(crate) struct Args {
     junit: Option<PathBuf>,
 }
 
+/// `probity drill`'s subcommands.
+#[derive(Debug, clap::Subcommand)]
+enum DrillCommand {
+    /// Write a starting drill file from a Kubernetes manifest, every guess marked `# GUESS:`.
+    Init {
+        /// The manifest (Deployment, StatefulSet, …).
+        #[arg(long, value_name = "FILE")]
+        manifest: PathBuf,
+        /// The app's container in it.
+        #[arg(long, value_name = "NAME")]
+        container: String,
+        /// Write the drill file here instead of to stdout (refused if it exists).
+        #[arg(long, short, value_name = "FILE")]
+        output: Option<PathBuf>,
+    },
+}
+
 /// `3%` or `0.03`: a share of 0 to 1.
 fn parse_share(text: &str) -> Result<f64, String> {
     let text = text.trim();
@@ -220,6 +261,61 @@ fn parse_duration(text: &str) -> Result<Duration, String> {
     Ok(duration)
 }
 
+/// `probity drill init`: a starting drill file.
+fn init(
+    manifest: &std::path::Path,
+    container: &str,
+    output: Option<&std::path::Path>,
+) -> anyhow::Result<ExitCode> {
+    // The drill file names the manifest relative to where it will be.
+    let manifest_ref = match output.and_then(|out| out.parent()) {
+        Some(dir) if !dir.as_os_str().is_empty() => relative_to(manifest, dir),
+        _ => manifest.display().to_string(),
+    };
+    let text = probity_drill::file::init::starting_file(manifest, container, &manifest_ref)
+        .map_err(anyhow::Error::msg)?;
+    match output {
+        None => print!("{text}"),
+        Some(path) => {
+            use std::io::Write as _;
+            let mut file = std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .open(path)
+                .with_context(|| format!("writing {}", path.display()))?;
+            file.write_all(text.as_bytes())
+                .with_context(|| format!("writing {}", path.display()))?;
+            eprintln!(
+                "wrote {}: check every `# GUESS:` before `probity drill --file {}`",
+                path.display(),
+                path.display()
+            );
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `path` as seen from `dir` (both made absolute), or `path` as given when that fails.
+fn relative_to(path: &std::path::Path, dir: &std::path::Path) -> String {
+    let (Ok(path_abs), Ok(dir_abs)) = (std::path::absolute(path), std::path::absolute(dir)) else {
+        return path.display().to_string();
+    };
+    let common = path_abs
+        .components()
+        .zip(dir_abs.components())
+        .take_while(|(a, b)| a == b)
+        .count();
+    let ups = dir_abs.components().count() - common;
+    let mut relative = PathBuf::new();
+    for _ in 0..ups {
+        relative.push("..");
+    }
+    for component in path_abs.components().skip(common) {
+        relative.push(component);
+    }
+    relative.display().to_string()
+}
+
 fn find_checkout() -> Option<PathBuf> {
     let beside = std::env::current_exe()
         .ok()
@@ -235,6 +331,27 @@ fn find_checkout() -> Option<PathBuf> {
 
 /// Runs `probity drill`.
 pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
+    if let Some(DrillCommand::Init {
+        manifest,
+        container,
+        output,
+    }) = &args.command
+    {
+        return init(manifest, container, output.as_deref());
+    }
+    if let Some(file) = &args.file {
+        return crate::drill_file::run(crate::drill_file::Args {
+            file: file.clone(),
+            manifest: args.manifest.clone().zip(args.container.clone()),
+            with_agent: args.with_agent,
+            faults: args.faults.clone(),
+            check: args.check,
+            haproxy: args.haproxy.clone(),
+            json: args.json,
+            junit: args.junit.clone(),
+            keep_work_dir: args.keep_work_dir,
+        });
+    }
     let mut drills = Vec::new();
     for name in &args.drills {
         let name = name.trim();

@@ -8,6 +8,7 @@ use std::process::ExitCode;
 
 mod agent;
 mod drill;
+mod drill_file;
 mod inspect;
 mod lint;
 mod logging;
@@ -38,7 +39,7 @@ stderr (never with --json); PROBITY_PROGRESS_AFTER (a duration, e.g. 0s or 10s) 
 delay."
     )]
     Simulate(simulate::Args),
-    /// Inject real faults into a local fleet of checkout instances behind HAProxy.
+    /// Inject real faults into a local fleet of any service (a drill file) behind HAProxy.
     Drill(Box<drill::Args>),
     /// Serve honest probes for a service in any language, as a sidecar.
     Agent(agent::Args),

@@ -1,5 +1,12 @@
 //! `probity drill`: the fixes, proved on real processes.
 //!
+//! Any service: a drill file ([`file`], documented in `docs/drill.md`) describes one instance
+//! as a pod does, and [`engine`] drills a fleet of it — fault proxies in front of each
+//! dependency, signals, a kubelet per instance, HAProxy fed by readiness or checking by itself —
+//! into a report with a diagnosis for every miss ([`engine::report`]).
+//!
+//! The drills below are checkout's, the demo service's, on the same building blocks:
+//!
 //! Exhaust one instance's pool and watch it leave rotation with no request lost; cut the
 //! database for 40 s and count the restarts (zero); stall a runtime and watch liveness restart
 //! it; load the fleet to its limit and see readiness hold. This crate does it on this machine:
@@ -19,6 +26,8 @@
 
 pub mod child;
 pub mod drills;
+pub mod engine;
+pub mod file;
 pub mod fleet;
 pub mod haproxy;
 pub mod junit;
@@ -288,6 +297,9 @@ pub enum DrillError {
     /// A chaos endpoint refused.
     #[error("fault injection failed: {0} (is checkout running with --chaos?)")]
     Chaos(String),
+    /// An app-assisted fault's HTTP call failed.
+    #[error("app-assisted fault failed: {0}")]
+    Hook(String),
     /// Process, file or socket error.
     #[error("{0}")]
     Io(#[from] std::io::Error),

@@ -40,8 +40,10 @@ pub struct LoadRequest {
     pub method: reqwest::Method,
     /// The path and query, e.g. `/orders`.
     pub path: String,
-    /// A JSON body.
+    /// A body (sent as `application/json` unless `headers` names a `content-type`).
     pub body: Option<String>,
+    /// Request headers.
+    pub headers: Vec<(String, String)>,
 }
 
 impl LoadRequest {
@@ -54,6 +56,7 @@ impl LoadRequest {
                 r#"{"customer":"drill","items":[{"sku":"book-1","quantity":1,"price_cents":1299}]}"#
                     .to_owned(),
             ),
+            headers: Vec::new(),
         }
     }
 }
@@ -473,6 +476,24 @@ pub async fn run(target: SocketAddr, spec: LoadSpec) -> LoadReport {
 
 /// Starts `spec` against `target` in the background, recording into `timeline`.
 pub fn start(target: SocketAddr, spec: &LoadSpec, timeline: Timeline) -> LoadHandle {
+    start_mix(target, spec, &[(spec.request.clone(), 1)], timeline)
+}
+
+/// Starts `spec` against `target` in the background, each request drawn from `mix` by weight
+/// (`spec.request` is not sent), recording into `timeline`.
+pub fn start_mix(
+    target: SocketAddr,
+    spec: &LoadSpec,
+    mix: &[(LoadRequest, u32)],
+    timeline: Timeline,
+) -> LoadHandle {
+    let mix: Vec<(LoadRequest, u32)> = mix
+        .iter()
+        .filter(|(_, weight)| *weight > 0)
+        .cloned()
+        .collect();
+    let total_weight: u32 = mix.iter().map(|(_, weight)| *weight).sum();
+    let mix = std::sync::Arc::new(mix);
     let concurrency = spec.concurrency.max(1);
     let started = Instant::now();
     let deadline = started + spec.duration;
@@ -480,7 +501,7 @@ pub fn start(target: SocketAddr, spec: &LoadSpec, timeline: Timeline) -> LoadHan
     let per_connection = spec
         .rate
         .map(|rate| Duration::from_secs_f64(f64::from(concurrency) / f64::from(rate.max(1))));
-    let url = format!("http://{target}{}", spec.request.path);
+    let base = format!("http://{target}");
     let workers = (0..concurrency)
         .map(|connection| {
             // One client per connection: each keeps its own keep-alive connection, as N
@@ -491,9 +512,10 @@ pub fn start(target: SocketAddr, spec: &LoadSpec, timeline: Timeline) -> LoadHan
                 .no_proxy()
                 .build()
                 .unwrap_or_default();
-            let request = spec.request.clone();
+            let mix = mix.clone();
             let timeline = timeline.clone();
-            let url = url.clone();
+            let base = base.clone();
+            let mut rng = fastrand::Rng::with_seed(u64::from(connection) + 1);
             tokio::spawn(async move {
                 let mut ticker = per_connection.map(|period| {
                     let offset = period.mul_f64(f64::from(connection) / f64::from(concurrency));
@@ -506,10 +528,22 @@ pub fn start(target: SocketAddr, spec: &LoadSpec, timeline: Timeline) -> LoadHan
                         ticker.tick().await;
                     }
                     let sent = Instant::now();
-                    if sent >= deadline {
+                    if sent >= deadline || total_weight == 0 {
                         break;
                     }
-                    let outcome = send(&client, &url, &request).await;
+                    let mut pick = rng.u32(0..total_weight);
+                    let request = mix
+                        .iter()
+                        .find(|(_, weight)| {
+                            if pick < *weight {
+                                return true;
+                            }
+                            pick -= weight;
+                            false
+                        })
+                        .map_or(&mix[0].0, |(request, _)| request);
+                    let url = format!("{base}{}", request.path);
+                    let outcome = send(&client, &url, request).await;
                     timeline.push(Sample {
                         sent,
                         latency: sent.elapsed(),
@@ -533,10 +567,18 @@ const NO_SERVER: &[u8] = b"No server is available";
 
 async fn send(client: &reqwest::Client, url: &str, request: &LoadRequest) -> Outcome {
     let mut builder = client.request(request.method.clone(), url);
+    for (name, value) in &request.headers {
+        builder = builder.header(name.as_str(), value.as_str());
+    }
     if let Some(body) = &request.body {
-        builder = builder
-            .header("content-type", "application/json")
-            .body(body.clone());
+        if !request
+            .headers
+            .iter()
+            .any(|(name, _)| name.eq_ignore_ascii_case("content-type"))
+        {
+            builder = builder.header("content-type", "application/json");
+        }
+        builder = builder.body(body.clone());
     }
     let response = match builder.send().await {
         Ok(response) => response,

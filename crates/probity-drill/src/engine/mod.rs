@@ -1,0 +1,853 @@
+//! The engine that drills any service from its drill file.
+//!
+//! A fleet of [`pod::Pod`]s on loopback — each the app's process, an optional `probity agent`,
+//! and a kubelet that probes and restarts it — each reaching each dependency through a
+//! [`tcp::TcpFaultProxy`] of its own, behind a real HAProxy ([`balancer`]) fed by readiness
+//! (`kubernetes` mode) or checking by itself (`haproxy` mode). The traffic mix runs through
+//! HAProxy for the whole run; the faults run one after another, each for its duration and then
+//! until the fleet is whole again; each becomes a [`report::Row`], judged by [`judge`].
+//!
+//! The boundary a cluster backend would implement is the fleet's operations — start a pod,
+//! signal its process, replace it, read its probes' results, set its rotation, break its path
+//! to a dependency — so drill files and the report stay as they are (docs/drill.md maps each
+//! onto Kubernetes resources).
+
+pub mod balancer;
+pub mod events;
+pub mod judge;
+pub mod pod;
+pub mod report;
+pub mod tcp;
+
+use crate::DrillError;
+use crate::file::placeholder::{self, DependencyPart, Placeholder};
+use crate::file::pod::{ProbeAction, ResolvedPod};
+use crate::file::{BalancerMode, Fault, FaultKind, Loaded, Scope};
+use crate::load::{self, LoadRequest, LoadSpec, Outcome, Timeline};
+use crate::run::Progress;
+use events::{EventKind, Events};
+use pod::{Pod, Ports, Program};
+use report::{Failed, FileReport, Row};
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tcp::{PathState, TcpFaultProxy};
+use tokio::task::JoinHandle;
+use tokio::time::Instant;
+
+/// How the fleet settles before each fault.
+const WARMUP: Duration = Duration::from_secs(2);
+/// How often rotation is read from HAProxy.
+const ROTATION_POLL: Duration = Duration::from_millis(100);
+/// When a `start-during-outage` fault replaces its instance.
+const REPLACE_AFTER: Duration = Duration::from_secs(2);
+
+/// What the run needs besides the file.
+pub struct Options<'a> {
+    /// The `haproxy` binary.
+    pub haproxy: PathBuf,
+    /// The `probity` binary, for the agent sidecar.
+    pub probity: Option<PathBuf>,
+    /// Run the agent beside each instance, with the agent's probes.
+    pub with_agent: bool,
+    /// Keep the work folder (logs, configuration) after a successful run.
+    pub keep_work_dir: bool,
+    /// Longest wait for the fleet to be whole at the start.
+    pub fleet_timeout: Duration,
+    /// Progress lines.
+    pub progress: &'a dyn Progress,
+}
+
+impl std::fmt::Debug for Options<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Options")
+            .field("haproxy", &self.haproxy)
+            .field("with_agent", &self.with_agent)
+            .finish_non_exhaustive()
+    }
+}
+
+struct WorkDir {
+    path: PathBuf,
+    keep: bool,
+}
+
+impl Drop for WorkDir {
+    fn drop(&mut self) {
+        if !self.keep {
+            let _ = std::fs::remove_dir_all(&self.path);
+        }
+    }
+}
+
+/// A running fleet.
+struct Fleet {
+    pods: Vec<Arc<Pod>>,
+    /// Per instance, per dependency.
+    proxies: Vec<BTreeMap<String, TcpFaultProxy>>,
+    balancer: Arc<balancer::Balancer>,
+    rotation: Arc<Mutex<Vec<bool>>>,
+    tasks: Vec<JoinHandle<()>>,
+}
+
+impl Fleet {
+    fn whole(&self) -> bool {
+        let rotation = self.rotation.lock().unwrap_or_else(|e| e.into_inner());
+        self.pods.iter().all(|pod| pod.is_ready())
+            && rotation.iter().all(|in_rotation| *in_rotation)
+    }
+
+    async fn wait_whole(&self, within: Duration) -> bool {
+        let deadline = Instant::now() + within;
+        loop {
+            if self.whole() {
+                return true;
+            }
+            if Instant::now() >= deadline {
+                return false;
+            }
+            tokio::time::sleep(ROTATION_POLL).await;
+        }
+    }
+
+    async fn set_path(
+        &self,
+        dependency: &str,
+        scope: Scope,
+        state: PathState,
+    ) -> std::io::Result<()> {
+        for (index, proxies) in self.proxies.iter().enumerate() {
+            if scope == Scope::One && index != 0 {
+                continue;
+            }
+            if let Some(proxy) = proxies.get(dependency) {
+                proxy.set(state).await?;
+            }
+        }
+        Ok(())
+    }
+
+    async fn shutdown(self) {
+        for task in &self.tasks {
+            task.abort();
+        }
+        for pod in &self.pods {
+            pod.shutdown().await;
+        }
+    }
+}
+
+fn tail(path: &Path) -> String {
+    let text = std::fs::read_to_string(path).unwrap_or_default();
+    let lines: Vec<&str> = text.lines().collect();
+    lines[lines.len().saturating_sub(20)..].join("\n")
+}
+
+fn free_port() -> std::io::Result<u16> {
+    Ok(std::net::TcpListener::bind("127.0.0.1:0")?
+        .local_addr()?
+        .port())
+}
+
+/// Runs `faults` against the fleet `loaded` describes, with the probes of `pod`.
+pub async fn run(
+    loaded: &Loaded,
+    pod_spec: &ResolvedPod,
+    faults: &[Fault],
+    options: &Options<'_>,
+) -> Result<FileReport, DrillError> {
+    let started = Instant::now();
+    let file = &loaded.file;
+    let progress = options.progress;
+
+    // The dependencies, reachable before anything starts (named by host and port only: a URL
+    // may hold a password).
+    let mut targets = BTreeMap::new();
+    for (name, dependency) in &file.dependencies {
+        let (host, port) = dependency
+            .target()
+            .ok_or_else(|| DrillError::Config(format!("dependencies.{name}: no host and port")))?;
+        let address = tokio::net::lookup_host((host.as_str(), port))
+            .await
+            .ok()
+            .and_then(|mut found| found.next())
+            .ok_or_else(|| {
+                DrillError::Config(format!("dependencies.{name}: cannot resolve {host}:{port}"))
+            })?;
+        if tokio::time::timeout(
+            Duration::from_secs(3),
+            tokio::net::TcpStream::connect(address),
+        )
+        .await
+        .map_or(true, |connected| connected.is_err())
+        {
+            return Err(DrillError::Config(format!(
+                "dependencies.{name}: nothing answers at {host}:{port}; start it or change the drill file"
+            )));
+        }
+        targets.insert(name.clone(), address);
+    }
+    let agent_config = match (&file.agent, options.with_agent) {
+        (Some(agent), true) => {
+            let path = loaded.dir.join(&agent.config);
+            let text = crate::file::read_text(&path)
+                .map_err(|message| DrillError::Config(format!("{}: {message}", path.display())))?;
+            let extension = path
+                .extension()
+                .and_then(|e| e.to_str())
+                .unwrap_or("toml")
+                .to_owned();
+            let probity = options.probity.clone().ok_or_else(|| {
+                DrillError::Config("--with-agent needs the probity binary".into())
+            })?;
+            Some((text, extension, probity))
+        }
+        _ => None,
+    };
+
+    let work = WorkDir {
+        path: std::env::temp_dir().join(format!(
+            "probity-drill-{}-{}-{}",
+            file.service,
+            std::process::id(),
+            fastrand::u32(..)
+        )),
+        keep: true,
+    };
+    std::fs::create_dir_all(&work.path)?;
+    let events = Events::default();
+
+    // The pods, each with its ports and its proxies.
+    let mut pods = Vec::new();
+    let mut proxies = Vec::new();
+    for index in 0..file.instances as usize {
+        let name = format!("{}-{}", file.service, index + 1);
+        let ports = Ports {
+            app: free_port()?,
+            named: file
+                .app
+                .ports
+                .keys()
+                .map(|port| Ok((port.clone(), free_port()?)))
+                .collect::<std::io::Result<_>>()?,
+            agent: agent_config.as_ref().map(|_| free_port()).transpose()?,
+        };
+        let mut own = BTreeMap::new();
+        for (dependency, address) in &targets {
+            own.insert(dependency.clone(), TcpFaultProxy::start(*address).await?);
+        }
+        let dir = work.path.join(&name);
+        std::fs::create_dir_all(&dir)?;
+        let fill = |text: &str| {
+            placeholder::fill(text, |placeholder| {
+                Some(match placeholder {
+                    Placeholder::Port => ports.app.to_string(),
+                    Placeholder::NamedPort(port) => ports.named.get(port)?.to_string(),
+                    Placeholder::Instance => (index + 1).to_string(),
+                    Placeholder::Name => name.clone(),
+                    Placeholder::Dir => dir.display().to_string(),
+                    Placeholder::AgentPort => ports.agent?.to_string(),
+                    Placeholder::Seconds => return None,
+                    Placeholder::Dependency { name: dep, part } => {
+                        let proxy: &TcpFaultProxy = own.get(dep)?;
+                        let address = proxy.address();
+                        match part {
+                            DependencyPart::Url => crate::proxy::redirect_url(
+                                file.dependencies.get(dep)?.url.as_deref()?,
+                                address,
+                            )?,
+                            DependencyPart::Address => address.to_string(),
+                            DependencyPart::Host => address.ip().to_string(),
+                            DependencyPart::Port => address.port().to_string(),
+                        }
+                    }
+                })
+            })
+        };
+        let env: Vec<(String, String)> = file
+            .app
+            .env
+            .iter()
+            .map(|(key, value)| (key.clone(), fill(value)))
+            .collect();
+        let app = Program {
+            command: file.app.command.iter().map(|word| fill(word)).collect(),
+            env: env.clone(),
+            workdir: loaded.workdir(),
+            log: work.path.join(format!("{name}.log")),
+        };
+        let agent = match &agent_config {
+            Some((text, extension, probity)) => {
+                let config = dir.join(format!("agent.{extension}"));
+                std::fs::write(&config, fill(text))?;
+                Some(Program {
+                    command: vec![
+                        probity.display().to_string(),
+                        "agent".into(),
+                        "--config".into(),
+                        config.display().to_string(),
+                        "--listen".into(),
+                        format!("127.0.0.1:{}", ports.agent.unwrap_or_default()),
+                    ],
+                    env,
+                    workdir: loaded.workdir(),
+                    log: work.path.join(format!("{name}-agent.log")),
+                })
+            }
+            None => None,
+        };
+        pods.push(Pod::new(
+            index,
+            name,
+            ports,
+            app,
+            agent,
+            pod_spec.clone(),
+            events.clone(),
+        ));
+        proxies.push(own);
+    }
+
+    // The balancer.
+    let checks = balancer::Checks::from_file(file.balancer.check.as_ref());
+    let readiness_port = match pod_spec.readiness.as_ref().map(|probe| &probe.action) {
+        Some(ProbeAction::Http { target, .. } | ProbeAction::Tcp { target }) => {
+            Some(target.clone())
+        }
+        _ => None,
+    };
+    let layout = balancer::Layout {
+        frontend: SocketAddr::from(([127, 0, 0, 1], free_port()?)),
+        socket: work.path.join("haproxy.sock"),
+        servers: pods
+            .iter()
+            .map(|pod| balancer::Server {
+                name: pod.name.clone(),
+                address: SocketAddr::from(([127, 0, 0, 1], pod.ports.app)),
+                check_port: readiness_port
+                    .as_ref()
+                    .map(|target| pod.ports.of(target))
+                    .filter(|port| *port != pod.ports.app),
+            })
+            .collect(),
+        mode: file.balancer.mode,
+        checks,
+        check_path: balancer::check_path(pod_spec),
+        server_timeout: file.traffic.timeout.map_or(Duration::from_secs(5), |d| d.0),
+        retry_on: file.balancer.retry_on.clone().unwrap_or_default(),
+    };
+    progress.step(&format!(
+        "starting HAProxy ({} mode) and {} × {}",
+        match file.balancer.mode {
+            BalancerMode::Kubernetes => "kubernetes",
+            BalancerMode::Haproxy => "haproxy",
+        },
+        file.instances,
+        file.service
+    ));
+    let balancer =
+        Arc::new(balancer::Balancer::start(&options.haproxy, &work.path, &layout).await?);
+    let rotation = Arc::new(Mutex::new(vec![false; pods.len()]));
+    let mut tasks = Vec::new();
+    tasks.push(tokio::spawn(watch_rotation(
+        balancer.clone(),
+        pods.iter().map(|pod| pod.name.clone()).collect(),
+        rotation.clone(),
+        events.clone(),
+    )));
+    if file.balancer.mode == BalancerMode::Kubernetes {
+        for pod in &pods {
+            tasks.push(tokio::spawn(endpoint_controller(
+                pod.clone(),
+                balancer.clone(),
+                file.balancer.propagation(),
+            )));
+        }
+    }
+    let fleet = Fleet {
+        pods,
+        proxies,
+        balancer,
+        rotation,
+        tasks,
+    };
+    let result = drill(loaded, pod_spec, faults, options, &fleet, &events, started).await;
+    fleet.shutdown().await;
+    let mut work = work;
+    match &result {
+        Ok(_) => work.keep = options.keep_work_dir,
+        Err(_) => progress.step(&format!("logs kept in {}", work.path.display())),
+    }
+    if work.keep && result.is_ok() {
+        progress.step(&format!("work folder kept: {}", work.path.display()));
+    }
+    result
+}
+
+async fn drill(
+    loaded: &Loaded,
+    pod_spec: &ResolvedPod,
+    faults: &[Fault],
+    options: &Options<'_>,
+    fleet: &Fleet,
+    events: &Events,
+    started: Instant,
+) -> Result<FileReport, DrillError> {
+    let file = &loaded.file;
+    let progress = options.progress;
+    // One at a time, so a shared database's migrations never race.
+    for pod in &fleet.pods {
+        pod.start()
+            .await
+            .map_err(|error| DrillError::InstanceFailed {
+                name: pod.name.clone(),
+                reason: error.to_string(),
+                log: String::new(),
+            })?;
+        let deadline = Instant::now() + options.fleet_timeout;
+        while !pod.is_ready() {
+            if Instant::now() > deadline {
+                return Err(DrillError::InstanceFailed {
+                    name: pod.name.clone(),
+                    reason: format!(
+                        "not Ready within {} s (startup and readiness probes)",
+                        options.fleet_timeout.as_secs()
+                    ),
+                    log: tail(pod.log_path()),
+                });
+            }
+            tokio::time::sleep(ROTATION_POLL).await;
+        }
+    }
+    if !fleet.wait_whole(options.fleet_timeout).await {
+        return Err(DrillError::Unhealthy(format!(
+            "the fleet is Ready but HAProxy has not taken every instance into rotation within {} s",
+            options.fleet_timeout.as_secs()
+        )));
+    }
+    let windows = judge::Windows::of(
+        pod_spec,
+        file.balancer.mode,
+        file.balancer.propagation(),
+        balancer::Checks::from_file(file.balancer.check.as_ref()),
+    );
+
+    // The traffic, through HAProxy, for the whole run (bounded).
+    let bound: Duration = faults
+        .iter()
+        .map(|fault| fault.duration() + fault.recover() + WARMUP + Duration::from_secs(60))
+        .sum::<Duration>()
+        + Duration::from_secs(60);
+    let mix: Vec<(LoadRequest, u32)> = file
+        .traffic
+        .requests
+        .iter()
+        .map(|request| {
+            (
+                LoadRequest {
+                    method: reqwest::Method::from_bytes(request.method.as_bytes())
+                        .unwrap_or(reqwest::Method::GET),
+                    path: request.path.clone(),
+                    body: request.body.clone(),
+                    headers: request
+                        .headers
+                        .iter()
+                        .map(|(k, v)| (k.clone(), v.clone()))
+                        .collect(),
+                },
+                request.share,
+            )
+        })
+        .collect();
+    let spec = LoadSpec {
+        concurrency: file.traffic.connections(),
+        duration: bound,
+        rate: file.traffic.rate,
+        timeout: file.traffic.timeout.map_or(Duration::from_secs(5), |d| d.0),
+        ..LoadSpec::default()
+    };
+    let load = load::start_mix(fleet.balancer.frontend, &spec, &mix, Timeline::default());
+
+    let mut rows = Vec::new();
+    for (number, fault) in faults.iter().enumerate() {
+        let name = fault.display_name();
+        progress.step(&format!(
+            "fault {}/{}: {name} ({:.0} s)",
+            number + 1,
+            faults.len(),
+            fault.duration().as_secs_f64()
+        ));
+        let whole_before = fleet.wait_whole(fault.recover()).await;
+        tokio::time::sleep(WARMUP).await;
+        let t0 = Instant::now();
+        let mut in_rotation_while_down = None;
+        run_fault(fault, loaded, fleet, events, &mut in_rotation_while_down).await?;
+        let fault_end = Instant::now();
+        let back = fleet.wait_whole(fault.recover()).await;
+        // A second more, so what the recovery looked like is in the row.
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        let row_end = Instant::now();
+        let mut row = measure(
+            fault,
+            &file.traffic,
+            events.between(t0, row_end),
+            load.timeline(),
+            t0,
+            fault_end,
+            row_end,
+            back,
+        );
+        row.in_rotation_while_down = in_rotation_while_down;
+        judge::judge(&mut row, fault, pod_spec, windows);
+        if !whole_before {
+            row.checks.insert(
+                0,
+                report::Check {
+                    target: "the fleet whole before the fault".into(),
+                    measured: "it was not: the previous fault's recovery did not finish".into(),
+                    met: false,
+                },
+            );
+        }
+        progress.step(&format!(
+            "  {name}: {}",
+            if row.passed() {
+                "every target met"
+            } else {
+                "a target missed"
+            }
+        ));
+        rows.push(row);
+    }
+    load.stop();
+    Ok(FileReport {
+        service: file.service.clone(),
+        instances: file.instances,
+        balancer: file.balancer.mode,
+        with_agent: options.with_agent,
+        probes_from: pod_spec.source.clone(),
+        faults: rows,
+        elapsed_s: started.elapsed().as_secs_f64(),
+    })
+}
+
+async fn run_fault(
+    fault: &Fault,
+    loaded: &Loaded,
+    fleet: &Fleet,
+    events: &Events,
+    in_rotation_while_down: &mut Option<bool>,
+) -> Result<(), DrillError> {
+    let duration = fault.duration();
+    let dependency = fault.dependency.as_deref().unwrap_or_default();
+    let first = &fleet.pods[0];
+    match fault.kind {
+        FaultKind::Busy => tokio::time::sleep(duration).await,
+        FaultKind::Refuse | FaultKind::Blackhole | FaultKind::Slow => {
+            let state = match fault.kind {
+                FaultKind::Refuse => PathState::Refused,
+                FaultKind::Blackhole => PathState::BlackHoled,
+                _ => PathState::Slow(fault.latency.map_or(Duration::from_secs(2), |d| d.0)),
+            };
+            fleet.set_path(dependency, fault.scope, state).await?;
+            tokio::time::sleep(duration).await;
+            fleet
+                .set_path(dependency, fault.scope, PathState::Open)
+                .await?;
+        }
+        FaultKind::Flap => {
+            let up = fault.up.map_or(Duration::from_secs(1), |d| d.0);
+            let down = fault.down.map_or(Duration::from_secs(1), |d| d.0);
+            let end = Instant::now() + duration;
+            while Instant::now() < end {
+                fleet
+                    .set_path(dependency, fault.scope, PathState::Refused)
+                    .await?;
+                tokio::time::sleep_until(end.min(Instant::now() + down)).await;
+                fleet
+                    .set_path(dependency, fault.scope, PathState::Open)
+                    .await?;
+                tokio::time::sleep_until(end.min(Instant::now() + up)).await;
+            }
+        }
+        FaultKind::Wedge => {
+            let pid = first
+                .pid()
+                .and_then(|pid| rustix::process::Pid::from_raw(pid as i32));
+            let Some(pid) = pid else {
+                return Err(DrillError::Unhealthy(format!(
+                    "{} is not running",
+                    first.name
+                )));
+            };
+            rustix::process::kill_process(pid, rustix::process::Signal::STOP)
+                .map_err(std::io::Error::from)?;
+            tokio::time::sleep(duration).await;
+            // The same process, whatever the kubelet did meanwhile.
+            let _ = rustix::process::kill_process(pid, rustix::process::Signal::CONT);
+        }
+        FaultKind::Terminate => first.replace().await?,
+        FaultKind::Crash => first.crash()?,
+        FaultKind::StartDuringOutage => {
+            let end = Instant::now() + duration;
+            fleet
+                .set_path(dependency, Scope::All, PathState::Refused)
+                .await?;
+            tokio::time::sleep(REPLACE_AFTER.min(duration)).await;
+            let replaced_at = Instant::now();
+            let replacement = first.replace();
+            tokio::pin!(replacement);
+            tokio::select! {
+                result = &mut replacement => result?,
+                () = tokio::time::sleep_until(end) => {}
+            }
+            tokio::time::sleep_until(end).await;
+            *in_rotation_while_down = Some(
+                events
+                    .between(replaced_at, Instant::now())
+                    .iter()
+                    .any(|event| event.instance == 0 && event.kind == EventKind::Rotation(true)),
+            );
+            fleet
+                .set_path(dependency, Scope::All, PathState::Open)
+                .await?;
+        }
+        FaultKind::Hook => {
+            let name = fault.hook.as_deref().unwrap_or_default();
+            let hook = loaded
+                .file
+                .hooks
+                .get(name)
+                .ok_or_else(|| DrillError::Config(format!("no hook `{name}`")))?;
+            let port = match &hook.port {
+                Some(port) => first
+                    .ports
+                    .named
+                    .get(port)
+                    .copied()
+                    .unwrap_or(first.ports.app),
+                None => first.ports.app,
+            };
+            let seconds = duration.as_secs().max(1).to_string();
+            let call = |call: &crate::file::HookCall| {
+                let fill = |text: &str| {
+                    placeholder::fill(text, |placeholder| match placeholder {
+                        Placeholder::Seconds => Some(seconds.clone()),
+                        Placeholder::Port => Some(first.ports.app.to_string()),
+                        Placeholder::NamedPort(name) => {
+                            first.ports.named.get(name).map(u16::to_string)
+                        }
+                        Placeholder::Instance => Some("1".into()),
+                        Placeholder::Name => Some(first.name.clone()),
+                        _ => None,
+                    })
+                };
+                let client = pod::probe_client(Duration::from_secs(10));
+                let method = reqwest::Method::from_bytes(call.method.as_bytes())
+                    .unwrap_or(reqwest::Method::POST);
+                let mut request = client.request(
+                    method,
+                    format!("http://127.0.0.1:{port}{}", fill(&call.path)),
+                );
+                if let Some(body) = &call.body {
+                    request = request.body(fill(body));
+                }
+                let path = call.path.clone();
+                async move {
+                    // A call that fails is tried twice more, half a second apart: an app under
+                    // load may not complete a fault at the first attempt.
+                    let mut last = String::new();
+                    for attempt in 0..3 {
+                        if attempt > 0 {
+                            tokio::time::sleep(Duration::from_millis(500)).await;
+                        }
+                        let Some(request) = request.try_clone() else {
+                            break;
+                        };
+                        match request.send().await {
+                            Ok(response) if response.status().is_success() => return Ok(()),
+                            Ok(response) => {
+                                last = format!("answered {}", response.status().as_u16())
+                            }
+                            Err(error) => last = error.to_string(),
+                        }
+                    }
+                    Err(DrillError::Hook(format!("hook `{name}`: {path} {last}")))
+                }
+            };
+            call(&hook.start).await?;
+            tokio::time::sleep(duration).await;
+            if let Some(stop) = &hook.stop {
+                call(stop).await?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The row of one fault, from what happened between `t0` and `row_end`.
+#[allow(clippy::too_many_arguments)]
+fn measure(
+    fault: &Fault,
+    traffic: &crate::file::Traffic,
+    events: Vec<events::Event>,
+    timeline: &Timeline,
+    t0: Instant,
+    fault_end: Instant,
+    row_end: Instant,
+    back: bool,
+) -> Row {
+    let since = |at: Instant| at.saturating_duration_since(t0).as_secs_f64();
+    let first = |matches: &dyn Fn(&events::Event) -> bool| events.iter().find(|e| matches(e));
+    let detected = first(&|e| matches!(e.kind, EventKind::ProbeFailed { .. }));
+    let out = first(&|e| e.kind == EventKind::Rotation(false));
+    let back_in = if out.is_some() {
+        events
+            .iter()
+            .rev()
+            .find(|e| e.kind == EventKind::Rotation(true))
+            .map(|e| since(e.at))
+    } else {
+        None
+    };
+    let count = |matches: &dyn Fn(&EventKind) -> bool| {
+        events.iter().filter(|e| matches(&e.kind)).count() as u32
+    };
+    let mut transitions: BTreeMap<usize, u32> = BTreeMap::new();
+    for event in &events {
+        if matches!(event.kind, EventKind::Ready(_)) {
+            *transitions.entry(event.instance).or_default() += 1;
+        }
+    }
+    let restarted_at = events
+        .iter()
+        .find(|e| {
+            e.instance == 0
+                && matches!(
+                    e.kind,
+                    EventKind::Killed { .. } | EventKind::Exited { .. } | EventKind::Restarted
+                )
+        })
+        .map(|e| since(e.at));
+    let mut failed = Failed::default();
+    let samples = timeline.samples(t0, row_end);
+    for sample in &samples {
+        match sample.outcome {
+            Outcome::Status(status) if traffic.is_success(status) => continue,
+            Outcome::Status(_) => failed.service_errors += 1,
+            Outcome::RefusedByBalancer => failed.refused_by_balancer += 1,
+            Outcome::BalancerError(_) => failed.balancer_errors += 1,
+            Outcome::ConnectionRefused => failed.refused += 1,
+            Outcome::TimedOut => failed.timeouts += 1,
+            Outcome::ConnectionError => failed.resets += 1,
+        }
+        failed.total += 1;
+    }
+    Row {
+        fault: fault.display_name(),
+        kind: fault.kind,
+        dependency: fault.dependency.clone(),
+        scope: fault.scope,
+        duration_s: since(fault_end),
+        detected_at_s: detected.map(|e| since(e.at)),
+        detected_by: detected.map(|e| match &e.kind {
+            EventKind::ProbeFailed { probe, reason } => format!(
+                "{} of instance {}: {reason}",
+                match probe {
+                    probity_contract::probe::ProbeKind::Startup => "startup",
+                    probity_contract::probe::ProbeKind::Liveness => "liveness",
+                    probity_contract::probe::ProbeKind::Readiness => "readiness",
+                },
+                e.instance + 1
+            ),
+            _ => String::new(),
+        }),
+        out_of_rotation_at_s: out.map(|e| since(e.at)),
+        back_in_rotation_at_s: back_in,
+        back,
+        requests: samples.len() as u64,
+        failed,
+        restarts: count(&|k| *k == EventKind::Restarted),
+        liveness_kills: count(&|k| {
+            *k == EventKind::Killed {
+                probe: probity_contract::probe::ProbeKind::Liveness,
+            }
+        }),
+        startup_kills: count(&|k| {
+            *k == EventKind::Killed {
+                probe: probity_contract::probe::ProbeKind::Startup,
+            }
+        }),
+        exits: count(&|k| matches!(k, EventKind::Exited { .. })),
+        readiness_transitions: transitions.values().copied().max().unwrap_or(0),
+        probe_timeouts: count(
+            &|k| matches!(k, EventKind::ProbeFailed { reason, .. } if reason == "timed out"),
+        ),
+        restarted_at_s: restarted_at,
+        in_rotation_while_down: None,
+        checks: Vec::new(),
+        diagnoses: Vec::new(),
+    }
+}
+
+/// Reads rotation from HAProxy and records every change.
+async fn watch_rotation(
+    balancer: Arc<balancer::Balancer>,
+    names: Vec<String>,
+    rotation: Arc<Mutex<Vec<bool>>>,
+    events: Events,
+) {
+    let mut ticker = tokio::time::interval(ROTATION_POLL);
+    ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        ticker.tick().await;
+        let Ok(stats) = balancer.stats().await else {
+            continue;
+        };
+        for stat in stats {
+            let Some(index) = names.iter().position(|name| *name == stat.name) else {
+                continue;
+            };
+            let now = stat.in_rotation();
+            let mut rotation = rotation.lock().unwrap_or_else(|e| e.into_inner());
+            if rotation[index] != now {
+                rotation[index] = now;
+                events.record(index, EventKind::Rotation(now));
+            }
+        }
+    }
+}
+
+/// `kubernetes` mode: each readiness change reaches HAProxy after the propagation delay, as an
+/// EndpointSlice update reaches kube-proxy; a change undone within the delay is not applied.
+async fn endpoint_controller(
+    pod: Arc<Pod>,
+    balancer: Arc<balancer::Balancer>,
+    propagation: Duration,
+) {
+    let mut ready = pod.watch_ready();
+    let latest = Arc::new(AtomicU64::new(0));
+    let mut current = false;
+    loop {
+        let now = *ready.borrow_and_update();
+        if now != current {
+            current = now;
+            let change = latest.fetch_add(1, Ordering::AcqRel) + 1;
+            let latest = latest.clone();
+            let balancer = balancer.clone();
+            let name = pod.name.clone();
+            tokio::spawn(async move {
+                tokio::time::sleep(propagation).await;
+                if latest.load(Ordering::Acquire) == change {
+                    let _ = balancer.set_rotation(&name, now).await;
+                }
+            });
+        }
+        if ready.changed().await.is_err() {
+            return;
+        }
+    }
+}

@@ -1,0 +1,314 @@
+//! The drill file's report: one row per fault, the table the incidents were told in, each
+//! figure against its target, and a diagnosis for every miss.
+
+use crate::file::{BalancerMode, FaultKind, Scope};
+use serde::Serialize;
+use std::fmt::Write as _;
+
+/// Failed requests, by what failed them.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct Failed {
+    /// Every request that did not succeed.
+    pub total: u64,
+    /// HAProxy's own 503: no server in rotation.
+    pub refused_by_balancer: u64,
+    /// HAProxy's other errors (502, 504).
+    pub balancer_errors: u64,
+    /// The service's own answers outside `traffic.success`.
+    pub service_errors: u64,
+    /// Connections reset or closed before an answer.
+    pub resets: u64,
+    /// Connections refused.
+    pub refused: u64,
+    /// No answer within `traffic.timeout`.
+    pub timeouts: u64,
+}
+
+/// One target and what was measured.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Check {
+    /// The target in words (`restarts = 0`).
+    pub target: String,
+    /// What this run measured.
+    pub measured: String,
+    /// Whether it was met.
+    pub met: bool,
+}
+
+/// Why a target was missed: the wiring mistake, the incident, the fix, what would have caught it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Diagnosis {
+    /// The wiring mistake the evidence shows.
+    pub mistake: String,
+    /// The evidence, in this run's figures.
+    pub evidence: String,
+    /// The incident it reproduces.
+    pub incident: &'static str,
+    /// The fix.
+    pub fix: String,
+    /// The `probity lint` rule or `probity inspect` finding that would have caught it.
+    pub caught_by: &'static str,
+}
+
+/// One fault's row.
+#[derive(Debug, Clone, Serialize)]
+pub struct Row {
+    /// The fault's name.
+    pub fault: String,
+    /// Its kind.
+    pub kind: FaultKind,
+    /// The dependency, for dependency faults.
+    pub dependency: Option<String>,
+    /// All instances or one.
+    pub scope: Scope,
+    /// How long the fault lasted, seconds.
+    pub duration_s: f64,
+    /// The first failed probe after the fault began, seconds from its start.
+    pub detected_at_s: Option<f64>,
+    /// Which probe failed first, and why.
+    pub detected_by: Option<String>,
+    /// The first instance out of rotation, seconds from the fault's start.
+    pub out_of_rotation_at_s: Option<f64>,
+    /// Every instance back in rotation, seconds from the fault's start (absent: never left,
+    /// or never came back — see `back`).
+    pub back_in_rotation_at_s: Option<f64>,
+    /// Whether the fleet was whole again by the end of the recovery wait.
+    pub back: bool,
+    /// Requests sent through the balancer from the fault's start to the end of its row.
+    pub requests: u64,
+    /// Those that failed, by class.
+    pub failed: Failed,
+    /// Restarts (kills by a probe, exits restarted).
+    pub restarts: u32,
+    /// Of those, kills by the liveness probe.
+    pub liveness_kills: u32,
+    /// Kills by the startup probe.
+    pub startup_kills: u32,
+    /// Exits nobody asked for.
+    pub exits: u32,
+    /// The most readiness transitions (in or out) of one instance.
+    pub readiness_transitions: u32,
+    /// Probes that timed out.
+    pub probe_timeouts: u32,
+    /// The first kill or exit of the instance the fault acted on, seconds from the start.
+    pub restarted_at_s: Option<f64>,
+    /// `start-during-outage`: whether the new instance entered rotation while the dependency
+    /// was still away.
+    pub in_rotation_while_down: Option<bool>,
+    /// The targets.
+    pub checks: Vec<Check>,
+    /// A diagnosis for every miss.
+    pub diagnoses: Vec<Diagnosis>,
+}
+
+impl Row {
+    /// Whether every target was met.
+    pub fn passed(&self) -> bool {
+        self.checks.iter().all(|check| check.met)
+    }
+}
+
+/// The whole run.
+#[derive(Debug, Clone, Serialize)]
+pub struct FileReport {
+    /// The service.
+    pub service: String,
+    /// Instances in the fleet.
+    pub instances: u32,
+    /// The balancer's mode.
+    pub balancer: BalancerMode,
+    /// Whether `probity agent` ran beside each instance.
+    pub with_agent: bool,
+    /// Where the probes came from.
+    pub probes_from: String,
+    /// The rows.
+    pub faults: Vec<Row>,
+    /// Seconds the run took.
+    pub elapsed_s: f64,
+}
+
+impl FileReport {
+    /// Whether every target of every fault was met.
+    pub fn passed(&self) -> bool {
+        self.faults.iter().all(Row::passed)
+    }
+
+    /// `0` every target met, `1` one missed.
+    pub fn exit_code(&self) -> u8 {
+        if self.passed() { 0 } else { 1 }
+    }
+
+    /// The report as JSON.
+    pub fn to_json(&self) -> String {
+        serde_json::to_string_pretty(self).unwrap_or_default()
+    }
+
+    /// The human table, then each miss with its diagnosis.
+    pub fn render(&self) -> String {
+        let mut out = String::new();
+        let _ = writeln!(
+            out,
+            "probity drill: {} × {} behind HAProxy ({} mode{}), probes from {}\n",
+            self.instances,
+            self.service,
+            match self.balancer {
+                BalancerMode::Kubernetes => "kubernetes",
+                BalancerMode::Haproxy => "haproxy",
+            },
+            if self.with_agent {
+                ", with probity agent"
+            } else {
+                ""
+            },
+            self.probes_from
+        );
+        let header = [
+            "fault",
+            "detected",
+            "out of rotation",
+            "failed (lb/5xx/reset/timeout)",
+            "restarts",
+            "back",
+            "verdict",
+        ];
+        let seconds = |value: Option<f64>| value.map_or("—".to_owned(), |s| format!("{s:.1}s"));
+        let rows: Vec<[String; 7]> = self
+            .faults
+            .iter()
+            .map(|row| {
+                [
+                    row.fault.clone(),
+                    seconds(row.detected_at_s),
+                    seconds(row.out_of_rotation_at_s),
+                    format!(
+                        "{} of {} ({}/{}/{}/{})",
+                        row.failed.total,
+                        row.requests,
+                        row.failed.refused_by_balancer + row.failed.balancer_errors,
+                        row.failed.service_errors,
+                        row.failed.resets + row.failed.refused,
+                        row.failed.timeouts
+                    ),
+                    row.restarts.to_string(),
+                    if row.back {
+                        seconds(row.back_in_rotation_at_s)
+                    } else {
+                        "not back".to_owned()
+                    },
+                    if row.passed() { "ok" } else { "MISSED" }.to_owned(),
+                ]
+            })
+            .collect();
+        let mut widths = header.map(str::len);
+        for row in &rows {
+            for (width, cell) in widths.iter_mut().zip(row) {
+                *width = (*width).max(cell.chars().count());
+            }
+        }
+        let line = |cells: &[String]| {
+            let mut text = String::new();
+            for (cell, width) in cells.iter().zip(widths) {
+                let _ = write!(text, "{cell:<width$}  ");
+            }
+            text.trim_end().to_owned()
+        };
+        let _ = writeln!(out, "{}", line(&header.map(str::to_owned)));
+        for row in &rows {
+            let _ = writeln!(out, "{}", line(row));
+        }
+        for row in &self.faults {
+            let _ = writeln!(out, "\n{}:", row.fault);
+            for check in &row.checks {
+                let _ = writeln!(
+                    out,
+                    "  {} {} (measured {})",
+                    if check.met { "✓" } else { "✗" },
+                    check.target,
+                    check.measured
+                );
+            }
+            for diagnosis in &row.diagnoses {
+                let _ = writeln!(
+                    out,
+                    "  diagnosis: {}\n    evidence: {}\n    reproduces: {}\n    fix: {}\n    caught by: {}",
+                    diagnosis.mistake,
+                    diagnosis.evidence,
+                    diagnosis.incident,
+                    diagnosis.fix,
+                    diagnosis.caught_by
+                );
+            }
+        }
+        let _ = writeln!(
+            out,
+            "\n{} of {} faults met every target ({:.0} s)",
+            self.faults.iter().filter(|row| row.passed()).count(),
+            self.faults.len(),
+            self.elapsed_s
+        );
+        out
+    }
+
+    /// JUnit XML: one test case per target, in a suite per fault.
+    pub fn to_junit(&self) -> String {
+        let escape = |text: &str| {
+            text.replace('&', "&amp;")
+                .replace('<', "&lt;")
+                .replace('>', "&gt;")
+                .replace('"', "&quot;")
+        };
+        let tests: usize = self.faults.iter().map(|row| row.checks.len()).sum();
+        let failures: usize = self
+            .faults
+            .iter()
+            .map(|row| row.checks.iter().filter(|c| !c.met).count())
+            .sum();
+        let mut out = format!(
+            "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites name=\"probity drill {}\" \
+             tests=\"{tests}\" failures=\"{failures}\" time=\"{:.3}\">\n",
+            escape(&self.service),
+            self.elapsed_s
+        );
+        for row in &self.faults {
+            let _ = writeln!(
+                out,
+                "  <testsuite name=\"{}\" tests=\"{}\" failures=\"{}\">",
+                escape(&row.fault),
+                row.checks.len(),
+                row.checks.iter().filter(|c| !c.met).count()
+            );
+            for check in &row.checks {
+                let _ = write!(
+                    out,
+                    "    <testcase classname=\"{}\" name=\"{}\"",
+                    escape(&row.fault),
+                    escape(&check.target)
+                );
+                if check.met {
+                    out.push_str("/>\n");
+                } else {
+                    let diagnosis = row
+                        .diagnoses
+                        .iter()
+                        .map(|d| {
+                            format!(
+                                "{}: {} (fix: {}; caught by {})",
+                                d.mistake, d.evidence, d.fix, d.caught_by
+                            )
+                        })
+                        .collect::<Vec<_>>()
+                        .join("\n");
+                    let _ = write!(
+                        out,
+                        ">\n      <failure message=\"measured {}\">{}</failure>\n    </testcase>\n",
+                        escape(&check.measured),
+                        escape(&diagnosis)
+                    );
+                }
+            }
+            out.push_str("  </testsuite>\n");
+        }
+        out.push_str("</testsuites>\n");
+        out
+    }
+}

@@ -1,0 +1,296 @@
+use super::pod::{PortTarget, PreStop, ProbeAction};
+use super::*;
+use probity_contract::probe::ProbeKind;
+
+const MINIMAL: &str = r#"service: orders
+app:
+  command: [node, server.js]
+  env:
+    PORT: "{port}"
+    DATABASE_URL: "{dep.db.url}"
+  port: 3000
+pod:
+  containers:
+    - name: orders
+      readinessProbe:
+        httpGet: { path: /ready, port: 3000 }
+        periodSeconds: 2
+dependencies:
+  db: { url: "postgres://postgres@127.0.0.1:5432/test" }
+traffic:
+  requests:
+    - { path: /orders }
+"#;
+
+fn parse(text: &str) -> Result<DrillFile, FileError> {
+    DrillFile::parse(text, Path::new("drill.yaml"))
+}
+
+fn loaded(text: &str) -> Loaded {
+    Loaded {
+        file: parse(text).unwrap(),
+        path: PathBuf::from("drill.yaml"),
+        dir: PathBuf::from("."),
+    }
+}
+
+#[test]
+fn a_minimal_file_parses_with_defaults() {
+    let file = parse(MINIMAL).unwrap();
+    assert_eq!(file.instances, 3);
+    assert_eq!(file.traffic.connections(), 32);
+    assert!(file.traffic.is_success(201));
+    assert!(!file.traffic.is_success(404));
+    assert_eq!(file.balancer.mode, BalancerMode::Kubernetes);
+    assert_eq!(file.balancer.propagation(), Duration::from_secs(1));
+    assert_eq!(file.traffic.requests[0].method, "GET");
+    // Every fault of the drill applies when none are listed.
+    let names: Vec<String> = file.faults().iter().map(Fault::display_name).collect();
+    assert_eq!(
+        names,
+        [
+            "busy",
+            "refuse-db",
+            "refuse-db-one",
+            "blackhole-db",
+            "slow-db",
+            "flap-db",
+            "wedge",
+            "terminate",
+            "crash",
+            "start-during-outage-db"
+        ]
+    );
+}
+
+#[test]
+fn an_unknown_key_is_an_error_with_its_line() {
+    let text = MINIMAL.replace("  port: 3000\n", "  port: 3000\n  prot: 3001\n");
+    let error = parse(&text).unwrap_err();
+    assert_eq!(error.line(), Some(8), "{error}");
+    assert!(error.to_string().contains("prot"), "{error}");
+
+    // Inside a pasted probe too: Kubernetes' own field names, checked.
+    let text = MINIMAL.replace("periodSeconds: 2", "periodSecond: 2");
+    let error = parse(&text).unwrap_err();
+    assert_eq!(error.line(), Some(13), "{error}");
+    assert!(error.to_string().contains("periodSecond"), "{error}");
+}
+
+#[test]
+fn a_placeholder_naming_nothing_is_an_error_with_its_line() {
+    let text = MINIMAL.replace("{dep.db.url}", "{dep.dbb.url}");
+    let error = parse(&text).unwrap_err();
+    assert_eq!(error.line(), Some(6), "{error}");
+    assert!(
+        error
+            .to_string()
+            .contains("`dbb` is not one of dependencies"),
+        "{error}"
+    );
+}
+
+#[test]
+fn faults_are_checked_against_what_the_file_declares() {
+    let with = |faults: &str| parse(&format!("{MINIMAL}faults:\n{faults}"));
+    assert!(with("  - { kind: refuse, dependency: db, scope: one, duration: 5s }\n").is_ok());
+    for (faults, message) in [
+        ("  - { kind: refuse }\n", "refuse needs a dependency"),
+        (
+            "  - { kind: refuse, dependency: cache }\n",
+            "`cache` is not one of dependencies",
+        ),
+        (
+            "  - { kind: wedge, dependency: db }\n",
+            "wedge takes no dependency",
+        ),
+        (
+            "  - { kind: hook, hook: leak }\n",
+            "`leak` is not one of hooks",
+        ),
+        (
+            "  - { kind: refuse, dependency: db, latency: 1s }\n",
+            "latency applies to slow only",
+        ),
+        (
+            "  - { kind: wedge, scope: one }\n",
+            "scope applies to dependency faults",
+        ),
+        ("  - { kind: busy, duration: 5 }\n", "needs a unit"),
+        ("  - { kind: explode }\n", "explode"),
+    ] {
+        let error = with(faults).unwrap_err().to_string();
+        assert!(error.contains(message), "{faults}: {error}");
+    }
+}
+
+#[test]
+fn success_statuses_take_numbers_classes_and_ranges() {
+    let text = MINIMAL.replace(
+        "traffic:\n",
+        "traffic:\n  success: [200, \"3xx\", \"404-404\"]\n",
+    );
+    let file = parse(&text).unwrap();
+    assert!(file.traffic.is_success(200));
+    assert!(file.traffic.is_success(302));
+    assert!(file.traffic.is_success(404));
+    assert!(!file.traffic.is_success(201));
+    assert!(!file.traffic.is_success(500));
+    let text = MINIMAL.replace("traffic:\n", "traffic:\n  success: [\"2xy\"]\n");
+    assert!(parse(&text).unwrap_err().to_string().contains("2xy"));
+}
+
+#[test]
+fn probes_resolve_with_kubernetes_defaults_and_ports_mapped() {
+    let pod = loaded(MINIMAL).pod(None, false).unwrap();
+    let readiness = pod.probe(ProbeKind::Readiness).unwrap();
+    // SetDefaults_Probe: timeout 1, failure 3, success 1; period as written.
+    assert_eq!(readiness.timing.period, Duration::from_secs(2));
+    assert_eq!(readiness.timing.timeout, Duration::from_secs(1));
+    assert_eq!(readiness.timing.failure_threshold, 3);
+    assert_eq!(
+        readiness.action,
+        ProbeAction::Http {
+            target: PortTarget::App,
+            path: "/ready".into(),
+            headers: vec![]
+        }
+    );
+    assert!(pod.liveness.is_none());
+    assert_eq!(pod.grace_period, Duration::from_secs(30));
+
+    // A named port, a preStop sleep, a probe the API server would reject.
+    let text = MINIMAL
+        .replace("port: 3000 }", "port: admin }")
+        .replace("  port: 3000\n", "  port: 3000\n  ports: { admin: 3001 }\n")
+        .replace(
+            "      readinessProbe:",
+            "      lifecycle: { preStop: { sleep: { seconds: 5 } } }\n      readinessProbe:",
+        );
+    let pod = loaded(&text).pod(None, false).unwrap();
+    assert!(matches!(
+        &pod.probe(ProbeKind::Readiness).unwrap().action,
+        ProbeAction::Http { target: PortTarget::Named(name), .. } if name == "admin"
+    ));
+    assert_eq!(pod.pre_stop, Some(PreStop::Sleep(Duration::from_secs(5))));
+
+    let text = MINIMAL.replace(
+        "periodSeconds: 2",
+        "periodSeconds: 2\n        successThreshold: 0\n        timeoutSeconds: -1",
+    );
+    let error = loaded(&text).pod(None, false).unwrap_err();
+    assert!(error.contains("readinessProbe.timeoutSeconds"), "{error}");
+
+    let text = MINIMAL.replace("port: 3000 }", "port: 9999 }");
+    let error = loaded(&text).pod(None, false).unwrap_err();
+    assert!(error.contains("port 9999 is neither app.port"), "{error}");
+}
+
+#[test]
+fn probes_come_from_a_real_manifest() {
+    let manifest =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../deploy/kubernetes/deployment.yaml");
+    let text = MINIMAL
+        .replace("  port: 3000\n", "  port: 8080\n  ports: { admin: 8081 }\n")
+        .replace("port: 3000 }", "port: 8080 }");
+    let pod = loaded(&text)
+        .pod(Some((&manifest, "checkout")), false)
+        .unwrap();
+    let liveness = pod.probe(ProbeKind::Liveness).unwrap();
+    assert_eq!(liveness.timing.period, Duration::from_secs(10));
+    assert_eq!(liveness.timing.timeout, Duration::from_secs(2));
+    assert!(matches!(
+        &liveness.action,
+        ProbeAction::Http { target: PortTarget::App, path, .. } if path == "/livez"
+    ));
+    assert_eq!(
+        pod.probe(ProbeKind::Startup)
+            .unwrap()
+            .timing
+            .failure_threshold,
+        30
+    );
+    assert_eq!(pod.grace_period, Duration::from_secs(30));
+    assert!(pod.source.contains("Deployment/checkout"), "{}", pod.source);
+
+    let error = loaded(&text)
+        .pod(Some((&manifest, "web")), false)
+        .unwrap_err();
+    assert!(
+        error.contains("no container named `web` (there are: checkout)"),
+        "{error}"
+    );
+}
+
+#[test]
+fn the_agent_s_probes_replace_the_app_s() {
+    let text = MINIMAL.replace(
+        "dependencies:",
+        "agent:\n  config: agent.toml\n  port: 9090\n  container:\n    readinessProbe:\n      \
+         httpGet: { path: /readyz, port: 9090 }\n    livenessProbe:\n      httpGet: { path: \
+         /livez, port: 9090 }\ndependencies:",
+    );
+    let loaded = loaded(&text);
+    let shipped = loaded.pod(None, false).unwrap();
+    assert!(shipped.liveness.is_none());
+    let with_agent = loaded.pod(None, true).unwrap();
+    assert!(matches!(
+        &with_agent.probe(ProbeKind::Readiness).unwrap().action,
+        ProbeAction::Http { target: PortTarget::Agent, path, .. } if path == "/readyz"
+    ));
+    assert!(with_agent.liveness.is_some());
+    let error = self::loaded(MINIMAL).pod(None, true).unwrap_err();
+    assert!(error.contains("needs an agent section"), "{error}");
+}
+
+#[test]
+fn the_checkout_drill_file_parses_and_resolves() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/checkout/drill.yaml");
+    let loaded = DrillFile::load(&path).unwrap();
+    assert_eq!(loaded.file.service, "checkout");
+    assert_eq!(loaded.file.balancer.mode, BalancerMode::Haproxy);
+    let pod = loaded.pod(None, false).unwrap();
+    assert_eq!(
+        pod.probe(ProbeKind::Liveness)
+            .unwrap()
+            .timing
+            .failure_window(),
+        Duration::from_secs(6)
+    );
+    assert!(
+        loaded
+            .file
+            .faults()
+            .iter()
+            .any(|f| f.kind == FaultKind::Hook)
+    );
+}
+
+#[test]
+fn a_starting_file_from_a_manifest_parses_and_marks_its_guesses() {
+    let manifest =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../deploy/kubernetes/deployment.yaml");
+    let text = init::starting_file(&manifest, "checkout", "deployment.yaml").unwrap();
+    assert!(text.contains("# GUESS:"), "{text}");
+    assert!(text.contains("--listen=127.0.0.1:{port}"), "{text}");
+    assert!(
+        text.contains("--admin-listen=127.0.0.1:{port.admin}"),
+        "{text}"
+    );
+    // DATABASE_URL comes from a Secret: a guessed dependency, marked.
+    assert!(
+        text.contains("DATABASE_URL: \"{dep.db.url}\"   # GUESS"),
+        "{text}"
+    );
+    let file = parse(&text).unwrap_or_else(|error| panic!("{error}\n{text}"));
+    assert_eq!(file.app.port, 8080);
+    assert_eq!(file.app.ports.get("admin"), Some(&8081));
+    assert!(file.dependencies.contains_key("db"));
+    let loaded = Loaded {
+        file,
+        path: manifest.with_file_name("drill.yaml"),
+        dir: manifest.parent().unwrap().to_owned(),
+    };
+    let pod = loaded.pod(None, false).unwrap();
+    assert!(pod.readiness.is_some());
+}
