@@ -114,3 +114,7 @@ fi
 # The database the tests use.
 psql -h 127.0.0.1 -U postgres -d test -c 'select 1' >/dev/null 2>&1 ||
   psql -h 127.0.0.1 -U postgres -c 'create database test' >/dev/null 2>&1 || true
+
+# --- open-source services the third-party tests run (scripts/subjects.sh) --------------------
+# shellcheck source=scripts/subjects.sh
+source scripts/subjects.sh
