@@ -1,6 +1,6 @@
 //! `probity drill`: the fixes, proved on real processes.
 //!
-//! Any service: a drill file ([`file`], documented in `docs/drill.md`) describes one instance
+//! Any service: a drill file ([`mod@file`], documented in `docs/drill.md`) describes one instance
 //! as a pod does, and [`engine`] drills a fleet of it — fault proxies in front of each
 //! dependency, signals, a kubelet per instance, HAProxy fed by readiness or checking by itself —
 //! into a report with a diagnosis for every miss ([`engine::report`]).

@@ -15,7 +15,7 @@ use probity_contract::probe::ProbeKind;
 use std::time::Duration;
 
 /// Time allowed for the service's own checks to notice a change, on top of each window.
-pub const SERVICE_SLACK: Duration = Duration::from_secs(2);
+pub const SERVICE_SLACK: Duration = Duration::from_secs(5);
 
 /// Most readiness transitions of one instance while a dependency flaps: out once, in once.
 pub const FLAP_TRANSITIONS: u32 = 2;

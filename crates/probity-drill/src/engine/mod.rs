@@ -42,6 +42,8 @@ use tokio::time::Instant;
 const WARMUP: Duration = Duration::from_secs(2);
 /// How often rotation is read from HAProxy.
 const ROTATION_POLL: Duration = Duration::from_millis(100);
+/// How long the fleet must stay whole to count as back.
+const STABLE: Duration = Duration::from_secs(2);
 /// When a `start-during-outage` fault replaces its instance.
 const REPLACE_AFTER: Duration = Duration::from_secs(2);
 
@@ -100,14 +102,27 @@ impl Fleet {
             && rotation.iter().all(|in_rotation| *in_rotation)
     }
 
-    async fn wait_whole(&self, within: Duration) -> bool {
+    /// Waits until the fleet is whole and stays whole for [`STABLE`] (a crash or a kill takes
+    /// effect a moment after the signal); returns when that stretch began, or `None` when it
+    /// did not happen within `within`.
+    async fn wait_whole(&self, within: Duration) -> Option<Instant> {
         let deadline = Instant::now() + within;
+        let mut whole_since: Option<Instant> = None;
         loop {
+            let now = Instant::now();
             if self.whole() {
-                return true;
+                let since = *whole_since.get_or_insert(now);
+                if now.duration_since(since) >= STABLE {
+                    return Some(since);
+                }
+            } else {
+                whole_since = None;
             }
-            if Instant::now() >= deadline {
-                return false;
+            if now >= deadline + STABLE {
+                return None;
+            }
+            if now >= deadline && whole_since.is_none() {
+                return None;
             }
             tokio::time::sleep(ROTATION_POLL).await;
         }
@@ -273,8 +288,14 @@ pub async fn run(
             .iter()
             .map(|(key, value)| (key.clone(), fill(value)))
             .collect();
+        let env_map: BTreeMap<String, String> = env.iter().cloned().collect();
         let app = Program {
-            command: file.app.command.iter().map(|word| fill(word)).collect(),
+            command: file
+                .app
+                .command
+                .iter()
+                .map(|word| placeholder::expand_env(&fill(word), &env_map))
+                .collect(),
             env: env.clone(),
             workdir: loaded.workdir(),
             log: work.path.join(format!("{name}.log")),
@@ -422,7 +443,7 @@ async fn drill(
             tokio::time::sleep(ROTATION_POLL).await;
         }
     }
-    if !fleet.wait_whole(options.fleet_timeout).await {
+    if fleet.wait_whole(options.fleet_timeout).await.is_none() {
         return Err(DrillError::Unhealthy(format!(
             "the fleet is Ready but HAProxy has not taken every instance into rotation within {} s",
             options.fleet_timeout.as_secs()
@@ -480,15 +501,13 @@ async fn drill(
             faults.len(),
             fault.duration().as_secs_f64()
         ));
-        let whole_before = fleet.wait_whole(fault.recover()).await;
+        let whole_before = fleet.wait_whole(fault.recover()).await.is_some();
         tokio::time::sleep(WARMUP).await;
         let t0 = Instant::now();
         let mut in_rotation_while_down = None;
         run_fault(fault, loaded, fleet, events, &mut in_rotation_while_down).await?;
         let fault_end = Instant::now();
-        let back = fleet.wait_whole(fault.recover()).await;
-        // A second more, so what the recovery looked like is in the row.
-        tokio::time::sleep(Duration::from_secs(1)).await;
+        let back_at = fleet.wait_whole(fault.recover()).await;
         let row_end = Instant::now();
         let mut row = measure(
             fault,
@@ -498,7 +517,7 @@ async fn drill(
             t0,
             fault_end,
             row_end,
-            back,
+            back_at,
         );
         row.in_rotation_while_down = in_rotation_while_down;
         judge::judge(&mut row, fault, pod_spec, windows);
@@ -698,21 +717,18 @@ fn measure(
     t0: Instant,
     fault_end: Instant,
     row_end: Instant,
-    back: bool,
+    back_at: Option<Instant>,
 ) -> Row {
     let since = |at: Instant| at.saturating_duration_since(t0).as_secs_f64();
     let first = |matches: &dyn Fn(&events::Event) -> bool| events.iter().find(|e| matches(e));
     let detected = first(&|e| matches!(e.kind, EventKind::ProbeFailed { .. }));
     let out = first(&|e| e.kind == EventKind::Rotation(false));
-    let back_in = if out.is_some() {
-        events
-            .iter()
-            .rev()
-            .find(|e| e.kind == EventKind::Rotation(true))
-            .map(|e| since(e.at))
-    } else {
-        None
-    };
+    // Back: when the fleet became whole for good, if anything left rotation on the way.
+    let left = out.is_some()
+        || events.iter().any(|e| {
+            e.kind == EventKind::Ready(false) || matches!(e.kind, EventKind::Exited { .. })
+        });
+    let back_in = back_at.filter(|_| left).map(since);
     let count = |matches: &dyn Fn(&EventKind) -> bool| {
         events.iter().filter(|e| matches(&e.kind)).count() as u32
     };
@@ -767,7 +783,7 @@ fn measure(
         }),
         out_of_rotation_at_s: out.map(|e| since(e.at)),
         back_in_rotation_at_s: back_in,
-        back,
+        back: back_at.is_some(),
         requests: samples.len() as u64,
         failed,
         restarts: count(&|k| *k == EventKind::Restarted),

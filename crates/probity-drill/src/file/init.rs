@@ -210,7 +210,7 @@ pub fn starting_file(
         } else if word.contains("$(") {
             let _ = writeln!(
                 out,
-                "    - {}   # GUESS: Kubernetes expands $(VAR); write the value or a placeholder",
+                "    - {}   # $(VAR) is expanded from app.env, as Kubernetes does",
                 quote(word)
             );
         } else {

@@ -21,7 +21,7 @@
 //!   requests: [{ method: GET, path: /orders }]
 //! ```
 //!
-//! [`DrillFile::parse`] checks the whole file; [`DrillFile::pod`] resolves the probes (from the
+//! [`DrillFile::parse`] checks the whole file; [`Loaded::pod`] resolves the probes (from the
 //! pasted pod or from `--manifest FILE --container NAME`) with probity-contract's Kubernetes
 //! model, as `probity lint` and `probity simulate` read them.
 

@@ -172,9 +172,58 @@ pub fn fill(text: &str, value: impl Fn(&Placeholder) -> Option<String>) -> Strin
     filled
 }
 
+/// Kubernetes' expansion of `$(VAR)` in a container's command and arguments from its
+/// environment (`third_party/forked/golang/expansion`, used by `kubecontainer.ExpandContainerCommandAndArgs`):
+/// `$(NAME)` becomes the variable's value, `$$` is a literal `$`, and a reference to a variable
+/// not defined is left as written.
+pub fn expand_env(text: &str, env: &BTreeMap<String, String>) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(dollar) = rest.find('$') {
+        out.push_str(&rest[..dollar]);
+        let after = &rest[dollar + 1..];
+        if let Some(tail) = after.strip_prefix('$') {
+            out.push('$');
+            rest = tail;
+        } else if let Some(body) = after.strip_prefix('(')
+            && let Some(close) = body.find(')')
+        {
+            let name = &body[..close];
+            match env.get(name) {
+                Some(value) => out.push_str(value),
+                None => {
+                    out.push_str("$(");
+                    out.push_str(name);
+                    out.push(')');
+                }
+            }
+            rest = &body[close + 1..];
+        } else {
+            out.push('$');
+            rest = after;
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn expands_environment_references_as_kubernetes_does() {
+        let env: BTreeMap<String, String> =
+            [("DATABASE_URL".to_owned(), "postgres://x".to_owned())].into();
+        assert_eq!(
+            expand_env("--database-url=$(DATABASE_URL)", &env),
+            "--database-url=postgres://x"
+        );
+        assert_eq!(
+            expand_env("$(MISSING) $$(DATABASE_URL) $5", &env),
+            "$(MISSING) $(DATABASE_URL) $5"
+        );
+    }
 
     fn known() -> Known {
         Known {
