@@ -51,7 +51,17 @@ pub use config::{Config, ConfigError, Format};
 /// Installs the process-wide Prometheus recorder the agent's `/metrics` renders, or `None`
 /// when another recorder is already installed.
 pub fn install_metrics() -> Option<metrics_exporter_prometheus::PrometheusHandle> {
-    let recorder = metrics_exporter_prometheus::PrometheusBuilder::new().build_recorder();
+    // Histograms as bucketed histograms, not summaries: constant memory, and a render that
+    // costs the same whatever was observed (a summary's quantiles are computed at each render).
+    let recorder = metrics_exporter_prometheus::PrometheusBuilder::new()
+        .set_buckets(&[
+            0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0,
+        ])
+        .map_or_else(
+            |_| metrics_exporter_prometheus::PrometheusBuilder::new(),
+            |builder| builder,
+        )
+        .build_recorder();
     let handle = recorder.handle();
     metrics::set_global_recorder(recorder).ok()?;
     probity::metrics::bind_probe_counters();

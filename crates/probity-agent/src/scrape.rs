@@ -628,3 +628,72 @@ http_request_duration_seconds_count 5
         assert_eq!(names, ["a", "b"]);
     }
 }
+
+#[cfg(test)]
+mod sharing {
+    use super::*;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    /// An exposition server that answers every request after `delay`, counting them.
+    async fn slow_server(delay: Duration) -> (reqwest::Url, Arc<AtomicUsize>) {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}/metrics", listener.local_addr().unwrap());
+        let requests = Arc::new(AtomicUsize::new(0));
+        let counted = requests.clone();
+        tokio::spawn(async move {
+            while let Ok((mut stream, _)) = listener.accept().await {
+                let counted = counted.clone();
+                tokio::spawn(async move {
+                    let mut buffer = [0u8; 4096];
+                    let _ = stream.read(&mut buffer).await;
+                    counted.fetch_add(1, Ordering::SeqCst);
+                    tokio::time::sleep(delay).await;
+                    let body = "nodejs_eventloop_lag_seconds 0.01\npg_pool_waiting_count 0\n";
+                    let answer = format!(
+                        "HTTP/1.1 200 OK\r\ncontent-type: text/plain\r\ncontent-length: {}\r\n\r\n{body}",
+                        body.len()
+                    );
+                    let _ = stream.write_all(answer.as_bytes()).await;
+                });
+            }
+        });
+        (reqwest::Url::parse(&url).unwrap(), requests)
+    }
+
+    #[tokio::test]
+    async fn a_short_reader_timeout_does_not_decide_a_longer_readers_scrape() {
+        let (url, requests) = slow_server(Duration::from_millis(500)).await;
+        let scraper = Arc::new(Scraper::new(crate::fetch::client(), url));
+        scraper.register(["pg_pool_waiting_count"], Duration::from_millis(300));
+        scraper.register(
+            ["nodejs_eventloop_lag_seconds"],
+            Duration::from_millis(1500),
+        );
+        let readiness = scraper.scrape(Duration::from_millis(500), Duration::from_millis(300));
+        let liveness = scraper.scrape(Duration::from_millis(500), Duration::from_millis(1500));
+        let (readiness, liveness) = tokio::join!(readiness, liveness);
+        assert!(
+            matches!(readiness, Err(ScrapeError::Fetch(FetchError::TimedOut(..)))),
+            "{readiness:?}"
+        );
+        assert_eq!(readiness.unwrap_err().kind(), probity::FailureKind::Timeout);
+        let exposition = liveness.expect("the longer reader gets the scrape");
+        assert_eq!(
+            exposition
+                .select("nodejs_eventloop_lag_seconds", &[])
+                .next()
+                .map(|sample| sample.value),
+            Some(0.01)
+        );
+        // Both series kept, one request made.
+        assert_eq!(exposition.samples.len(), 2);
+        assert_eq!(requests.load(Ordering::SeqCst), 1);
+        // Within max_age, the next reader gets the cached scrape without a request.
+        let again = scraper
+            .scrape(Duration::from_secs(5), Duration::from_millis(300))
+            .await;
+        assert!(again.is_ok());
+        assert_eq!(requests.load(Ordering::SeqCst), 1);
+    }
+}

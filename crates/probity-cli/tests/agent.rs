@@ -239,3 +239,87 @@ fn the_agent_serves_beside_the_node_service_and_drains_on_sigterm() {
         .expect("the agent exits");
     assert!(status.success(), "{status:?}");
 }
+
+#[test]
+fn the_agent_logs_what_it_saw_as_json_lines() {
+    let dir = temp_dir("agent-logs");
+    let config = dir.join("agent.toml");
+    // Nothing listens on the app's port: the agent logs what it saw, once.
+    std::fs::write(
+        &config,
+        format!(
+            "[app]\nurl = \"http://127.0.0.1:{}\"\n\n[liveness.process]\napp_liveness = {{ url = \"/livez\" }}\ninterval = \"500ms\"\ntimeout = \"300ms\"\n",
+            free_port()
+        ),
+    )
+    .unwrap();
+    let mut child = probity()
+        .args(["agent", "--config"])
+        .arg(&config)
+        .args(["--listen", "127.0.0.1:0", "--log-format", "json"])
+        .env("RUST_LOG", "probity=info")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("probity agent starts");
+    let stderr = child.stderr.take().unwrap();
+    let (lines, received) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        use std::io::BufRead;
+        for line in std::io::BufReader::new(stderr)
+            .lines()
+            .map_while(Result::ok)
+        {
+            if lines.send(line).is_err() {
+                return;
+            }
+        }
+    });
+    let mut seen = None;
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while seen.is_none() && std::time::Instant::now() < deadline {
+        let Ok(line) = received.recv_timeout(Duration::from_secs(1)) else {
+            continue;
+        };
+        let Ok(event) = serde_json::from_str::<serde_json::Value>(&line) else {
+            continue;
+        };
+        if event["fields"]["message"] == "no sign of life" {
+            seen = Some(event);
+        }
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    let event = seen.expect("no JSON log line said what the agent saw");
+    assert_eq!(event["level"], "WARN");
+    assert_eq!(event["target"], "probity::agent");
+    assert_eq!(event["fields"]["condition"], "process");
+    assert!(
+        event["fields"]["seen"]
+            .as_str()
+            .unwrap()
+            .contains("nothing is listening"),
+        "{event}"
+    );
+}
+
+#[test]
+fn a_config_path_that_is_a_fifo_is_refused_at_once() {
+    let dir = temp_dir("agent-fifo");
+    let fifo = dir.join("agent.toml");
+    let _ = std::fs::remove_file(&fifo);
+    assert!(
+        std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap()
+            .success()
+    );
+    let output = run(&["agent", "--config", fifo.to_str().unwrap(), "--check"]);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(
+        text(&output.stderr).contains("is a FIFO, not a regular file"),
+        "{}",
+        text(&output.stderr)
+    );
+}

@@ -205,3 +205,94 @@ fn huge_and_binary_files_are_refused() {
     ));
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[test]
+fn values_that_cannot_be_meant_are_refused_with_their_key_and_line() {
+    for (value, needle) in [
+        ("1e308", "is not a percentage"),
+        ("-5", "is not a percentage"),
+    ] {
+        error_at(
+            toml(&format!(
+                "[readiness.disk]\ndisk = {{ path = \"/\" }}\n\n[readiness.space]\ndisk = {{ path = \"/\", min_free_percent = {value} }}\n"
+            )),
+            5,
+            needle,
+        );
+        error_at(
+            yaml(&format!(
+                "readiness:\n  space:\n    disk:\n      path: /\n      min_free_inodes_percent: {value}\n"
+            )),
+            5,
+            needle,
+        );
+    }
+    error_at(
+        toml(
+            "[readiness.names]\ndns = { host = \"db.internal\", min_addresses = 18446744073709551615 }\n",
+        ),
+        2,
+        "min_addresses = 18446744073709551615: between 1 and 1000",
+    );
+    error_at(
+        yaml("readiness:\n  names:\n    dns:\n      host: db.internal\n      min_addresses: 0\n"),
+        5,
+        "between 1 and 1000",
+    );
+    error_at(
+        toml(
+            "[readiness.errors]\nmetrics = { url = \"http://127.0.0.1:1/metrics\", series = \"x\", fail_if = \"> 0\", labels = { status = \"=~(5\" } }\n",
+        ),
+        2,
+        "is not a regular expression",
+    );
+    error_at(
+        toml("[requests]\nmax_error_share = 1.5\n"),
+        2,
+        "is not a share",
+    );
+}
+
+#[test]
+fn a_path_that_is_not_a_regular_file_is_refused_at_once() {
+    let dir = std::env::temp_dir().join(format!("probity-agent-fifo-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let fifo = dir.join("agent.toml");
+    let made = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap();
+    assert!(made.success());
+    // Opening a FIFO without a writer would block for ever; the refusal comes first.
+    let error = Config::load(&fifo).expect_err("a FIFO is refused");
+    assert!(
+        error.to_string().contains("is a FIFO, not a regular file"),
+        "{error}"
+    );
+    let missing = Config::load(&dir.join("absent.toml")).expect_err("a missing file is refused");
+    assert!(missing.to_string().contains("cannot read"), "{missing}");
+    let folder = dir.join("folder.toml");
+    std::fs::create_dir_all(&folder).unwrap();
+    let error = Config::load(&folder).expect_err("a directory is refused");
+    assert!(error.to_string().contains("is a directory"), "{error}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_missing_series_is_a_choice_and_change_defaults_to_pass() {
+    let config = toml(
+        "[readiness.errors]\nmetrics = { url = \"http://127.0.0.1:1/metrics\", series = \"x_total\", fail_if = \"> 0\", change = true }\n\n[readiness.pool]\nmetrics = { url = \"http://127.0.0.1:1/metrics\", preset = \"hikaricp\" }\n\n[readiness.strict]\nmetrics = { url = \"http://127.0.0.1:1/metrics\", series = \"x_total\", fail_if = \"> 0\", change = true, missing = \"fail\" }\n",
+    )
+    .unwrap();
+    let missing: Vec<Missing> = config
+        .readiness
+        .0
+        .iter()
+        .map(|(_, entry)| match &entry.kind {
+            ReadinessKind::Metrics(metrics) => metrics.missing,
+            _ => unreachable!(),
+        })
+        .collect();
+    assert_eq!(missing, [Missing::Pass, Missing::Fail, Missing::Fail]);
+}
