@@ -225,7 +225,8 @@ impl EtcdCheck {
             bytes.extend_from_slice(&chunk);
         }
         // /health answers 503 with a JSON body when unhealthy; anything else must be 2xx.
-        if !(200..=299).contains(&status) && !(path == "health" && status == 503) {
+        let expected = (200..=299).contains(&status) || (path == "health" && status == 503);
+        if !expected {
             return Err(CheckError::new(format!(
                 "unexpected status {status} from etcd at {} /{path}",
                 self.address
