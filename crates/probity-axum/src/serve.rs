@@ -324,10 +324,11 @@ impl ServeConfig {
             }
             None => usize::MAX,
         };
-        // Admission slots scale down with a small share; the reserve is kept whole.
-        let admission = (share * 3 / 16).clamp(6, ADMISSION_SLOTS);
+        // Admission slots scale down with a small share (and half as many again may be closing
+        // at any moment); the reserve is kept whole.
+        let admission = (share / 4).clamp(16, ADMISSION_SLOTS);
         let ordinary = share
-            .saturating_sub(self.probe_reserve + admission)
+            .saturating_sub(self.probe_reserve + admission + admission / 2)
             .clamp(1, DEFAULT_CONNECTION_CAP);
         Budget {
             ordinary,
@@ -674,12 +675,18 @@ where
                 if open < limit {
                     let guard = Slot::take(&listening, |counts| &counts.ordinary);
                     spawner.spawn(io, Room::Ordinary, Some(guard), None);
-                } else if counts.reserve.load(Ordering::Acquire) < budget.reserve {
+                } else if counts.reserve.load(Ordering::Acquire) < budget.reserve
+                    // Connections let go still hold their descriptor until their task drops
+                    // them: bounded too, so a flood never takes the process past its limit.
+                    && counts.admitting.load(Ordering::Acquire) < budget.admission + budget.admission / 2
+                {
+                    let admitting = Slot::take(&listening, |counts| &counts.admitting);
                     let (id, evicted) = listening.admissions.enter(budget.admission);
                     let spawner = spawner.clone();
                     tokio::spawn(async move {
                         let outcome = admit(io, &spawner.listening.config, &evicted).await;
                         spawner.listening.admissions.leave(id);
+                        drop(admitting);
                         match outcome {
                             Admission::Probe(io, http2) => {
                                 let listening = &spawner.listening;
@@ -824,6 +831,8 @@ struct Counts {
     reserve: AtomicUsize,
     /// Of `reserve`, the connections that speak HTTP/2.
     reserve_http2: AtomicUsize,
+    /// Connections in admission, let go ones included until they are closed.
+    admitting: AtomicUsize,
     /// Requests running on ordinary connections at this moment (long-lived streams aside).
     busy: AtomicUsize,
     /// Long-lived streams open.
@@ -840,6 +849,7 @@ impl Counts {
             ordinary: AtomicUsize::new(0),
             reserve: AtomicUsize::new(0),
             reserve_http2: AtomicUsize::new(0),
+            admitting: AtomicUsize::new(0),
             busy: AtomicUsize::new(0),
             streams: AtomicUsize::new(0),
             refused: AtomicU64::new(0),
@@ -1026,7 +1036,7 @@ mod tests {
             // Listeners sharing the process stay under the limit together.
             let shares = [(3, 4), (1, 4)].map(|(parts, of)| {
                 let budget = ServeConfig::default().descriptor_share(parts, of).budget();
-                (budget.ordinary + budget.reserve + budget.admission) as u64
+                (budget.ordinary + budget.reserve + budget.admission * 3 / 2) as u64
             });
             assert!(
                 shares.iter().sum::<u64>() + DESCRIPTOR_HEADROOM <= descriptors,

@@ -2,7 +2,7 @@
 
 use anyhow::{Context, bail};
 use probity_lint::contract::Contract;
-use probity_lint::{Format, Options, Severity, fix, output, rules, source};
+use probity_lint::{Format, Options, Severity, fix, output, rules, source, write};
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -150,19 +150,7 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
         }
         let fixed = fix::fix_all(&sources, &options, |_| true);
         let mut stderr = std::io::stderr().lock();
-        for applied in &fixed.applied {
-            writeln!(
-                stderr,
-                "{} {}:{}:{} [{}] {}",
-                if args.dry_run { "would fix" } else { "fixed" },
-                applied.file,
-                applied.line,
-                applied.column,
-                applied.rule,
-                applied.description
-            )?;
-        }
-        if args.dry_run {
+        let written: Vec<usize> = if args.dry_run {
             for (index, source) in sources.iter().enumerate() {
                 if fixed.changed(&sources, index) {
                     write!(
@@ -173,22 +161,50 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
                 }
             }
             stdout.flush()?;
+            (0..sources.len())
+                .filter(|index| fixed.changed(&sources, *index))
+                .collect()
         } else {
-            for (index, source) in sources.iter().enumerate() {
-                if fixed.changed(&sources, index) {
-                    std::fs::write(&source.name, &fixed.sources[index].text)
-                        .with_context(|| format!("cannot write the fixes to {}", source.name))?;
+            match write::write_fixed(&sources, &fixed, &args.paths, args.max_input_size) {
+                Ok(written) => written,
+                Err(errors) => {
+                    // Nothing was written: say why, and claim no fix.
+                    for error in &errors {
+                        writeln!(
+                            stderr,
+                            "error: {}",
+                            output::escape_control(&error.to_string())
+                        )?;
+                    }
+                    writeln!(stderr, "error: no file was changed")?;
+                    return Ok(ExitCode::from(2));
                 }
             }
+        };
+        for applied in &fixed.applied {
+            let in_written = written
+                .iter()
+                .any(|&index| sources[index].name == applied.file);
+            if !in_written {
+                continue;
+            }
+            writeln!(
+                stderr,
+                "{} {}:{}:{} [{}] {}",
+                if args.dry_run { "would fix" } else { "fixed" },
+                output::escape_control(&applied.file),
+                applied.line,
+                applied.column,
+                applied.rule,
+                output::escape_control(&applied.description)
+            )?;
         }
         writeln!(
             stderr,
             "{} fix(es) {} in {} file(s)",
             fixed.applied.len(),
             if args.dry_run { "available" } else { "applied" },
-            (0..sources.len())
-                .filter(|index| fixed.changed(&sources, *index))
-                .count()
+            written.len()
         )?;
         sources = fixed.sources;
     }

@@ -54,6 +54,7 @@ pub mod fix;
 pub mod output;
 pub mod rules;
 pub mod source;
+pub mod write;
 pub mod yaml;
 
 mod engine;

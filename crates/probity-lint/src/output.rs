@@ -9,6 +9,7 @@ use crate::rules::{self, Severity};
 use crate::source::Source;
 use serde::Serialize;
 use serde::ser::{SerializeSeq, Serializer};
+use std::borrow::Cow;
 use std::collections::{HashMap, HashSet};
 use std::fmt::Write as _;
 use std::io::{self, Write};
@@ -100,6 +101,31 @@ pub fn human(report: &Report, sources: &[Source], color: bool) -> String {
     render(report, sources, Format::Human, color)
 }
 
+/// `text` with every control character written out (`\n`, `\u{1b}`, …), and the
+/// bidirectional overrides too: a name or a line that came from a manifest is shown, never
+/// obeyed by the terminal (a crafted object name cannot retitle the window, clear the screen or
+/// reorder what is printed). Borrowed when there is nothing to escape.
+pub fn escape_control(text: &str) -> Cow<'_, str> {
+    let needs =
+        |c: char| c.is_control() || matches!(c, '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}');
+    if !text.chars().any(needs) {
+        return Cow::Borrowed(text);
+    }
+    let mut escaped = String::with_capacity(text.len() + 8);
+    for c in text.chars() {
+        match c {
+            '\n' => escaped.push_str("\\n"),
+            '\r' => escaped.push_str("\\r"),
+            '\t' => escaped.push_str("\\t"),
+            c if needs(c) => {
+                let _ = write!(escaped, "\\u{{{:x}}}", u32::from(c));
+            }
+            c => escaped.push(c),
+        }
+    }
+    Cow::Owned(escaped)
+}
+
 /// Writes the human format. A rule's why is printed with its first finding; later findings of
 /// the same rule point back to it, so a large run does not repeat the same paragraph thousands of
 /// times.
@@ -123,19 +149,24 @@ pub fn write_human(
             "{}: {}[{}]: {}",
             paint.paint(
                 "1",
-                &format!("{}:{}:{}", finding.file, finding.line, finding.column)
+                &format!(
+                    "{}:{}:{}",
+                    escape_control(&finding.file),
+                    finding.line,
+                    finding.column
+                )
             ),
             paint.severity(finding.severity),
             finding.rule,
-            finding.message
+            escape_control(&finding.message)
         );
         if !finding.kind.is_empty() {
+            let (kind, name) = (escape_control(&finding.kind), escape_control(&finding.name));
             let subject = match &finding.container {
-                Some(container) => format!(
-                    "{} `{}`, container `{container}`",
-                    finding.kind, finding.name
-                ),
-                None => format!("{} `{}`", finding.kind, finding.name),
+                Some(container) => {
+                    format!("{kind} `{name}`, container `{}`", escape_control(container))
+                }
+                None => format!("{kind} `{name}`"),
             };
             let _ = writeln!(block, "  {} {subject}", paint.paint("34", "-->"));
         }
@@ -158,13 +189,18 @@ pub fn write_human(
                 );
             }
         }
-        let _ = writeln!(block, "  {} {}", paint.paint("1", "fix:"), finding.fix);
+        let _ = writeln!(
+            block,
+            "  {} {}",
+            paint.paint("1", "fix:"),
+            escape_control(&finding.fix)
+        );
         if let Some(autofix) = &finding.autofix {
             let _ = writeln!(
                 block,
                 "  {} {}{}",
                 paint.paint("1", "autofix:"),
-                autofix.description,
+                escape_control(&autofix.description),
                 if autofix.safe {
                     " (`probity lint --fix` applies it)"
                 } else {
@@ -180,7 +216,10 @@ pub fn write_human(
             writeln!(
                 out,
                 "skipped: {}:{}: {} `{}` is not a kind probity lint judges",
-                skipped.file, skipped.line, skipped.kind, skipped.name
+                escape_control(&skipped.file),
+                skipped.line,
+                escape_control(&skipped.kind),
+                escape_control(&skipped.name)
             )?;
         }
         if !report.skipped.is_empty() {
@@ -213,9 +252,10 @@ fn snippet(block: &mut String, paint: &Paint, finding: &Finding, line: &str) {
     let _ = writeln!(block, "  {gutter} {}", paint.paint("34", "|"));
     let _ = writeln!(
         block,
-        "  {} {} {shown}",
+        "  {} {} {}",
         paint.paint("34", &number),
-        paint.paint("34", "|")
+        paint.paint("34", "|"),
+        escape_control(&shown)
     );
     let _ = writeln!(
         block,
@@ -252,7 +292,7 @@ fn summary(report: &Report, hint: bool) -> String {
         let kinds: Vec<String> = report
             .skipped_kinds()
             .iter()
-            .map(|(kind, count)| format!("{kind} {count}"))
+            .map(|(kind, count)| format!("{} {count}", escape_control(kind)))
             .collect();
         let _ = write!(
             line,
@@ -598,6 +638,15 @@ pub fn write_sarif(report: &Report, out: &mut dyn Write) -> io::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn control_characters_are_shown_not_obeyed() {
+        assert_eq!(escape_control("web-1"), "web-1");
+        assert_eq!(
+            escape_control("web\u{1b}]0;PWNED\u{7}\u{1b}[2J\n\u{9b}x\u{202e}"),
+            "web\\u{1b}]0;PWNED\\u{7}\\u{1b}[2J\\n\\u{9b}x\\u{202e}"
+        );
+    }
 
     #[test]
     fn encodes_uris() {

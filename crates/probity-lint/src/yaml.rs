@@ -727,11 +727,35 @@ fn apply_merges(entries: &mut Vec<Entry>, merges: Vec<Node>) {
     }
 }
 
+/// The YAML core schema's tags (`!!int` resolves to `tag:yaml.org,2002:int`).
+const CORE_TAG_PREFIX: &str = "tag:yaml.org,2002:";
+
 fn resolve_scalar(text: &str, style: ScalarStyle, tag: Option<&str>) -> Value {
-    if let Some(tag) = tag
-        && (tag.ends_with(":str") || tag == "!")
-    {
-        return Value::String(text.to_owned());
+    if let Some(tag) = tag {
+        // An explicit core tag decides the type whatever the style: `!!int "3"` is the number
+        // 3, as the API server's YAML decoder reads it; `!!str 3` is text. A value the tag
+        // cannot hold stays text (the API server would refuse it).
+        let text_value = || Value::String(text.to_owned());
+        match tag.strip_prefix(CORE_TAG_PREFIX) {
+            Some("str") => return text_value(),
+            Some("int") => return parse_int(text.trim()).map_or_else(text_value, Value::Int),
+            Some("float") => {
+                return text
+                    .trim()
+                    .parse::<f64>()
+                    .map_or_else(|_| text_value(), Value::Float);
+            }
+            Some("bool") => {
+                return match text.trim() {
+                    "true" | "True" | "TRUE" => Value::Bool(true),
+                    "false" | "False" | "FALSE" => Value::Bool(false),
+                    _ => text_value(),
+                };
+            }
+            Some("null") => return Value::Null,
+            _ if tag == "!" || tag.ends_with(":str") => return text_value(),
+            _ => {}
+        }
     }
     if style != ScalarStyle::Plain {
         return Value::String(text.to_owned());
@@ -781,6 +805,23 @@ fn parse_int(text: &str) -> Option<i64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn core_tags_decide_the_type() {
+        let document = &documents(
+            "a: !!int \"3\"\nb: !!str 3\nc: !!float '1.5'\nd: !!bool \"true\"\ne: !!null x\nf: !!int abc\ng: \"3\"\n",
+        )[0];
+        let root = document.root.as_ref().unwrap();
+        assert_eq!(root.get("a").and_then(Node::as_i64), Some(3));
+        assert_eq!(root.get("b").and_then(Node::as_str), Some("3"));
+        assert!(
+            matches!(root.get("c").map(|node| &node.value), Some(Value::Float(x)) if *x == 1.5)
+        );
+        assert_eq!(root.get("d").and_then(Node::as_bool), Some(true));
+        assert!(root.get("e").is_some_and(Node::is_null));
+        assert_eq!(root.get("f").and_then(Node::as_str), Some("abc"));
+        assert_eq!(root.get("g").and_then(Node::as_str), Some("3"));
+    }
 
     fn documents(text: &str) -> Vec<Document> {
         parse_documents(text)
