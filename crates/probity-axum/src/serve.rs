@@ -675,11 +675,7 @@ where
                 if open < limit {
                     let guard = Slot::take(&listening, |counts| &counts.ordinary);
                     spawner.spawn(io, Room::Ordinary, Some(guard), None);
-                } else if counts.reserve.load(Ordering::Acquire) < budget.reserve
-                    // Connections let go still hold their descriptor until their task drops
-                    // them: bounded too, so a flood never takes the process past its limit.
-                    && counts.admitting.load(Ordering::Acquire) < budget.admission + budget.admission / 2
-                {
+                } else if counts.reserve.load(Ordering::Acquire) < budget.reserve {
                     let admitting = Slot::take(&listening, |counts| &counts.admitting);
                     let (id, evicted) = listening.admissions.enter(budget.admission);
                     let spawner = spawner.clone();
