@@ -425,7 +425,9 @@ async fn the_drill_files_agent_configurations_are_valid() {
             .replace("{agent.port}", "9090")
             .replace("{port}", "3000")
             .replace("{dep.db.url}", "postgres://postgres@127.0.0.1:5432/test");
-        assert!(!text.contains('{'), "{name}: a placeholder left");
+        for placeholder in ["{port", "{agent.", "{dep."] {
+            assert!(!text.contains(placeholder), "{name}: {placeholder}… left");
+        }
         let config = probity_agent::Config::parse(&text, format, &path)
             .unwrap_or_else(|error| panic!("{name}: {error}"));
         probity_agent::Agent::build(&config).unwrap_or_else(|error| panic!("{name}: {error}"));

@@ -193,7 +193,7 @@ pub fn write_human(
             block,
             "  {} {}",
             paint.paint("1", "fix:"),
-            escape_control(&finding.fix)
+            escape_control(finding.fix)
         );
         if let Some(autofix) = &finding.autofix {
             let _ = writeln!(

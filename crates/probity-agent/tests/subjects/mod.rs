@@ -599,10 +599,9 @@ pub fn summarize(samples: &[Sample], from: Duration) -> Summary {
             if let Some(name) = line
                 .strip_prefix("[-]")
                 .and_then(|rest| rest.split(' ').next())
+                && !failing_checks.iter().any(|seen| seen == name)
             {
-                if !failing_checks.iter().any(|seen| seen == name) {
-                    failing_checks.push(name.to_owned());
-                }
+                failing_checks.push(name.to_owned());
             }
         }
     }
