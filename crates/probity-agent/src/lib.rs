@@ -57,10 +57,7 @@ pub fn install_metrics() -> Option<metrics_exporter_prometheus::PrometheusHandle
         .set_buckets(&[
             0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0,
         ])
-        .map_or_else(
-            |_| metrics_exporter_prometheus::PrometheusBuilder::new(),
-            |builder| builder,
-        )
+        .unwrap_or_else(|_| metrics_exporter_prometheus::PrometheusBuilder::new())
         .build_recorder();
     let handle = recorder.handle();
     metrics::set_global_recorder(recorder).ok()?;
