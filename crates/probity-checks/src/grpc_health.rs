@@ -193,6 +193,18 @@ impl GrpcHealthCheck {
             })?;
         let response = match answer {
             Ok(response) => response.into_inner(),
+            // The `grpc-timeout` sent with the call may expire in the client a moment before
+            // the deadline above does: the same wait, said the same way.
+            Err(status)
+                if status.code() == Code::Cancelled
+                    && status.message().contains("Timeout expired") =>
+            {
+                return Err(CheckError::new(format!(
+                    "no grpc.health.v1 answer from {} within {budget:?} ({})",
+                    self.target,
+                    self.about()
+                )));
+            }
             Err(status) => {
                 if matches!(status.code(), Code::Unavailable | Code::Unknown) {
                     // The channel may be broken; the next poll builds another.
