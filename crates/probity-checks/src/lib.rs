@@ -157,6 +157,26 @@
     not(feature = "jwks"),
     doc = "[`jwks`]: https://docs.rs/probity-checks/latest/probity_checks/jwks/"
 )]
+#![cfg_attr(feature = "grpc-health", doc = "[`grpc_health`]: crate::grpc_health")]
+#![cfg_attr(
+    not(feature = "grpc-health"),
+    doc = "[`grpc_health`]: https://docs.rs/probity-checks/latest/probity_checks/grpc_health/"
+)]
+#![cfg_attr(feature = "tls-expiry", doc = "[`tls_expiry`]: crate::tls_expiry")]
+#![cfg_attr(
+    not(feature = "tls-expiry"),
+    doc = "[`tls_expiry`]: https://docs.rs/probity-checks/latest/probity_checks/tls_expiry/"
+)]
+#![cfg_attr(feature = "memcached", doc = "[`memcached`]: crate::memcached")]
+#![cfg_attr(
+    not(feature = "memcached"),
+    doc = "[`memcached`]: https://docs.rs/probity-checks/latest/probity_checks/memcached/"
+)]
+#![cfg_attr(feature = "etcd", doc = "[`etcd`]: crate::etcd")]
+#![cfg_attr(
+    not(feature = "etcd"),
+    doc = "[`etcd`]: https://docs.rs/probity-checks/latest/probity_checks/etcd/"
+)]
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
 // Shared by the backends; with only some of them built, some helpers go unused.
