@@ -593,20 +593,12 @@ async fn run_fault(
             }
         }
         FaultKind::Wedge => {
-            let pid = first
-                .pid()
-                .and_then(|pid| rustix::process::Pid::from_raw(pid as i32));
-            let Some(pid) = pid else {
-                return Err(DrillError::Unhealthy(format!(
-                    "{} is not running",
-                    first.name
-                )));
-            };
-            rustix::process::kill_process(pid, rustix::process::Signal::STOP)
-                .map_err(std::io::Error::from)?;
+            let frozen = first
+                .freeze()
+                .map_err(|error| DrillError::Unhealthy(error.to_string()))?;
             tokio::time::sleep(duration).await;
-            // The same process, whatever the kubelet did meanwhile.
-            let _ = rustix::process::kill_process(pid, rustix::process::Signal::CONT);
+            // The same processes, whatever the kubelet did meanwhile.
+            frozen.thaw();
         }
         FaultKind::Terminate => first.replace().await?,
         FaultKind::Crash => first.crash()?,

@@ -40,6 +40,57 @@ pub struct Program {
     pub log: PathBuf,
 }
 
+/// A container's processes: the app's process, started as the leader of a process group of its
+/// own, and whatever it starts (`mlflow server` runs its web server as a child process; a shell
+/// wrapper runs the app as one). Dropping it kills the whole group, so no process of a container
+/// outlives it — at the end of a drill, on an error, on Ctrl-C or in a panic's unwinding.
+#[derive(Debug)]
+struct Group {
+    leader: rustix::process::Pid,
+}
+
+impl Group {
+    fn of(child: &tokio::process::Child) -> Option<Group> {
+        let pid = child.id()?;
+        Some(Group {
+            leader: rustix::process::Pid::from_raw(i32::try_from(pid).ok()?)?,
+        })
+    }
+
+    /// Signals every process of the group.
+    fn signal(&self, signal: rustix::process::Signal) -> std::io::Result<()> {
+        rustix::process::kill_process_group(self.leader, signal)?;
+        Ok(())
+    }
+
+    /// Signals the leader only: the container runtime's stop signal reaches the container's
+    /// PID 1 and nothing else.
+    fn signal_leader(&self, signal: rustix::process::Signal) -> std::io::Result<()> {
+        rustix::process::kill_process(self.leader, signal)?;
+        Ok(())
+    }
+}
+
+impl Drop for Group {
+    fn drop(&mut self) {
+        // SIGKILL ends stopped processes too; a group already gone answers ESRCH.
+        let _ = rustix::process::kill_process_group(self.leader, rustix::process::Signal::KILL);
+    }
+}
+
+/// A container frozen by [`Pod::freeze`].
+#[derive(Debug)]
+pub struct Frozen {
+    leader: rustix::process::Pid,
+}
+
+impl Frozen {
+    /// `SIGCONT` to every process that was frozen (gone ones are skipped).
+    pub fn thaw(self) {
+        let _ = rustix::process::kill_process_group(self.leader, rustix::process::Signal::CONT);
+    }
+}
+
 impl Program {
     fn spawn(&self) -> std::io::Result<tokio::process::Child> {
         let log = std::fs::OpenOptions::new()
@@ -54,6 +105,7 @@ impl Program {
             .stdin(std::process::Stdio::null())
             .stdout(log.try_clone()?)
             .stderr(log)
+            .process_group(0)
             .spawn()
             .map_err(|error| {
                 std::io::Error::new(
@@ -110,6 +162,8 @@ struct State {
     /// A kill is under way: its exit is expected.
     stopping: bool,
     pid: Option<u32>,
+    /// The running container's processes.
+    group: Option<Group>,
     backoff: CrashLoopBackOff,
     newest_exited: Option<Duration>,
 }
@@ -131,7 +185,7 @@ pub struct Pod {
     state: Mutex<State>,
     ready: watch::Sender<bool>,
     exited: watch::Sender<u32>,
-    agent_child: tokio::sync::Mutex<Option<tokio::process::Child>>,
+    agent_child: tokio::sync::Mutex<Option<(tokio::process::Child, Option<Group>)>>,
     /// Kills, restarts and replacements, one at a time.
     lifecycle: tokio::sync::Mutex<()>,
     tasks: Mutex<Vec<JoinHandle<()>>>,
@@ -169,6 +223,7 @@ impl Pod {
                 terminating: false,
                 stopping: false,
                 pid: None,
+                group: None,
                 backoff: CrashLoopBackOff::default(),
                 newest_exited: None,
             }),
@@ -234,7 +289,9 @@ impl Pod {
     /// Starts the agent (if any), the app and the probe workers.
     pub async fn start(self: &Arc<Self>) -> std::io::Result<()> {
         if let Some(agent) = &self.agent {
-            *self.agent_child.lock().await = Some(agent.spawn()?);
+            let child = agent.spawn()?;
+            let group = Group::of(&child);
+            *self.agent_child.lock().await = Some((child, group));
             self.events.record(self.index, EventKind::Spawned);
         }
         self.start_container()?;
@@ -261,8 +318,11 @@ impl Pod {
     fn start_container(self: &Arc<Self>) -> std::io::Result<()> {
         let mut child = self.app.spawn()?;
         let pid = child.id();
+        let group = Group::of(&child);
         let container = {
             let mut state = self.lock();
+            // Whatever the previous container left behind goes with it.
+            state.group = group;
             state.container += 1;
             state.running = true;
             state.started_at = self.now();
@@ -300,6 +360,9 @@ impl Pod {
             }
             state.running = false;
             state.pid = None;
+            // The container's main process is gone: so is every other process of it, as when
+            // the PID 1 of a container's PID namespace exits.
+            state.group = None;
             state.readiness = ProbeResult::Failure;
             state.stopping || state.terminating
         };
@@ -349,14 +412,37 @@ impl Pod {
         }
     }
 
-    /// Sends `signal` to the app's process.
+    fn not_running(&self) -> std::io::Error {
+        std::io::Error::other(format!("{} is not running", self.name))
+    }
+
+    /// Sends `signal` to every process of the container: the app's process and its children.
     pub fn signal(&self, signal: rustix::process::Signal) -> std::io::Result<()> {
-        let pid = self
-            .pid()
-            .and_then(|pid| rustix::process::Pid::from_raw(pid as i32))
-            .ok_or_else(|| std::io::Error::other(format!("{} is not running", self.name)))?;
-        rustix::process::kill_process(pid, signal)?;
-        Ok(())
+        match &self.lock().group {
+            Some(group) => group.signal(signal),
+            None => Err(self.not_running()),
+        }
+    }
+
+    /// Sends `signal` to the app's process alone, as the container runtime sends the stop
+    /// signal to the container's PID 1.
+    fn signal_leader(&self, signal: rustix::process::Signal) -> std::io::Result<()> {
+        match &self.lock().group {
+            Some(group) => group.signal_leader(signal),
+            None => Err(self.not_running()),
+        }
+    }
+
+    /// Freezes every process of the container (`SIGSTOP`), as a wedged process or a frozen
+    /// cgroup; [`Frozen::thaw`] sends `SIGCONT` to the same processes, whatever the kubelet
+    /// did meanwhile.
+    pub fn freeze(&self) -> std::io::Result<Frozen> {
+        let state = self.lock();
+        let group = state.group.as_ref().ok_or_else(|| self.not_running())?;
+        group.signal(rustix::process::Signal::STOP)?;
+        Ok(Frozen {
+            leader: group.leader,
+        })
     }
 
     /// Kills the container as the kubelet does: preStop, SIGTERM, SIGKILL at the grace period.
@@ -377,7 +463,7 @@ impl Pod {
             let deadline = deadline
                 .max(Instant::now() + probity_contract::kube::termination::MINIMUM_GRACE_PERIOD);
             if !gone(&exited) {
-                let _ = self.signal(rustix::process::Signal::TERM);
+                let _ = self.signal_leader(rustix::process::Signal::TERM);
                 let _ =
                     tokio::time::timeout_at(deadline, exited.wait_for(|c| *c >= container)).await;
             }
@@ -427,6 +513,7 @@ impl Pod {
             let mut state = self.lock();
             state.running = false;
             state.pid = None;
+            state.group = None;
         }
         self.update_ready();
         self.restart_after_backoff().await;
@@ -450,6 +537,7 @@ impl Pod {
             state.terminating = false;
             state.running = false;
             state.pid = None;
+            state.group = None;
             state.pod_generation += 1;
             state.backoff = CrashLoopBackOff::default();
             state.newest_exited = None;
@@ -468,13 +556,15 @@ impl Pod {
         {
             task.abort();
         }
-        {
+        let group = {
             let mut state = self.lock();
             state.terminating = true;
-        }
-        let _ = self.signal(rustix::process::Signal::CONT);
-        let _ = self.signal(rustix::process::Signal::KILL);
-        if let Some(mut agent) = self.agent_child.lock().await.take() {
+            state.group.take()
+        };
+        // SIGKILL to the whole group (stopped processes too).
+        drop(group);
+        if let Some((mut agent, group)) = self.agent_child.lock().await.take() {
+            drop(group);
             let _ = agent.kill().await;
         }
     }
@@ -598,15 +688,22 @@ async fn run_exec(command: &[String], app: &Program, timeout: Duration) -> Resul
     let Some(program) = command.first() else {
         return Err("an empty command".to_owned());
     };
-    let child = crate::child::command(resolve_program(program, &app.workdir))
+    let mut child = match crate::child::command(resolve_program(program, &app.workdir))
         .args(&command[1..])
         .envs(app.env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
         .current_dir(&app.workdir)
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
-        .status();
-    match tokio::time::timeout(timeout, child).await {
+        .process_group(0)
+        .spawn()
+    {
+        Ok(child) => child,
+        Err(error) => return Err(error.to_string()),
+    };
+    // A command that timed out goes with everything it started.
+    let _group = Group::of(&child);
+    match tokio::time::timeout(timeout, child.wait()).await {
         Ok(Ok(status)) if status.success() => Ok(()),
         Ok(Ok(status)) => Err(describe(status)),
         Ok(Err(error)) => Err(error.to_string()),
@@ -631,4 +728,190 @@ pub(crate) fn probe_client(timeout: Duration) -> reqwest::Client {
         .no_proxy()
         .build()
         .unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::Path;
+
+    /// A container whose app forks: a shell that starts `sleep` as a child, writes the child's
+    /// pid, and waits for it — as `mlflow server` waits for its web server.
+    fn forking_pod(dir: &Path) -> Arc<Pod> {
+        let app = Program {
+            command: vec![
+                "sh".into(),
+                "-c".into(),
+                "sleep 300 & echo $! > child.pid.tmp && mv child.pid.tmp child.pid; wait".into(),
+            ],
+            env: Vec::new(),
+            workdir: dir.to_owned(),
+            log: dir.join("app.log"),
+        };
+        let ports = Ports {
+            app: 1,
+            named: BTreeMap::new(),
+            agent: None,
+        };
+        let spec = ResolvedPod {
+            grace_period: Duration::from_secs(5),
+            ..ResolvedPod::default()
+        };
+        Pod::new(
+            0,
+            "forks-1".into(),
+            ports,
+            app,
+            None,
+            spec,
+            Events::default(),
+        )
+    }
+
+    fn scratch(name: &str) -> PathBuf {
+        let dir = std::env::temp_dir().join(format!(
+            "probity-pod-{name}-{}-{}",
+            std::process::id(),
+            fastrand::u32(..)
+        ));
+        std::fs::create_dir_all(&dir).unwrap();
+        dir
+    }
+
+    /// A process's state letter from `/proc` (`R`, `S`, `T` stopped, `Z` zombie), `None` once
+    /// it is gone.
+    fn state_of(pid: u32) -> Option<char> {
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+        // `pid (comm) S …`: the state follows the last `)`.
+        stat.rsplit_once(')')?.1.trim_start().chars().next()
+    }
+
+    fn alive(pid: u32) -> bool {
+        state_of(pid).is_some_and(|state| state != 'Z' && state != 'X')
+    }
+
+    /// The pid of the newest child once the shell wrote it (the file is replaced per start).
+    async fn child_pid(dir: &Path, not: Option<u32>) -> u32 {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            if let Some(pid) = std::fs::read_to_string(dir.join("child.pid"))
+                .ok()
+                .and_then(|text| text.trim().parse().ok())
+                .filter(|pid| Some(*pid) != not)
+            {
+                return pid;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "the app never wrote its child's pid"
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+
+    async fn gone(pid: u32) {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while alive(pid) {
+            assert!(
+                Instant::now() < deadline,
+                "process {pid} outlived its container (state {:?})",
+                state_of(pid)
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+
+    /// Waits until `pid` is stopped (`T`) or not, as wanted: a signal takes effect a moment
+    /// after it is sent.
+    async fn stopped(pid: u32, wanted: bool) {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while (state_of(pid) == Some('T')) != wanted {
+            assert!(
+                Instant::now() < deadline,
+                "process {pid}: state {:?}, stopped wanted {wanted}",
+                state_of(pid)
+            );
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    }
+
+    async fn running_again(pod: &Pod, not: u32) -> u32 {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            if let Some(pid) = pod.pid().filter(|pid| *pid != not) {
+                return pid;
+            }
+            assert!(Instant::now() < deadline, "no new container");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn signals_reach_the_app_s_children_and_none_outlives_its_container() {
+        let dir = scratch("signals");
+        let pod = forking_pod(&dir);
+        pod.start().await.unwrap();
+        let leader = pod.pid().unwrap();
+        let child = child_pid(&dir, None).await;
+
+        // A wedge freezes the child too, and thawing resumes it.
+        let frozen = pod.freeze().unwrap();
+        stopped(child, true).await;
+        stopped(leader, true).await;
+        frozen.thaw();
+        stopped(child, false).await;
+        stopped(leader, false).await;
+
+        // A crash takes the child with it; the kubelet starts a new container.
+        std::fs::remove_file(dir.join("child.pid")).unwrap();
+        pod.crash().unwrap();
+        gone(child).await;
+        gone(leader).await;
+        let leader = running_again(&pod, leader).await;
+        let child = child_pid(&dir, Some(child)).await;
+
+        // A rollout's SIGTERM reaches the container's main process only (as the runtime's stop
+        // signal reaches PID 1); when it exits, the rest of the container goes with it.
+        std::fs::remove_file(dir.join("child.pid")).unwrap();
+        pod.replace().await.unwrap();
+        gone(child).await;
+        gone(leader).await;
+        let child = child_pid(&dir, Some(child)).await;
+
+        // The end of the drill, even with the container frozen.
+        let frozen = pod.freeze().unwrap();
+        pod.shutdown().await;
+        gone(child).await;
+        frozen.thaw();
+        let _ = std::fs::remove_dir_all(dir);
+    }
+
+    #[test]
+    fn nothing_outlives_a_drill_dropped_mid_run() {
+        // A panic unwinding out of the drill, or Ctrl-C, drops the drill's runtime with the
+        // pod in it and no shutdown.
+        let dir = scratch("dropped");
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .enable_all()
+            .build()
+            .unwrap();
+        let (leader, child) = runtime.block_on(async {
+            let pod = forking_pod(&dir);
+            pod.start().await.unwrap();
+            let leader = pod.pid().unwrap();
+            (leader, child_pid(&dir, None).await)
+        });
+        assert!(alive(child));
+        drop(runtime);
+        let deadline = std::time::Instant::now() + Duration::from_secs(20);
+        while alive(child) || alive(leader) {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "a process outlived the drill"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let _ = std::fs::remove_dir_all(dir);
+    }
 }
