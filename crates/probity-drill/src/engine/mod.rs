@@ -26,6 +26,7 @@ use crate::file::{BalancerMode, Fault, FaultKind, Loaded, Scope};
 use crate::load::{self, LoadRequest, LoadSpec, Outcome, Timeline};
 use crate::run::Progress;
 use events::{EventKind, Events};
+use pod::TIMED_OUT;
 use pod::{Pod, Ports, Program};
 use report::{Failed, FileReport, Row};
 use std::collections::BTreeMap;
@@ -44,6 +45,8 @@ const WARMUP: Duration = Duration::from_secs(2);
 const ROTATION_POLL: Duration = Duration::from_millis(100);
 /// How long the fleet must stay whole to count as back.
 const STABLE: Duration = Duration::from_secs(2);
+/// How often a hook call that cannot connect is tried.
+const HOOK_CONNECT_ATTEMPTS: u32 = 3;
 /// When a `start-during-outage` fault replaces its instance.
 const REPLACE_AFTER: Duration = Duration::from_secs(2);
 
@@ -167,6 +170,44 @@ fn free_port() -> std::io::Result<u16> {
         .port())
 }
 
+/// Runs the file's `setup` commands, in order, in its folder; the first that fails (or runs
+/// past [`crate::file::SETUP_TIMEOUT`]) stops the drill, with the end of what it wrote.
+async fn setup(loaded: &Loaded, progress: &dyn Progress) -> Result<(), DrillError> {
+    for (index, command) in loaded.file.setup.iter().enumerate() {
+        let Some((program, args)) = command.split_first() else {
+            continue;
+        };
+        progress.step(&format!("setup: {program}"));
+        let output = crate::child::command(pod::resolve_program(program, &loaded.dir))
+            .args(args)
+            .current_dir(&loaded.dir)
+            .stdin(std::process::Stdio::null())
+            .process_group(0)
+            .output();
+        let failed =
+            |why: String| DrillError::Config(format!("setup[{index}] (`{program}`): {why}"));
+        let output = tokio::time::timeout(crate::file::SETUP_TIMEOUT, output)
+            .await
+            .map_err(|_| {
+                failed(format!(
+                    "still running after {} s",
+                    crate::file::SETUP_TIMEOUT.as_secs()
+                ))
+            })?
+            .map_err(|error| failed(format!("cannot start: {error}")))?;
+        if !output.status.success() {
+            let stderr = String::from_utf8_lossy(&output.stderr);
+            let lines: Vec<&str> = stderr.lines().collect();
+            return Err(failed(format!(
+                "{}\n{}",
+                output.status,
+                lines[lines.len().saturating_sub(10)..].join("\n")
+            )));
+        }
+    }
+    Ok(())
+}
+
 /// Runs `faults` against the fleet `loaded` describes, with the probes of `pod`.
 pub async fn run(
     loaded: &Loaded,
@@ -205,6 +246,7 @@ pub async fn run(
         }
         targets.insert(name.clone(), address);
     }
+    setup(loaded, progress).await?;
     let agent_config = match (&file.agent, options.with_agent) {
         (Some(agent), true) => {
             let path = loaded.dir.join(&agent.config);
@@ -520,7 +562,7 @@ async fn drill(
             back_at,
         );
         row.in_rotation_while_down = in_rotation_while_down;
-        judge::judge(&mut row, fault, pod_spec, windows);
+        judge::judge(&mut row, fault, pod_spec, file.balancer.mode, windows);
         if !whole_before {
             row.checks.insert(
                 0,
@@ -668,25 +710,9 @@ async fn run_fault(
                 }
                 let path = call.path.clone();
                 async move {
-                    // A call that fails is tried twice more, half a second apart: an app under
-                    // load may not complete a fault at the first attempt.
-                    let mut last = String::new();
-                    for attempt in 0..3 {
-                        if attempt > 0 {
-                            tokio::time::sleep(Duration::from_millis(500)).await;
-                        }
-                        let Some(request) = request.try_clone() else {
-                            break;
-                        };
-                        match request.send().await {
-                            Ok(response) if response.status().is_success() => return Ok(()),
-                            Ok(response) => {
-                                last = format!("answered {}", response.status().as_u16())
-                            }
-                            Err(error) => last = error.to_string(),
-                        }
-                    }
-                    Err(DrillError::Hook(format!("hook `{name}`: {path} {last}")))
+                    send_hook(request)
+                        .await
+                        .map_err(|last| DrillError::Hook(format!("hook `{name}`: {path} {last}")))
                 }
             };
             call(&hook.start).await?;
@@ -697,6 +723,28 @@ async fn run_fault(
         }
     }
     Ok(())
+}
+
+/// Sends one hook call; `Err` says how it failed. A hook need not be idempotent (leaking
+/// connections twice leaks twice): a call is tried again only when it could not connect, so
+/// the request was never sent; an answer, or a failure after sending, is final.
+async fn send_hook(request: reqwest::RequestBuilder) -> Result<(), String> {
+    let mut last = String::new();
+    for attempt in 0..HOOK_CONNECT_ATTEMPTS {
+        if attempt > 0 {
+            tokio::time::sleep(Duration::from_millis(500)).await;
+        }
+        let Some(request) = request.try_clone() else {
+            break;
+        };
+        match request.send().await {
+            Ok(response) if response.status().is_success() => return Ok(()),
+            Ok(response) => return Err(format!("answered {}", response.status().as_u16())),
+            Err(error) if error.is_connect() => last = error.to_string(),
+            Err(error) => return Err(error.to_string()),
+        }
+    }
+    Err(last)
 }
 
 /// The row of one fault, from what happened between `t0` and `row_end`.
@@ -792,8 +840,26 @@ fn measure(
         exits: count(&|k| matches!(k, EventKind::Exited { .. })),
         readiness_transitions: transitions.values().copied().max().unwrap_or(0),
         probe_timeouts: count(
-            &|k| matches!(k, EventKind::ProbeFailed { reason, .. } if reason == "timed out"),
+            &|k| matches!(k, EventKind::ProbeFailed { reason, .. } if reason == TIMED_OUT),
         ),
+        liveness_failures: count(&|k| {
+            matches!(
+                k,
+                EventKind::ProbeFailed {
+                    probe: probity_contract::probe::ProbeKind::Liveness,
+                    ..
+                }
+            )
+        }),
+        liveness_timeouts: count(&|k| {
+            matches!(
+                k,
+                EventKind::ProbeFailed {
+                    probe: probity_contract::probe::ProbeKind::Liveness,
+                    reason,
+                } if reason == TIMED_OUT
+            )
+        }),
         restarted_at_s: restarted_at,
         in_rotation_while_down: None,
         checks: Vec::new(),
@@ -857,5 +923,84 @@ async fn endpoint_controller(
         if ready.changed().await.is_err() {
             return;
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A server that counts the calls it receives and answers each with `status`.
+    async fn counting(status: u16) -> (SocketAddr, Arc<AtomicU64>) {
+        let calls = Arc::new(AtomicU64::new(0));
+        let counted = calls.clone();
+        let app = axum::Router::new().route(
+            "/chaos/leak-connections",
+            axum::routing::post(move || {
+                let counted = counted.clone();
+                async move {
+                    counted.fetch_add(1, Ordering::SeqCst);
+                    axum::http::StatusCode::from_u16(status).unwrap()
+                }
+            }),
+        );
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let address = listener.local_addr().unwrap();
+        tokio::spawn(async move { axum::serve(listener, app).await });
+        (address, calls)
+    }
+
+    fn leak(address: SocketAddr) -> reqwest::RequestBuilder {
+        pod::probe_client(Duration::from_secs(5))
+            .post(format!("http://{address}/chaos/leak-connections"))
+    }
+
+    #[tokio::test]
+    async fn a_hook_call_that_was_answered_is_never_sent_again() {
+        // An app that leaked its connections and then answered 500 (or 503 under load) must
+        // not be asked to leak them twice.
+        for status in [500, 503] {
+            let (address, calls) = counting(status).await;
+            let error = send_hook(leak(address)).await.unwrap_err();
+            assert_eq!(error, format!("answered {status}"));
+            assert_eq!(calls.load(Ordering::SeqCst), 1);
+        }
+        let (address, calls) = counting(200).await;
+        send_hook(leak(address)).await.unwrap();
+        assert_eq!(calls.load(Ordering::SeqCst), 1);
+    }
+
+    #[tokio::test]
+    async fn a_hook_call_that_could_not_connect_is_tried_again() {
+        // Nothing listens yet: the request was never sent, so it is safe to send again; the
+        // app starts listening between the first attempt and the second.
+        let port = free_port().unwrap();
+        let address = SocketAddr::from(([127, 0, 0, 1], port));
+        let calls = Arc::new(AtomicU64::new(0));
+        let counted = calls.clone();
+        let late = tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_millis(200)).await;
+            let app = axum::Router::new().route(
+                "/chaos/leak-connections",
+                axum::routing::post(move || {
+                    let counted = counted.clone();
+                    async move {
+                        counted.fetch_add(1, Ordering::SeqCst);
+                        "leaked"
+                    }
+                }),
+            );
+            let listener = tokio::net::TcpListener::bind(address).await.unwrap();
+            axum::serve(listener, app).await
+        });
+        send_hook(leak(address)).await.unwrap();
+        assert_eq!(calls.load(Ordering::SeqCst), 1);
+        late.abort();
+        // Never listening: three attempts, then the connect error.
+        let port = free_port().unwrap();
+        let error = send_hook(leak(SocketAddr::from(([127, 0, 0, 1], port))))
+            .await
+            .unwrap_err();
+        assert!(!error.is_empty());
     }
 }

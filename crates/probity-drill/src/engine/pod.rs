@@ -40,6 +40,9 @@ pub struct Program {
     pub log: PathBuf,
 }
 
+/// A probe's failure reason when it did not answer within `timeoutSeconds`.
+pub const TIMED_OUT: &str = "timed out";
+
 /// A container's processes: the app's process, started as the leader of a process group of its
 /// own, and whatever it starts (`mlflow server` runs its web server as a child process; a shell
 /// wrapper runs the app as one). Dropping it kills the whole group, so no process of a container
@@ -118,7 +121,7 @@ impl Program {
 
 /// A program with a `/` is relative to the working directory; one without is looked up on
 /// `PATH` (as the shell does).
-fn resolve_program(program: &str, workdir: &std::path::Path) -> PathBuf {
+pub(crate) fn resolve_program(program: &str, workdir: &std::path::Path) -> PathBuf {
     if program.contains('/') {
         workdir.join(program)
     } else {
@@ -660,7 +663,7 @@ impl Pod {
                 match request.send().await {
                     Ok(response) if http_status_passes(response.status().as_u16()) => Ok(()),
                     Ok(response) => Err(format!("HTTP {}", response.status().as_u16())),
-                    Err(error) if error.is_timeout() => Err("timed out".to_owned()),
+                    Err(error) if error.is_timeout() => Err(TIMED_OUT.to_owned()),
                     Err(error) if error.is_connect() => Err("connection refused".to_owned()),
                     Err(error) => Err(error.to_string()),
                 }
@@ -675,7 +678,7 @@ impl Pod {
                 {
                     Ok(Ok(_)) => Ok(()),
                     Ok(Err(error)) => Err(error.to_string()),
-                    Err(_) => Err("timed out".to_owned()),
+                    Err(_) => Err(TIMED_OUT.to_owned()),
                 }
             }
             ProbeAction::Exec { command } => run_exec(command, &self.app, timeout).await,
@@ -707,7 +710,7 @@ async fn run_exec(command: &[String], app: &Program, timeout: Duration) -> Resul
         Ok(Ok(status)) if status.success() => Ok(()),
         Ok(Ok(status)) => Err(describe(status)),
         Ok(Err(error)) => Err(error.to_string()),
-        Err(_) => Err("timed out".to_owned()),
+        Err(_) => Err(TIMED_OUT.to_owned()),
     }
 }
 

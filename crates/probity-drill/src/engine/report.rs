@@ -90,6 +90,10 @@ pub struct Row {
     pub readiness_transitions: u32,
     /// Probes that timed out.
     pub probe_timeouts: u32,
+    /// Liveness probes that failed, for whatever reason.
+    pub liveness_failures: u32,
+    /// Of those, the ones that timed out rather than answered.
+    pub liveness_timeouts: u32,
     /// The first kill or exit of the instance the fault acted on, seconds from the start.
     pub restarted_at_s: Option<f64>,
     /// `start-during-outage`: whether the new instance entered rotation while the dependency

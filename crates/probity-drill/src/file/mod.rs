@@ -43,6 +43,10 @@ pub const MAX_FILE_BYTES: u64 = 1 << 20;
 pub const MAX_INSTANCES: u32 = 16;
 /// The most faults in one file.
 pub const MAX_FAULTS: usize = 64;
+/// The most setup commands in one file.
+pub const MAX_SETUP: usize = 16;
+/// The longest a setup command may run.
+pub const SETUP_TIMEOUT: Duration = Duration::from_secs(300);
 
 /// A duration as a drill file writes it: `500ms`, `2s`, `1m30s`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Default)]
@@ -77,6 +81,11 @@ pub struct DrillFile {
     /// How many instances the fleet has (default 3).
     #[serde(default = "default_instances")]
     pub instances: u32,
+    /// Commands run once, in order, before the fleet starts — what the service needs and
+    /// does not make itself, such as its database — in the drill file's folder, each as
+    /// written (no shell, no placeholders) and each to exit 0 within [`SETUP_TIMEOUT`].
+    #[serde(default)]
+    pub setup: Vec<Vec<String>>,
     /// The app: its command, working directory, environment and ports.
     pub app: App,
     /// The pod as Kubernetes has it: the app's container (probes, lifecycle, ports) and the
@@ -588,6 +597,10 @@ pub struct TargetOverrides {
     /// Most readiness transitions (in or out) of any one instance.
     #[serde(default)]
     pub readiness_transitions: Option<u32>,
+    /// Most probes that time out (`blackhole`: a probe should answer, pass or fail, within
+    /// its timeout).
+    #[serde(default)]
+    pub probe_timeouts: Option<u32>,
     /// Longest from the fault's start until the instance is out of rotation.
     #[serde(default, deserialize_with = "opt_dur", skip_serializing)]
     pub out_of_rotation_within: Option<Duration>,
@@ -735,6 +748,20 @@ impl DrillFile {
                 "instances",
                 format!("instances: from 1 to {MAX_INSTANCES}"),
             ));
+        }
+        if self.setup.len() > MAX_SETUP {
+            return Err(invalid(
+                "setup",
+                format!("setup: at most {MAX_SETUP} commands"),
+            ));
+        }
+        for (index, command) in self.setup.iter().enumerate() {
+            if command.first().is_none_or(String::is_empty) {
+                return Err(invalid(
+                    "setup",
+                    format!("setup[{index}]: a program and its arguments, e.g. [createdb, orders]"),
+                ));
+            }
         }
         if self.app.command.is_empty() || self.app.command[0].is_empty() {
             return Err(invalid(
