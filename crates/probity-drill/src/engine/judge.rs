@@ -563,7 +563,15 @@ pub fn judge(
         FaultKind::Terminate | FaultKind::Crash | FaultKind::Wedge => fault.recover(),
         _ => windows.rise + SERVICE_SLACK,
     });
-    let end = row.duration_s;
+    // A new instance started during an outage can rise only once it has booted: its window
+    // runs from the later of the fault's end and its startup (a boot longer than the outage is
+    // not readiness's doing).
+    let end = match kind {
+        FaultKind::StartDuringOutage => row
+            .replacement_started_at_s
+            .map_or(row.duration_s, |started| started.max(row.duration_s)),
+        _ => row.duration_s,
+    };
     let back_after = row.back_in_rotation_at_s.map(|at| (at - end).max(0.0));
     let met = row.back && back_after.is_none_or(|after| after <= back_within.as_secs_f64());
     checks.push(Check {
@@ -700,6 +708,7 @@ mod tests {
             liveness_failures: if kind == FaultKind::Wedge { 3 } else { 0 },
             liveness_timeouts: if kind == FaultKind::Wedge { 3 } else { 0 },
             restarted_at_s: restarted.then_some(20.0),
+            replacement_started_at_s: None,
             in_rotation_while_down: (kind == FaultKind::StartDuringOutage).then_some(false),
             checks: Vec::new(),
             diagnoses: Vec::new(),
@@ -1137,6 +1146,23 @@ mod tests {
         let entered = judged(row, &fault, &pod, BalancerMode::Kubernetes);
         missed(&entered, "new instance out of rotation");
         assert_eq!(mistakes(&entered), ["readiness does not check `db`"]);
+    }
+
+    #[test]
+    fn a_new_instance_booting_past_the_outage_has_its_window_from_its_start() {
+        let pod = pod();
+        let fault = fault(FaultKind::StartDuringOutage);
+        let mut row = honest(&fault);
+        // The outage ended at 20 s; the new instance finished booting at 35 s and was in
+        // rotation at 38 s: 3 s after it could be, within the 9 s window.
+        row.replacement_started_at_s = Some(35.0);
+        row.back_in_rotation_at_s = Some(38.0);
+        let booted = judged(row.clone(), &fault, &pod, BalancerMode::Kubernetes);
+        assert!(booted.passed(), "{:#?}", booted.checks);
+        // Booted during the outage: the window runs from its end.
+        row.replacement_started_at_s = Some(10.0);
+        let late = judged(row, &fault, &pod, BalancerMode::Kubernetes);
+        missed(&late, "back in rotation ≤ 9.0s");
     }
 
     #[test]

@@ -101,7 +101,9 @@ struct Fleet {
 impl Fleet {
     fn whole(&self) -> bool {
         let rotation = self.rotation.lock().unwrap_or_else(|e| e.into_inner());
-        self.pods.iter().all(|pod| pod.is_ready())
+        self.pods
+            .iter()
+            .all(|pod| pod.is_ready() && pod.is_settled())
             && rotation.iter().all(|in_rotation| *in_rotation)
     }
 
@@ -651,12 +653,10 @@ async fn run_fault(
                 .await?;
             tokio::time::sleep(REPLACE_AFTER.min(duration)).await;
             let replaced_at = Instant::now();
-            let replacement = first.replace();
-            tokio::pin!(replacement);
-            tokio::select! {
-                result = &mut replacement => result?,
-                () = tokio::time::sleep_until(end) => {}
-            }
+            // The replacement runs to its end (preStop, the old container's stop, the new
+            // one's start) however long it takes; the outage ends on time meanwhile.
+            let pod = first.clone();
+            let replacement = tokio::spawn(async move { pod.replace().await });
             tokio::time::sleep_until(end).await;
             *in_rotation_while_down = Some(
                 events
@@ -667,6 +667,9 @@ async fn run_fault(
             fleet
                 .set_path(dependency, Scope::All, PathState::Open)
                 .await?;
+            replacement.await.map_err(|error| {
+                DrillError::Unhealthy(format!("the replacement failed: {error}"))
+            })??;
         }
         FaultKind::Hook => {
             let name = fault.hook.as_deref().unwrap_or_default();
@@ -778,6 +781,16 @@ fn measure(
             *transitions.entry(event.instance).or_default() += 1;
         }
     }
+    // A replaced instance's new container passing its startup probe.
+    let replacement_started = events
+        .iter()
+        .position(|e| e.instance == 0 && e.kind == EventKind::Replaced)
+        .and_then(|replaced| {
+            events[replaced..]
+                .iter()
+                .find(|e| e.instance == 0 && e.kind == EventKind::Started)
+        })
+        .map(|e| since(e.at));
     let restarted_at = events
         .iter()
         .find(|e| {
@@ -861,6 +874,7 @@ fn measure(
             )
         }),
         restarted_at_s: restarted_at,
+        replacement_started_at_s: replacement_started,
         in_rotation_while_down: None,
         checks: Vec::new(),
         diagnoses: Vec::new(),

@@ -252,6 +252,13 @@ impl Pod {
         *self.ready.borrow()
     }
 
+    /// Whether no kill of the container is under way: a container the kubelet is killing may
+    /// still be Ready (a frozen process that thawed during its grace period answers again),
+    /// but it is about to go.
+    pub fn is_settled(&self) -> bool {
+        !self.lock().stopping
+    }
+
     /// Readiness changes, for the endpoint controller.
     pub fn watch_ready(&self) -> watch::Receiver<bool> {
         self.ready.subscribe()

@@ -96,6 +96,9 @@ pub struct Row {
     pub liveness_timeouts: u32,
     /// The first kill or exit of the instance the fault acted on, seconds from the start.
     pub restarted_at_s: Option<f64>,
+    /// When the replacement of a replaced instance passed its startup probe, seconds from the
+    /// start.
+    pub replacement_started_at_s: Option<f64>,
     /// `start-during-outage`: whether the new instance entered rotation while the dependency
     /// was still away.
     pub in_rotation_while_down: Option<bool>,
