@@ -7,11 +7,13 @@
 //! HAProxy for the whole run; the faults run one after another, each for its duration and then
 //! until the fleet is whole again; each becomes a [`report::Row`], judged by [`judge`].
 //!
-//! The boundary a cluster backend would implement is the fleet's operations — start a pod,
-//! signal its process, replace it, read its probes' results, set its rotation, break its path
-//! to a dependency — so drill files and the report stay as they are (docs/drill.md maps each
-//! onto Kubernetes resources).
+//! The drill runs on the fleet's operations only — start an instance, say whether it is Ready
+//! and in rotation, break its path to a dependency, freeze, replace or crash it, and the record
+//! of what happened — which [`backend::Backend`] names and [`LocalFleet`] implements on this
+//! machine; a cluster backend implements the same, and drill files and the report stay as they
+//! are (`docs/drill.md` maps each operation onto Kubernetes resources).
 
+pub mod backend;
 pub mod balancer;
 pub mod events;
 pub mod judge;
@@ -25,11 +27,13 @@ use crate::file::pod::{ProbeAction, ResolvedPod};
 use crate::file::{BalancerMode, Fault, FaultKind, Loaded, Scope};
 use crate::load::{self, LoadRequest, LoadSpec, Outcome, Timeline};
 use crate::run::Progress;
+use backend::Backend;
 use events::{EventKind, Events};
 use pod::TIMED_OUT;
 use pod::{Pod, Ports, Program};
 use report::{Failed, FileReport, Row};
 use std::collections::BTreeMap;
+use std::future::Future;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -88,49 +92,66 @@ impl Drop for WorkDir {
     }
 }
 
-/// A running fleet.
-struct Fleet {
+/// The local fleet: each instance a [`Pod`] of processes on this machine, reaching each
+/// dependency through a [`TcpFaultProxy`] of its own, behind a real HAProxy.
+pub struct LocalFleet {
     pods: Vec<Arc<Pod>>,
     /// Per instance, per dependency.
     proxies: Vec<BTreeMap<String, TcpFaultProxy>>,
     balancer: Arc<balancer::Balancer>,
     rotation: Arc<Mutex<Vec<bool>>>,
+    events: Events,
     tasks: Vec<JoinHandle<()>>,
 }
 
-impl Fleet {
-    fn whole(&self) -> bool {
-        let rotation = self.rotation.lock().unwrap_or_else(|e| e.into_inner());
-        self.pods
-            .iter()
-            .all(|pod| pod.is_ready() && pod.is_settled())
-            && rotation.iter().all(|in_rotation| *in_rotation)
+impl std::fmt::Debug for LocalFleet {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LocalFleet")
+            .field("instances", &self.pods.len())
+            .field("frontend", &self.balancer.frontend)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Backend for LocalFleet {
+    type Frozen = pod::Frozen;
+
+    fn instances(&self) -> usize {
+        self.pods.len()
     }
 
-    /// Waits until the fleet is whole and stays whole for [`STABLE`] (a crash or a kill takes
-    /// effect a moment after the signal); returns when that stretch began, or `None` when it
-    /// did not happen within `within`.
-    async fn wait_whole(&self, within: Duration) -> Option<Instant> {
-        let deadline = Instant::now() + within;
-        let mut whole_since: Option<Instant> = None;
-        loop {
-            let now = Instant::now();
-            if self.whole() {
-                let since = *whole_since.get_or_insert(now);
-                if now.duration_since(since) >= STABLE {
-                    return Some(since);
-                }
-            } else {
-                whole_since = None;
-            }
-            if now >= deadline + STABLE {
-                return None;
-            }
-            if now >= deadline && whole_since.is_none() {
-                return None;
-            }
-            tokio::time::sleep(ROTATION_POLL).await;
-        }
+    fn name(&self, index: usize) -> &str {
+        &self.pods[index].name
+    }
+
+    fn frontend(&self) -> SocketAddr {
+        self.balancer.frontend
+    }
+
+    fn events(&self) -> &Events {
+        &self.events
+    }
+
+    async fn start(&self, index: usize) -> std::io::Result<()> {
+        self.pods[index].start().await
+    }
+
+    fn is_ready(&self, index: usize) -> bool {
+        let pod = &self.pods[index];
+        pod.is_ready() && pod.is_settled()
+    }
+
+    fn in_rotation(&self, index: usize) -> bool {
+        self.rotation
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(index)
+            .copied()
+            .unwrap_or(false)
+    }
+
+    fn log_tail(&self, index: usize) -> String {
+        tail(self.pods[index].log_path())
     }
 
     async fn set_path(
@@ -150,6 +171,43 @@ impl Fleet {
         Ok(())
     }
 
+    fn freeze(&self, index: usize) -> std::io::Result<pod::Frozen> {
+        self.pods[index].freeze()
+    }
+
+    fn thaw(&self, frozen: pod::Frozen) {
+        frozen.thaw();
+    }
+
+    fn replace(&self, index: usize) -> impl Future<Output = std::io::Result<()>> + Send + 'static {
+        let pod = self.pods[index].clone();
+        async move { pod.replace().await }
+    }
+
+    fn crash(&self, index: usize) -> std::io::Result<()> {
+        self.pods[index].crash()
+    }
+
+    fn base_url(&self, index: usize, port: Option<&str>) -> Option<String> {
+        let ports = &self.pods[index].ports;
+        let port = match port {
+            Some(name) => *ports.named.get(name)?,
+            None => ports.app,
+        };
+        Some(format!("http://127.0.0.1:{port}"))
+    }
+
+    fn placeholder(&self, index: usize, placeholder: &Placeholder) -> Option<String> {
+        let pod = &self.pods[index];
+        match placeholder {
+            Placeholder::Port => Some(pod.ports.app.to_string()),
+            Placeholder::NamedPort(name) => pod.ports.named.get(name).map(u16::to_string),
+            Placeholder::Instance => Some((index + 1).to_string()),
+            Placeholder::Name => Some(pod.name.clone()),
+            _ => None,
+        }
+    }
+
     async fn shutdown(self) {
         for task in &self.tasks {
             task.abort();
@@ -157,6 +215,32 @@ impl Fleet {
         for pod in &self.pods {
             pod.shutdown().await;
         }
+    }
+}
+
+/// Waits until the fleet is whole and stays whole for [`STABLE`] (a crash or a kill takes
+/// effect a moment after the signal); returns when that stretch began, or `None` when it did
+/// not happen within `within`.
+async fn wait_whole(fleet: &impl Backend, within: Duration) -> Option<Instant> {
+    let deadline = Instant::now() + within;
+    let mut whole_since: Option<Instant> = None;
+    loop {
+        let now = Instant::now();
+        if backend::whole(fleet) {
+            let since = *whole_since.get_or_insert(now);
+            if now.duration_since(since) >= STABLE {
+                return Some(since);
+            }
+        } else {
+            whole_since = None;
+        }
+        if now >= deadline + STABLE {
+            return None;
+        }
+        if now >= deadline && whole_since.is_none() {
+            return None;
+        }
+        tokio::time::sleep(ROTATION_POLL).await;
     }
 }
 
@@ -432,14 +516,15 @@ pub async fn run(
             )));
         }
     }
-    let fleet = Fleet {
+    let fleet = LocalFleet {
         pods,
         proxies,
         balancer,
         rotation,
+        events,
         tasks,
     };
-    let result = drill(loaded, pod_spec, faults, options, &fleet, &events, started).await;
+    let result = drill(loaded, pod_spec, faults, options, &fleet, started).await;
     fleet.shutdown().await;
     let mut work = work;
     match &result {
@@ -452,42 +537,41 @@ pub async fn run(
     result
 }
 
+/// The drill itself, on any [`Backend`]: start the fleet, send the traffic, run each fault,
+/// measure and judge its row.
 async fn drill(
     loaded: &Loaded,
     pod_spec: &ResolvedPod,
     faults: &[Fault],
     options: &Options<'_>,
-    fleet: &Fleet,
-    events: &Events,
+    fleet: &impl Backend,
     started: Instant,
 ) -> Result<FileReport, DrillError> {
     let file = &loaded.file;
     let progress = options.progress;
+    let events = fleet.events();
     // One at a time, so a shared database's migrations never race.
-    for pod in &fleet.pods {
-        pod.start()
+    for index in 0..fleet.instances() {
+        fleet
+            .start(index)
             .await
-            .map_err(|error| DrillError::InstanceFailed {
-                name: pod.name.clone(),
-                reason: error.to_string(),
-                log: String::new(),
-            })?;
+            .map_err(|error| backend::not_ready(fleet, index, error.to_string()))?;
         let deadline = Instant::now() + options.fleet_timeout;
-        while !pod.is_ready() {
+        while !fleet.is_ready(index) {
             if Instant::now() > deadline {
-                return Err(DrillError::InstanceFailed {
-                    name: pod.name.clone(),
-                    reason: format!(
+                return Err(backend::not_ready(
+                    fleet,
+                    index,
+                    format!(
                         "not Ready within {} s (startup and readiness probes)",
                         options.fleet_timeout.as_secs()
                     ),
-                    log: tail(pod.log_path()),
-                });
+                ));
             }
             tokio::time::sleep(ROTATION_POLL).await;
         }
     }
-    if fleet.wait_whole(options.fleet_timeout).await.is_none() {
+    if wait_whole(fleet, options.fleet_timeout).await.is_none() {
         return Err(DrillError::Unhealthy(format!(
             "the fleet is Ready but HAProxy has not taken every instance into rotation within {} s",
             options.fleet_timeout.as_secs()
@@ -534,7 +618,7 @@ async fn drill(
         timeout: file.traffic.timeout.map_or(Duration::from_secs(5), |d| d.0),
         ..LoadSpec::default()
     };
-    let load = load::start_mix(fleet.balancer.frontend, &spec, &mix, Timeline::default());
+    let load = load::start_mix(fleet.frontend(), &spec, &mix, Timeline::default());
 
     let mut rows = Vec::new();
     for (number, fault) in faults.iter().enumerate() {
@@ -545,13 +629,13 @@ async fn drill(
             faults.len(),
             fault.duration().as_secs_f64()
         ));
-        let whole_before = fleet.wait_whole(fault.recover()).await.is_some();
+        let whole_before = wait_whole(fleet, fault.recover()).await.is_some();
         tokio::time::sleep(WARMUP).await;
         let t0 = Instant::now();
         let mut in_rotation_while_down = None;
-        run_fault(fault, loaded, fleet, events, &mut in_rotation_while_down).await?;
+        run_fault(fault, loaded, fleet, &mut in_rotation_while_down).await?;
         let fault_end = Instant::now();
-        let back_at = fleet.wait_whole(fault.recover()).await;
+        let back_at = wait_whole(fleet, fault.recover()).await;
         let row_end = Instant::now();
         let mut row = measure(
             fault,
@@ -597,16 +681,18 @@ async fn drill(
     })
 }
 
+/// The instance a fault on one instance acts on.
+const FIRST: usize = 0;
+
 async fn run_fault(
     fault: &Fault,
     loaded: &Loaded,
-    fleet: &Fleet,
-    events: &Events,
+    fleet: &impl Backend,
     in_rotation_while_down: &mut Option<bool>,
 ) -> Result<(), DrillError> {
     let duration = fault.duration();
     let dependency = fault.dependency.as_deref().unwrap_or_default();
-    let first = &fleet.pods[0];
+    let events = fleet.events();
     match fault.kind {
         FaultKind::Busy => tokio::time::sleep(duration).await,
         FaultKind::Refuse | FaultKind::Blackhole | FaultKind::Slow => {
@@ -637,15 +723,15 @@ async fn run_fault(
             }
         }
         FaultKind::Wedge => {
-            let frozen = first
-                .freeze()
+            let frozen = fleet
+                .freeze(FIRST)
                 .map_err(|error| DrillError::Unhealthy(error.to_string()))?;
             tokio::time::sleep(duration).await;
             // The same processes, whatever the kubelet did meanwhile.
-            frozen.thaw();
+            fleet.thaw(frozen);
         }
-        FaultKind::Terminate => first.replace().await?,
-        FaultKind::Crash => first.crash()?,
+        FaultKind::Terminate => fleet.replace(FIRST).await?,
+        FaultKind::Crash => fleet.crash(FIRST)?,
         FaultKind::StartDuringOutage => {
             let end = Instant::now() + duration;
             fleet
@@ -655,14 +741,15 @@ async fn run_fault(
             let replaced_at = Instant::now();
             // The replacement runs to its end (preStop, the old container's stop, the new
             // one's start) however long it takes; the outage ends on time meanwhile.
-            let pod = first.clone();
-            let replacement = tokio::spawn(async move { pod.replace().await });
+            let replacement = tokio::spawn(fleet.replace(FIRST));
             tokio::time::sleep_until(end).await;
             *in_rotation_while_down = Some(
                 events
                     .between(replaced_at, Instant::now())
                     .iter()
-                    .any(|event| event.instance == 0 && event.kind == EventKind::Rotation(true)),
+                    .any(|event| {
+                        event.instance == FIRST && event.kind == EventKind::Rotation(true)
+                    }),
             );
             fleet
                 .set_path(dependency, Scope::All, PathState::Open)
@@ -678,36 +765,21 @@ async fn run_fault(
                 .hooks
                 .get(name)
                 .ok_or_else(|| DrillError::Config(format!("no hook `{name}`")))?;
-            let port = match &hook.port {
-                Some(port) => first
-                    .ports
-                    .named
-                    .get(port)
-                    .copied()
-                    .unwrap_or(first.ports.app),
-                None => first.ports.app,
-            };
+            let base = fleet
+                .base_url(FIRST, hook.port.as_deref())
+                .ok_or_else(|| DrillError::Config(format!("hook `{name}`: no such port")))?;
             let seconds = duration.as_secs().max(1).to_string();
             let call = |call: &crate::file::HookCall| {
                 let fill = |text: &str| {
                     placeholder::fill(text, |placeholder| match placeholder {
                         Placeholder::Seconds => Some(seconds.clone()),
-                        Placeholder::Port => Some(first.ports.app.to_string()),
-                        Placeholder::NamedPort(name) => {
-                            first.ports.named.get(name).map(u16::to_string)
-                        }
-                        Placeholder::Instance => Some("1".into()),
-                        Placeholder::Name => Some(first.name.clone()),
-                        _ => None,
+                        other => fleet.placeholder(FIRST, other),
                     })
                 };
                 let client = pod::probe_client(Duration::from_secs(10));
                 let method = reqwest::Method::from_bytes(call.method.as_bytes())
                     .unwrap_or(reqwest::Method::POST);
-                let mut request = client.request(
-                    method,
-                    format!("http://127.0.0.1:{port}{}", fill(&call.path)),
-                );
+                let mut request = client.request(method, format!("{base}{}", fill(&call.path)));
                 if let Some(body) = &call.body {
                     request = request.body(fill(body));
                 }
