@@ -21,18 +21,22 @@
 //! - a **connection limit** within this listener's **share of the descriptor limit**
 //!   ([`ServeConfig::max_connections`]; [`ServeConfig::descriptor_share`] when a process has
 //!   several listeners), leaving room for the process's own files, pools and sockets.
-//!   Connections past it are accepted and closed at once, so the kernel's backlog never fills
-//!   and new connections are never left waiting;
+//!   Connections past it are accepted and sorted at once (below), so the kernel's backlog never
+//!   fills and new connections are never left waiting, and the process's descriptors never run
+//!   out (an `accept` that fails for want of one is retried only a second later);
 //! - a **budget for long-lived streams** ([`ServeConfig::max_streams`], default a quarter of
 //!   the limit): a gRPC `Watch` holds its connection as long as the client likes, so streams
 //!   past the budget are refused (`UNAVAILABLE`), and a connection with no stream left is
 //!   closed like any idle one;
 //! - **room kept for probes** ([`ServeConfig::probe_reserve`], default 16): once ordinary
 //!   connections fill the limit, a new connection is admitted only if its first request is for a
-//!   probe path (or it speaks HTTP/2, as a gRPC health probe does), read within
+//!   probe path (or it speaks HTTP/2, as a gRPC health probe does), its whole head read within
 //!   [`ServeConfig::admission_timeout`]; anything else is answered `503` with `Retry-After` and
-//!   closed. A connection admitted this way serves probes only (no stream, nothing else), is
-//!   answered, and lives at most the admission timeout. Readiness asked this way while every
+//!   closed. While its head is read it takes one of a bounded number of admission slots; when
+//!   they are all taken, the connection that has waited longest without sending a request is
+//!   let go for the newcomer, so connections that send nothing (or dribble their headers) never
+//!   keep a probe out. A connection admitted this way serves probes only (no stream, nothing
+//!   else), is answered at once, and lives at most the admission timeout. Readiness asked this way while every
 //!   ordinary connection is busy serving a request answers `503` (`[-]connections failed`):
 //!   the instance cannot take more traffic, and a balancer should send it elsewhere.
 //!
@@ -113,16 +117,17 @@ impl ShutdownReport {
 const DESCRIPTOR_HEADROOM: u64 = 64;
 /// The most connections a listener takes by default, however high the descriptor limit.
 const DEFAULT_CONNECTION_CAP: usize = 25_000;
-/// New connections whose first request line is being read at once, past the ordinary limit
+/// New connections whose first request head is being read at once, past the ordinary limit
 /// (at most; fewer on a small descriptor share). When they are all taken, the one that has
-/// waited longest is let go for the newcomer: a probe sends its request line at once, so a
-/// connection that has shown nothing for longest is the least likely to be one, and a flood of
-/// connections that say nothing never keeps a probe out — it only shortens their wait. The
-/// accept loop never waits for a slot either, or every probe would queue in the kernel's
-/// backlog behind the flood.
+/// waited longest is let go for the newcomer: a probe sends its request at once, so a
+/// connection that has not sent one for longest is the least likely to be one, and a flood of
+/// connections that say nothing never keeps a probe out — it only shortens their wait. A
+/// connection let go is read once more first, so a probe whose request is already there is
+/// admitted whatever its age. The accept loop waits only for those let go to close, which they
+/// do as soon as their task runs.
 const ADMISSION_SLOTS: usize = 96;
-/// The most bytes read to find a first request line.
-const REQUEST_LINE_MAX: usize = 2048;
+/// The most bytes read to find a first request head: a probe's is a few hundred.
+const REQUEST_HEAD_MAX: usize = 8192;
 /// The most connections taken from the accept backlog when the listener closes.
 const BACKLOG_MAX: usize = 65_536;
 
@@ -387,6 +392,9 @@ pub(crate) struct Listening {
     counts: Counts,
     admissions: Admissions,
     shutting_down: AtomicBool,
+    /// Notified whenever a counted connection closes: the accept loop waits on it when the
+    /// admission room is full.
+    freed: Notify,
 }
 
 impl Listening {
@@ -398,6 +406,7 @@ impl Listening {
             counts: Counts::new(),
             admissions: Admissions::default(),
             shutting_down: AtomicBool::new(false),
+            freed: Notify::new(),
         }
     }
 
@@ -455,7 +464,7 @@ impl Listening {
     }
 }
 
-/// The connections whose first request line is being read, oldest first.
+/// The connections whose first request head is being read, oldest first.
 #[derive(Debug, Default)]
 struct Admissions {
     waiting: Mutex<VecDeque<(u64, Arc<Notify>)>>,
@@ -660,7 +669,25 @@ where
     let shutdown = health.shutdown_triggered();
     let mut shutdown = std::pin::pin!(shutdown);
     let mut shutdown_seen = false;
+    // Connections in admission hold a descriptor until their task has run, those let go
+    // included: at most half as many again as the admission slots.
+    let admitting_most = budget.admission + budget.admission / 2;
     loop {
+        // Room for one more connection, whichever room it will take. When there is none, the
+        // loop waits for a connection to close — connections let go from admission close as
+        // soon as their task runs — rather than accept one it would have to drop unread: that
+        // one may be a probe. Accepting regardless would take the process past its descriptor
+        // limit under a flood, and an accept that fails for want of descriptors is retried
+        // only a second later.
+        // The reserve is waited for too: its connections are answered as soon as they enter
+        // it (see `admit`), and live at most the admission timeout.
+        let room = {
+            let counts = &listening.counts;
+            counts.ordinary.load(Ordering::Acquire) < limit
+                || budget.reserve == 0
+                || (counts.admitting.load(Ordering::Acquire) < admitting_most
+                    && counts.reserve.load(Ordering::Acquire) < budget.reserve)
+        };
         tokio::select! {
             // The drain delay comes first: once it is over nothing new is accepted.
             biased;
@@ -669,13 +696,16 @@ where
                 shutdown_seen = true;
                 listening.shutting_down.store(true, Ordering::Relaxed);
             }
-            (io, _address) = listener.accept() => {
-                let counts = &listening.counts;
-                let open = counts.ordinary.load(Ordering::Acquire);
-                if open < limit {
+            () = listening.freed.notified(), if !room => {}
+            (io, _address) = listener.accept(), if room => {
+                if listening.counts.ordinary.load(Ordering::Acquire) < limit {
                     let guard = Slot::take(&listening, |counts| &counts.ordinary);
                     spawner.spawn(io, Room::Ordinary, Some(guard), None);
-                } else if counts.reserve.load(Ordering::Acquire) < budget.reserve {
+                } else if budget.reserve == 0 {
+                    // No room kept for probes: closing at once keeps the backlog moving.
+                    drop(io);
+                    listening.counts.warn_refused("the connection limit is full and no probe reserve is kept", limit);
+                } else {
                     let admitting = Slot::take(&listening, |counts| &counts.admitting);
                     let (id, evicted) = listening.admissions.enter(budget.admission);
                     let spawner = spawner.clone();
@@ -700,11 +730,6 @@ where
                             Admission::Refused(reason) => spawner.listening.counts.warn_refused(reason, limit),
                         }
                     });
-                } else {
-                    // Closing at once keeps the backlog moving: a probe behind this connection
-                    // gets its turn instead of waiting for a slot that may not come.
-                    drop(io);
-                    counts.warn_refused("the connection limit and the probe reserve are full", limit);
                 }
             }
         }
@@ -889,6 +914,7 @@ impl Slot {
 impl Drop for Slot {
     fn drop(&mut self) {
         (self.field)(&self.listening.counts).fetch_sub(1, Ordering::AcqRel);
+        self.listening.freed.notify_one();
     }
 }
 
@@ -898,7 +924,10 @@ enum Admission<Io> {
     Refused(&'static str),
 }
 
-/// Reads a new connection's first request line and admits it if it is a probe.
+/// Reads a new connection's first request head and admits it if it is a probe. The whole head,
+/// not just the request line: a connection enters the reserve only when its request can be
+/// answered at once, so a client that sends a probe's request line and then dribbles its
+/// headers stays here, where newer connections take its place, and never holds a reserve slot.
 async fn admit<Io>(mut io: Io, config: &ServeConfig, evicted: &Notify) -> Admission<Io>
 where
     Io: AsyncRead + AsyncWrite + Unpin,
@@ -906,7 +935,7 @@ where
     let mut head = Vec::with_capacity(256);
     let reading = tokio::time::timeout(config.admission_timeout, async {
         let mut chunk = [0u8; 512];
-        while !head.contains(&b'\n') && head.len() < REQUEST_LINE_MAX {
+        while !head_complete(&head) && head.len() < REQUEST_HEAD_MAX {
             let n = io.read(&mut chunk).await?;
             if n == 0 {
                 break;
@@ -916,13 +945,17 @@ where
         Ok::<_, io::Error>(())
     });
     let read = tokio::select! {
+        // Reading first: a probe sends its request line at once, and one already here is
+        // admitted even if newer connections took its slot before this task first ran (as
+        // they do when a flood fills the accept backlog and the loop takes it in one go).
+        biased;
         read = reading => read,
         () = evicted.notified() => {
-            return Admission::Refused("newer connections needed the admission slot of one that had sent nothing");
+            return Admission::Refused("newer connections needed the admission slot of one that had not sent its request");
         }
     };
     if !matches!(read, Ok(Ok(()))) {
-        return Admission::Refused("no request line within the admission timeout");
+        return Admission::Refused("no complete request head within the admission timeout");
     }
     let line = head.split(|&byte| byte == b'\n').next().unwrap_or(&[]);
     let line = String::from_utf8_lossy(line);
@@ -941,6 +974,12 @@ content-length: 33\r\nconnection: close\r\n\r\ntoo many connections, retry later
         .await;
     let _ = io.shutdown().await;
     Admission::Refused("the connection limit is full and the request is not a probe")
+}
+
+/// Whether `head` holds a complete request head (an HTTP/2 preface's first part counts).
+fn head_complete(head: &[u8]) -> bool {
+    head.windows(4).any(|window| window == b"\r\n\r\n")
+        || head.windows(2).any(|window| window == b"\n\n")
 }
 
 /// An I/O stream whose first bytes were already read: it yields them again, then the rest.
