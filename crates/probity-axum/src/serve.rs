@@ -152,7 +152,7 @@ pub struct ServeConfig {
     body_read_timeout: Duration,
     min_body_rate: u64,
     max_connections: Option<usize>,
-    descriptor_share: (u32, u32),
+    descriptor_share: Share,
     probe_reserve: usize,
     max_streams: Option<usize>,
     admission_timeout: Duration,
@@ -172,7 +172,7 @@ impl Default for ServeConfig {
             body_read_timeout: Duration::from_secs(10),
             min_body_rate: 1024,
             max_connections: None,
-            descriptor_share: (1, 1),
+            descriptor_share: Share::Automatic,
             probe_reserve: 16,
             max_streams: None,
             admission_timeout: Duration::from_secs(1),
@@ -186,13 +186,97 @@ impl Default for ServeConfig {
     }
 }
 
-/// How a listener's room is divided, resolved once when it starts serving.
+/// How a listener's room is divided: resolved when it starts serving, and again whenever a
+/// listener of the same process starts or stops.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Budget {
     ordinary: usize,
     reserve: usize,
     admission: usize,
     streams: usize,
+}
+
+/// A listener's share of the process's descriptor limit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Share {
+    /// An equal part of what the fixed shares leave, among the listeners serving at the time.
+    Automatic,
+    /// `parts` of `of`, whatever else serves.
+    Fixed(u32, u32),
+}
+
+/// Shares are counted in millionths of the descriptor limit.
+const WHOLE: u64 = 1_000_000;
+
+impl Share {
+    fn millionths(parts: u32, of: u32) -> u64 {
+        u64::from(parts) * WHOLE / u64::from(of.max(1))
+    }
+}
+
+/// The listeners serving in this process: each derives its limits from the share left to it,
+/// so that together they stay under the descriptor limit — a second listener sized from the
+/// whole limit, as the first, would let the two exhaust it.
+#[derive(Debug)]
+struct Serving {
+    /// Listeners with the automatic share.
+    automatic: AtomicU64,
+    /// Millionths of the limit taken by listeners with a fixed share.
+    fixed: AtomicU64,
+    /// Moves whenever a listener starts or stops, so the others resolve their limits again.
+    changes: AtomicU64,
+}
+
+static SERVING: Serving = Serving {
+    automatic: AtomicU64::new(0),
+    fixed: AtomicU64::new(0),
+    changes: AtomicU64::new(0),
+};
+
+impl Serving {
+    /// The millionths of the limit a listener with `share` gets now; `joining` counts it among
+    /// the listeners serving when it is not yet.
+    fn millionths(&self, share: Share, joining: bool) -> u64 {
+        match share {
+            Share::Fixed(parts, of) => Share::millionths(parts, of),
+            Share::Automatic => {
+                let others = self.automatic.load(Ordering::Acquire) + u64::from(joining);
+                let left = WHOLE.saturating_sub(self.fixed.load(Ordering::Acquire));
+                // Fixed shares that claim the whole limit leave the others a sliver, not
+                // nothing: they still need room to answer probes.
+                left.max(WHOLE / 100) / others.max(1)
+            }
+        }
+    }
+}
+
+/// One listener counted in [`SERVING`] while it lives.
+#[derive(Debug)]
+struct Registration(Share);
+
+impl Registration {
+    fn new(share: Share) -> Self {
+        match share {
+            Share::Automatic => SERVING.automatic.fetch_add(1, Ordering::AcqRel),
+            Share::Fixed(parts, of) => SERVING
+                .fixed
+                .fetch_add(Share::millionths(parts, of), Ordering::AcqRel),
+        };
+        SERVING.changes.fetch_add(1, Ordering::AcqRel);
+        Registration(share)
+    }
+}
+
+impl Drop for Registration {
+    fn drop(&mut self) {
+        match self.0 {
+            Share::Automatic => SERVING.automatic.fetch_sub(1, Ordering::AcqRel),
+            Share::Fixed(parts, of) => SERVING
+                .fixed
+                .fetch_sub(Share::millionths(parts, of), Ordering::AcqRel),
+        };
+        SERVING.changes.fetch_add(1, Ordering::AcqRel);
+    }
 }
 
 impl ServeConfig {
@@ -221,19 +305,24 @@ impl ServeConfig {
 
     /// The most ordinary connections open at once (default: this listener's share of the soft
     /// `RLIMIT_NOFILE`, less room for the process's own descriptors, for admission and for the
-    /// probe reserve, at most 25,000).
+    /// probe reserve, at most 25,000; see [`ServeConfig::descriptor_share`]).
     pub fn max_connections(mut self, connections: usize) -> Self {
         self.max_connections = Some(connections.max(1));
         self
     }
 
-    /// This listener's share of the descriptor limit when the connection limit is derived:
-    /// `parts` of `of` (default 1 of 1). A process with several listeners gives each its share
-    /// (checkout: 3 of 4 to the public listener, 1 of 4 to the admin one), so that together
-    /// they stay under the limit — each sized from the whole would exhaust it.
+    /// This listener's share of the descriptor limit, from which its connection limit and
+    /// admission room are derived: `parts` of `of`, whatever else the process serves.
+    ///
+    /// By default the share is automatic: the listeners serving in one process at the same
+    /// time split the limit equally (what fixed shares leave), so that together they stay under
+    /// it — each sized from the whole would exhaust it. Limits are resolved again whenever a
+    /// listener of the process starts or stops; connections already open above a new, smaller
+    /// limit are not cut, they end with their timeouts. Set a fixed share to weigh listeners
+    /// (checkout: 3 of 4 to the public listener, 1 of 4 to the admin one).
     pub fn descriptor_share(mut self, parts: u32, of: u32) -> Self {
         let of = of.max(1);
-        self.descriptor_share = (parts.clamp(1, of), of);
+        self.descriptor_share = Share::Fixed(parts.clamp(1, of), of);
         self
     }
 
@@ -300,46 +389,42 @@ impl ServeConfig {
             .readiness_path(paths.readiness().to_owned())
     }
 
-    /// The ordinary connection limit this configuration resolves to on this process.
+    /// The ordinary connection limit this configuration would resolve to if it started serving
+    /// now, beside the listeners of this process already serving.
     pub fn connection_limit(&self) -> usize {
-        self.budget().ordinary
+        self.budget(true).ordinary
     }
 
-    /// The long-lived stream budget this configuration resolves to on this process.
+    /// The long-lived stream budget this configuration would resolve to if it started serving
+    /// now, beside the listeners of this process already serving.
     pub fn stream_limit(&self) -> usize {
-        self.budget().streams
+        self.budget(true).streams
     }
 
-    pub(crate) fn budget(&self) -> Budget {
-        let streams_of = |ordinary: usize| self.max_streams.unwrap_or((ordinary / 4).max(1));
-        if let Some(ordinary) = self.max_connections {
-            return Budget {
-                ordinary,
-                reserve: self.probe_reserve,
-                admission: ADMISSION_SLOTS,
-                streams: streams_of(ordinary),
-            };
-        }
-        let (parts, of) = self.descriptor_share;
+    /// The limits from this listener's share of the descriptor limit now; `joining` counts it
+    /// among the listeners serving when it is not yet.
+    pub(crate) fn budget(&self, joining: bool) -> Budget {
+        let millionths = SERVING.millionths(self.descriptor_share, joining);
         let share = match descriptor_limit() {
             Some(limit) => {
                 let room = limit.saturating_sub(DESCRIPTOR_HEADROOM);
-                usize::try_from(room.saturating_mul(u64::from(parts)) / u64::from(of))
-                    .unwrap_or(usize::MAX)
+                usize::try_from(room.saturating_mul(millionths) / WHOLE).unwrap_or(usize::MAX)
             }
             None => usize::MAX,
         };
         // Admission slots scale down with a small share (and half as many again may be closing
         // at any moment); the reserve is kept whole.
         let admission = (share / 4).clamp(16, ADMISSION_SLOTS);
-        let ordinary = share
-            .saturating_sub(self.probe_reserve + admission + admission / 2)
-            .clamp(1, DEFAULT_CONNECTION_CAP);
+        let ordinary = self.max_connections.unwrap_or_else(|| {
+            share
+                .saturating_sub(self.probe_reserve + admission + admission / 2)
+                .clamp(1, DEFAULT_CONNECTION_CAP)
+        });
         Budget {
             ordinary,
             reserve: self.probe_reserve,
             admission,
-            streams: streams_of(ordinary),
+            streams: self.max_streams.unwrap_or((ordinary / 4).max(1)),
         }
     }
 
@@ -388,7 +473,8 @@ fn descriptor_limit() -> Option<u64> {
 #[derive(Debug)]
 pub(crate) struct Listening {
     config: ServeConfig,
-    budget: Budget,
+    budget: Limits,
+    _registration: Registration,
     counts: Counts,
     admissions: Admissions,
     shutting_down: AtomicBool,
@@ -399,10 +485,12 @@ pub(crate) struct Listening {
 
 impl Listening {
     fn new(config: ServeConfig) -> Self {
-        let budget = config.budget();
+        let registration = Registration::new(config.descriptor_share);
+        let budget = Limits::new(config.budget(false));
         Listening {
             config,
             budget,
+            _registration: registration,
             counts: Counts::new(),
             admissions: Admissions::default(),
             shutting_down: AtomicBool::new(false),
@@ -412,6 +500,20 @@ impl Listening {
 
     pub(crate) fn config(&self) -> &ServeConfig {
         &self.config
+    }
+
+    /// The limits as last resolved.
+    fn budget(&self) -> Budget {
+        self.budget.get()
+    }
+
+    /// The limits, resolved again if a listener of the process started or stopped since.
+    fn refresh_budget(&self) -> Budget {
+        let changes = SERVING.changes.load(Ordering::Acquire);
+        if self.budget.seen.swap(changes, Ordering::AcqRel) != changes {
+            self.budget.set(self.config.budget(false));
+        }
+        self.budget.get()
     }
 
     pub(crate) fn shutting_down(&self) -> bool {
@@ -433,7 +535,7 @@ impl Listening {
     /// count — the timeouts cut the first, and a client holding idle connections or streams
     /// must not be able to take an instance out of rotation.
     pub(crate) fn saturated(&self) -> bool {
-        let limit = self.budget.ordinary;
+        let limit = self.budget().ordinary;
         self.counts.ordinary.load(Ordering::Acquire) >= limit
             && self.counts.busy.load(Ordering::Acquire) * 2 >= limit
     }
@@ -441,7 +543,7 @@ impl Listening {
     pub(crate) fn busy_of_limit(&self) -> (usize, usize) {
         (
             self.counts.busy.load(Ordering::Acquire),
-            self.budget.ordinary,
+            self.budget().ordinary,
         )
     }
 
@@ -449,10 +551,11 @@ impl Listening {
     pub(crate) fn take_stream(self: &Arc<Self>) -> Option<StreamPermit> {
         let streams = &self.counts.streams;
         let mut open = streams.load(Ordering::Acquire);
+        let budget = self.budget().streams;
         loop {
-            if open >= self.budget.streams {
+            if open >= budget {
                 self.counts
-                    .warn_refused("the long-lived stream budget is full", self.budget.streams);
+                    .warn_refused("the long-lived stream budget is full", budget);
                 return None;
             }
             match streams.compare_exchange_weak(open, open + 1, Ordering::AcqRel, Ordering::Acquire)
@@ -461,6 +564,45 @@ impl Listening {
                 Err(now) => open = now,
             }
         }
+    }
+}
+
+/// A listener's limits, as atomics: the accept loop resolves them again while connections
+/// read them.
+#[derive(Debug)]
+struct Limits {
+    ordinary: AtomicUsize,
+    reserve: usize,
+    admission: AtomicUsize,
+    streams: AtomicUsize,
+    /// The [`Serving::changes`] they were resolved at.
+    seen: AtomicU64,
+}
+
+impl Limits {
+    fn new(budget: Budget) -> Self {
+        Limits {
+            ordinary: AtomicUsize::new(budget.ordinary),
+            reserve: budget.reserve,
+            admission: AtomicUsize::new(budget.admission),
+            streams: AtomicUsize::new(budget.streams),
+            seen: AtomicU64::new(SERVING.changes.load(Ordering::Acquire)),
+        }
+    }
+
+    fn get(&self) -> Budget {
+        Budget {
+            ordinary: self.ordinary.load(Ordering::Acquire),
+            reserve: self.reserve,
+            admission: self.admission.load(Ordering::Acquire),
+            streams: self.streams.load(Ordering::Acquire),
+        }
+    }
+
+    fn set(&self, budget: Budget) {
+        self.ordinary.store(budget.ordinary, Ordering::Release);
+        self.admission.store(budget.admission, Ordering::Release);
+        self.streams.store(budget.streams, Ordering::Release);
     }
 }
 
@@ -650,8 +792,6 @@ where
 {
     let health = health.into();
     let listening = Arc::new(Listening::new(config));
-    let budget = listening.budget;
-    let limit = budget.ordinary;
     let (closing_tx, closing_rx) = watch::channel(false);
     let spawner = Spawner {
         service,
@@ -669,17 +809,18 @@ where
     let shutdown = health.shutdown_triggered();
     let mut shutdown = std::pin::pin!(shutdown);
     let mut shutdown_seen = false;
-    // Connections in admission hold a descriptor until their task has run, those let go
-    // included: at most half as many again as the admission slots.
-    let admitting_most = budget.admission + budget.admission / 2;
     loop {
+        let budget = listening.refresh_budget();
+        let limit = budget.ordinary;
+        // Connections in admission hold a descriptor until their task has run, those let go
+        // included: at most half as many again as the admission slots.
+        let admitting_most = budget.admission + budget.admission / 2;
         // Room for one more connection, whichever room it will take. When there is none, the
         // loop waits for a connection to close — connections let go from admission close as
         // soon as their task runs — rather than accept one it would have to drop unread: that
         // one may be a probe. Accepting regardless would take the process past its descriptor
         // limit under a flood, and an accept that fails for want of descriptors is retried
-        // only a second later.
-        // The reserve is waited for too: its connections are answered as soon as they enter
+        // only a second later. The reserve is waited for too: its connections are answered as soon as they enter
         // it (see `admit`), and live at most the admission timeout.
         let room = {
             let counts = &listening.counts;
@@ -1070,7 +1211,9 @@ mod tests {
             assert!((limit as u64) < descriptors);
             // Listeners sharing the process stay under the limit together.
             let shares = [(3, 4), (1, 4)].map(|(parts, of)| {
-                let budget = ServeConfig::default().descriptor_share(parts, of).budget();
+                let budget = ServeConfig::default()
+                    .descriptor_share(parts, of)
+                    .budget(true);
                 (budget.ordinary + budget.reserve + budget.admission * 3 / 2) as u64
             });
             assert!(
@@ -1082,5 +1225,56 @@ mod tests {
             ServeConfig::default().max_connections(7).connection_limit(),
             7
         );
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn listeners_of_one_process_share_the_descriptor_limit_by_default() {
+        use rustix::process::{Resource, Rlimit, getrlimit, setrlimit};
+        // A limit low enough that every share is below the per-listener cap.
+        let hard = getrlimit(Resource::Nofile).maximum;
+        let soft = hard.map_or(1024, |hard| hard.min(1024));
+        setrlimit(
+            Resource::Nofile,
+            Rlimit {
+                current: Some(soft),
+                maximum: hard,
+            },
+        )
+        .expect("lower the descriptor limit");
+        let used =
+            |budget: Budget| (budget.ordinary + budget.reserve + budget.admission * 3 / 2) as u64;
+
+        let alone = ServeConfig::default().budget(true);
+        let public = Listening::new(ServeConfig::default());
+        assert_eq!(public.refresh_budget(), alone);
+        // An admin listener started beside it, both with the default share: each gets half,
+        // and together they stay under the limit.
+        let admin = Listening::new(ServeConfig::default());
+        let (shared, other) = (public.refresh_budget(), admin.refresh_budget());
+        assert_eq!(shared, other);
+        assert!(
+            shared.ordinary < alone.ordinary / 2 + 1,
+            "{shared:?} of {alone:?}"
+        );
+        assert!(
+            used(shared) + used(other) + DESCRIPTOR_HEADROOM <= soft,
+            "{shared:?} twice of {soft}"
+        );
+        // A listener with a fixed share takes it; the automatic ones split the rest.
+        let scrape = Listening::new(ServeConfig::default().descriptor_share(1, 4));
+        let (shared, other, fixed) = (
+            public.refresh_budget(),
+            admin.refresh_budget(),
+            scrape.refresh_budget(),
+        );
+        assert!(
+            used(shared) + used(other) + used(fixed) + DESCRIPTOR_HEADROOM <= soft,
+            "{shared:?} {other:?} {fixed:?} of {soft}"
+        );
+        // When one stops, the others take its room back.
+        drop(scrape);
+        drop(admin);
+        assert_eq!(public.refresh_budget(), alone);
     }
 }
