@@ -93,6 +93,16 @@ struct Answered {
     probes: usize,
 }
 
+impl std::fmt::Display for Answered {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "slowest {:?}, {} of {} unanswered ({} while the machine stalled)",
+            self.slowest, self.unanswered, self.probes, self.machine_stalled
+        )
+    }
+}
+
 /// Asserts every probe was answered `200`, but for those the machine left unanswered (the
 /// reference server did not answer either); returns the figures.
 fn answered_all(what: &str, seen: &[Probe], log: &str) -> Answered {
@@ -168,7 +178,7 @@ async fn idle_watch_streams_never_take_the_probes_room() {
     let ready = answered_all("/readyz", &readyz, &log);
     let placed = orders.iter().filter(|(status, _)| *status == 201).count();
     eprintln!(
-        "observed: 300 Watch clients at 256 descriptors ({}): /livez {live:?}; /readyz {ready:?}; \
+        "observed: 300 Watch clients at 256 descriptors ({}): /livez {live}; /readyz {ready}; \
          POST /orders {placed} of {} placed, statuses {:?}",
         counts.trim(),
         orders.len(),
@@ -291,7 +301,7 @@ async fn bodies_that_never_finish_are_cut_and_the_api_serves_again() {
     let live = answered_all("/livez", &livez, &log);
     eprintln!(
         "observed: 50 one-byte bodies on 50 connections: all cut within {slowest:?} \
-         (statuses {:?}); /livez {live:?}",
+         (statuses {:?}); /livez {live}",
         cut.iter()
             .map(|(status, _)| *status)
             .collect::<std::collections::BTreeSet<_>>(),
@@ -373,7 +383,7 @@ async fn idle_floods_on_both_ports_never_exhaust_the_descriptors() {
     let live = answered_all("/livez", &livez, &log);
     eprintln!(
         "observed: 300 idle clients on each port at 256 descriptors: at most {most} open, \
-         /livez {live:?}"
+         /livez {live}"
     );
     assert!(most < 256, "the descriptors ran out: {most}");
     assert!(!log.contains("Too many open files"), "{log}");
