@@ -117,7 +117,7 @@ impl Sim<'_> {
                     }
                 }
                 for kind in remove_probes {
-                    self.probes[super::probing::slot(kind)] = None;
+                    self.probers.remove(kind);
                 }
                 for pod in 0..self.pods.len() {
                     self.replace_pod(pod);

@@ -110,8 +110,7 @@ struct Sim<'a> {
     /// The place of the event being handled among the events of its millisecond.
     current_order: Order,
     pods: Vec<pod::Pod>,
-    /// The container's probes, by slot (an operator's fix may remove some).
-    probes: [Option<crate::scenario::ProbeSpec>; 3],
+    probers: probing::Probers,
     rotation: Rotation,
     dependencies: dependencies::Dependencies,
     faults: faults::Faults,
@@ -186,11 +185,7 @@ impl<'a> Sim<'a> {
             now: 0,
             current_order: 0,
             pods: (0..pods).map(|_| pod::Pod::new()).collect(),
-            probes: [
-                scenario.probes.liveness,
-                scenario.probes.readiness,
-                scenario.probes.startup,
-            ],
+            probers: probing::Probers::new(scenario, pods),
             rotation: Rotation::new(scenario, seed),
             dependencies: dependencies::Dependencies::new(
                 scenario.dependencies.len(),
