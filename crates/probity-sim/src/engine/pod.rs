@@ -391,7 +391,7 @@ impl Sim<'_> {
     fn boot_rate(&self, pod: usize) -> f64 {
         let mut rate: f64 = 1.0;
         for &dependency in &self.scenario.app.boot_needs {
-            if self.dependency_down(pod, dependency) {
+            if self.faults.down(pod, dependency, self.now) {
                 return 0.0;
             }
             if let Some(herd) = self.scenario.dependencies[dependency].herd {
