@@ -453,11 +453,49 @@ fn a_single_page_apps_catch_all_is_not_a_health_endpoint() {
 }
 
 #[test]
+fn a_handler_mounted_on_a_prefix_is_one_endpoint() {
+    // Express's `app.use('/health', …)` under a mount path: /svc/health/live, /svc/health/ready
+    // and /svc/health/anything all reach the one handler.
+    let port = server(|request| {
+        let path = request.path.as_str();
+        Some(
+            if path == "/svc/health" || path.starts_with("/svc/health/") {
+                Reply::json(200, r#"{"status":"ok"}"#)
+            } else {
+                Reply::json(404, r#"{"error":"not found"}"#)
+            },
+        )
+    });
+    let base = format!("http://127.0.0.1:{port}/svc/");
+    let (_, stdout) = inspect(&["--requests", "2", "--json", &base]);
+    let report: serde_json::Value = serde_json::from_str(&stdout).expect("JSON report");
+    let urls: Vec<&str> = report["endpoints"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|endpoint| endpoint["url"].as_str().unwrap())
+        .collect();
+    assert_eq!(urls, [format!("{base}health")], "{stdout}");
+
+    // Nothing under the origin itself: the error says to name the mount path.
+    let (output, _) = inspect(&[&format!("http://127.0.0.1:{port}")]);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(
+        text(&output.stderr).contains("or the base the service is mounted at"),
+        "{}",
+        text(&output.stderr)
+    );
+}
+
+#[test]
 fn an_html_page_at_a_health_path_is_named() {
     // Not a catch-all (other paths are 404), but a page: a login form, a status page.
     let port = server(|request| {
         Some(match request.path.as_str() {
             "/status" => Reply::new(200, "text/html", "<html><body>Sign in</body></html>")
+                .header("cache-control", "no-store"),
+            // Flask's default type on a bare status word: a status, not a page.
+            "/health" => Reply::new(200, "text/html; charset=utf-8", "OK")
                 .header("cache-control", "no-store"),
             _ => Reply::text(404, "not found"),
         })
@@ -469,7 +507,32 @@ fn an_html_page_at_a_health_path_is_named() {
         &format!("http://127.0.0.1:{port}"),
     ]);
     assert_eq!(output.status.code(), Some(1));
-    assert_eq!(rules(&stdout), ["html-answer", "no-contract"], "{stdout}");
+    let report: serde_json::Value = serde_json::from_str(&stdout).expect("JSON report");
+    let findings: Vec<(String, String)> = report["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|finding| {
+            (
+                finding["rule"].as_str().unwrap().to_owned(),
+                finding["endpoint"]
+                    .as_str()
+                    .unwrap()
+                    .rsplit('/')
+                    .next()
+                    .unwrap()
+                    .to_owned(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        findings,
+        [
+            ("html-answer".to_owned(), "status".to_owned()),
+            ("no-contract".to_owned(), "contract".to_owned())
+        ],
+        "{stdout}"
+    );
 }
 
 #[test]
@@ -805,4 +868,89 @@ fn each_way_of_not_answering_is_named() {
     assert_eq!(output.status.code(), Some(2));
     let stderr = text(&output.stderr);
     assert!(stderr.contains("headers are too large"), "{stderr}");
+}
+
+#[test]
+fn a_manifest_is_read_with_the_api_servers_defaults_and_validation() {
+    let port = server(|request| {
+        Some(match request.path.as_str() {
+            "/readyz" => Reply::json(200, r#"{"status":"ok"}"#).after(Duration::from_millis(1200)),
+            _ => Reply::text(404, "not found"),
+        })
+    });
+    let dir = temp_dir("inspect-manifest");
+    let manifest = dir.join("deploy.yaml");
+    let write = |probe: &str| {
+        std::fs::write(
+            &manifest,
+            format!(
+                "apiVersion: apps/v1\nkind: Deployment\nmetadata: {{name: web}}\nspec:\n  \
+                 template:\n    spec:\n      containers:\n      - name: app\n        image: a\n        \
+                 ports: [{{name: http, containerPort: {port}}}]\n        readinessProbe: {probe}\n"
+            ),
+        )
+        .unwrap();
+    };
+    let url = format!("http://127.0.0.1:{port}/readyz");
+    // No timeoutSeconds: the API server's default, 1 s.
+    write("{httpGet: {path: /readyz, port: http}}");
+    let (output, stdout) = inspect(&[
+        "--requests",
+        "2",
+        "--manifest",
+        manifest.to_str().unwrap(),
+        &url,
+    ]);
+    assert_eq!(output.status.code(), Some(1));
+    assert!(
+        stdout.contains("but the probe's timeoutSeconds is 1"),
+        "{stdout}"
+    );
+    // timeoutSeconds 0 is "unset" to the API server: 1 again.
+    write("{httpGet: {path: /readyz, port: http}, timeoutSeconds: 0}");
+    let (_, stdout) = inspect(&[
+        "--requests",
+        "2",
+        "--manifest",
+        manifest.to_str().unwrap(),
+        &url,
+    ]);
+    assert!(
+        stdout.contains("but the probe's timeoutSeconds is 1"),
+        "{stdout}"
+    );
+    // 5 s: no finding.
+    write("{httpGet: {path: /readyz, port: http}, timeoutSeconds: 5}");
+    let (_, stdout) = inspect(&[
+        "--requests",
+        "2",
+        "--json",
+        "--manifest",
+        manifest.to_str().unwrap(),
+        &url,
+    ]);
+    assert!(
+        !rules(&stdout).iter().any(|rule| rule.starts_with("slower")),
+        "{stdout}"
+    );
+    // What the API server rejects is an error naming the object, the container and the field.
+    write("{httpGet: {path: /readyz, port: http}, timeoutSeconds: -1}");
+    let (output, _) = inspect(&["--manifest", manifest.to_str().unwrap(), &url]);
+    assert_eq!(output.status.code(), Some(2));
+    let stderr = text(&output.stderr);
+    assert!(
+        stderr.contains(
+            "Deployment/web: container app: readinessProbe: timeoutSeconds: must be greater than \
+             or equal to 0"
+        ),
+        "{stderr}"
+    );
+    write("{httpGet: {path: /readyz, port: http}, periodSecond: 5}");
+    let (output, _) = inspect(&["--manifest", manifest.to_str().unwrap(), &url]);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(
+        text(&output.stderr).contains("unknown field `periodSecond`"),
+        "{}",
+        text(&output.stderr)
+    );
 }

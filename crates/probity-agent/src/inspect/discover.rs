@@ -4,6 +4,9 @@
 //! one after another. A path counts as an endpoint unless it answers 404 or 410, or answers
 //! what a path that cannot exist answers: a single-page app's catch-all (200 and the same HTML
 //! page for every path), or an authenticating proxy's 401 or its redirect to a login page.
+//! A path beneath an endpoint already found that answers as it does, where a path that cannot
+//! exist beneath it answers alike too, is that endpoint again (a handler mounted on a prefix),
+//! not another one.
 
 use super::InspectError;
 use super::http::{Answer, ask};
@@ -60,7 +63,7 @@ pub(super) struct Fingerprint {
 
 impl Fingerprint {
     /// Whether `answer` is what any path answers here: the same status, and the same body, the
-    /// same HTML page type, or the same redirect.
+    /// both an HTML page, or the same redirect.
     pub(super) fn matches(&self, answer: &Answer) -> bool {
         let other = &self.answer;
         if other.status != answer.status || matches!(answer.status, 404 | 410) {
@@ -68,7 +71,7 @@ impl Fingerprint {
         }
         let final_url = |answer: &Answer| answer.redirects.last().map(|(_, url)| url.clone());
         other.body == answer.body
-            || (other.is_html() && answer.is_html())
+            || (other.is_page() && answer.is_page())
             || (other.elsewhere.is_some() && other.elsewhere == answer.elsewhere)
             || (!other.redirects.is_empty() && final_url(other) == final_url(answer))
     }
@@ -129,8 +132,7 @@ pub(super) async fn discover(
             url: shown(),
             why: failed.failure.describe(timeout),
         })?;
-    let mut endpoints: Vec<reqwest::Url> = Vec::new();
-    let mut finals: Vec<reqwest::Url> = Vec::new();
+    let mut found: Vec<Candidate> = Vec::new();
     let mut like_catch_all = 0;
     for path in HEALTH_PATHS {
         let Ok(candidate) = base.join(path) else {
@@ -154,12 +156,20 @@ pub(super) async fn discover(
             .redirects
             .last()
             .map_or_else(|| candidate.clone(), |(_, url)| url.clone());
-        if finals.contains(&landed) {
+        if found.iter().any(|seen| seen.landed == landed) {
             continue;
         }
-        finals.push(landed);
-        endpoints.push(candidate);
+        if answered_beneath(client, &mut found, &landed, &answer).await {
+            continue;
+        }
+        found.push(Candidate {
+            url: candidate,
+            landed,
+            answer,
+            answers_beneath: None,
+        });
     }
+    let endpoints: Vec<reqwest::Url> = found.into_iter().map(|found| found.url).collect();
     if endpoints.is_empty() {
         let catch_all = match (&fingerprint, like_catch_all) {
             (Some(fingerprint), 1..) => format!(
@@ -179,4 +189,50 @@ pub(super) async fn discover(
         endpoints,
         fingerprint,
     })
+}
+
+/// A path that answered.
+struct Candidate {
+    url: reqwest::Url,
+    /// Where its redirects landed (itself without any).
+    landed: reqwest::Url,
+    answer: Answer,
+    /// Whether a path that cannot exist beneath it answers as it does (asked when needed).
+    answers_beneath: Option<bool>,
+}
+
+/// Whether `answer` at `landed` is an endpoint already found answering for every path beneath
+/// it (an Express `app.use('/health', …)` answers `/health/live` and `/health/anything` alike):
+/// the same handler, not another endpoint.
+async fn answered_beneath(
+    client: &reqwest::Client,
+    found: &mut [Candidate],
+    landed: &reqwest::Url,
+    answer: &Answer,
+) -> bool {
+    for parent in found.iter_mut() {
+        let folder = format!("{}/", parent.landed.path().trim_end_matches('/'));
+        let beneath = landed.path().starts_with(&folder)
+            && parent.answer.status == answer.status
+            && parent.answer.body == answer.body;
+        if !beneath {
+            continue;
+        }
+        if parent.answers_beneath.is_none() {
+            let mut base = parent.landed.clone();
+            base.set_path(&folder);
+            base.set_query(None);
+            let alike = match nonexistent(&base) {
+                Some(url) => ask(client, &url, None).await.is_ok_and(|there| {
+                    there.status == parent.answer.status && there.body == parent.answer.body
+                }),
+                None => false,
+            };
+            parent.answers_beneath = Some(alike);
+        }
+        if parent.answers_beneath == Some(true) {
+            return true;
+        }
+    }
+    false
 }

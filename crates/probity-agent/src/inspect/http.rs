@@ -41,11 +41,33 @@ impl Answer {
         (200..400).contains(&self.status)
     }
 
-    /// Whether the answer is an HTML page.
-    pub(super) fn is_html(&self) -> bool {
-        self.content_type
+    /// Whether the answer is an HTML page: typed `text/html` and marked up. A bare `OK` typed
+    /// `text/html` (Flask's default type) is a status, not a page.
+    pub(super) fn is_page(&self) -> bool {
+        let typed = self
+            .content_type
             .as_deref()
-            .is_some_and(|value| value.to_ascii_lowercase().starts_with("text/html"))
+            .is_some_and(|value| value.to_ascii_lowercase().starts_with("text/html"));
+        typed && {
+            let head: String = self
+                .body
+                .chars()
+                .take(4096)
+                .collect::<String>()
+                .to_ascii_lowercase();
+            [
+                "<!doctype",
+                "<html",
+                "<head",
+                "<body",
+                "<div",
+                "<script",
+                "<form",
+                "<title",
+            ]
+            .iter()
+            .any(|tag| head.contains(tag))
+        }
     }
 }
 

@@ -226,7 +226,7 @@ fn page_or_catch_all(endpoint: &Endpoint, add: &mut impl FnMut(&'static str, Sev
                 fingerprint.summary()
             ),
         );
-    } else if answer.is_html() {
+    } else if answer.is_page() {
         add(
             "html-answer",
             Severity::Warning,

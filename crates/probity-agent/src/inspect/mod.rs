@@ -260,7 +260,8 @@ pub enum InspectError {
     /// No health endpoint under a base URL.
     #[error(
         "{url}: none of the {tried} health paths tried answers (other than 404){catch_all}; \
-         name the endpoint: probity inspect {url}health"
+         name the endpoint (probity inspect {url}health) or the base the service is mounted at \
+         ({url}api/)"
     )]
     NothingFound {
         /// The base URL, credentials masked.
