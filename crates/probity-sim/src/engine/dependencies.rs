@@ -7,28 +7,16 @@
 //! hung health-check calls hold connections until they end.
 
 use super::Sim;
+use super::faults::Condition;
 use super::pod::Process;
 use super::policy::{self, CheckState};
 use super::pool;
 use super::queue::Event;
 use super::traffic::Outcome;
 use crate::report::KillReason;
-use crate::scenario::{FaultKind, OutageBehaviour, PoolCheck, RequestClass};
+use crate::scenario::{OutageBehaviour, PoolCheck, RequestClass};
 use crate::time::Millis;
 use std::collections::BTreeSet;
-
-/// How a dependency behaves at the moment.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub(super) enum Condition {
-    /// Normal.
-    Up,
-    /// Down: calls hang or are refused.
-    Down(OutageBehaviour),
-    /// Every call takes this long.
-    Slow(Millis),
-    /// A call fails with this probability.
-    Flicker(f64),
-}
 
 /// How a request reaches a dependency it needs.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -115,28 +103,16 @@ pub(super) struct Dependencies {
     overloaded: Vec<bool>,
     /// Health-check calls made to each dependency.
     pub(super) calls: Vec<u64>,
-    /// The faults on each dependency, by index.
-    faults_on: Vec<Vec<usize>>,
-    /// The faults in force on each dependency: while none is, a call needs no look at them.
-    pub(super) in_force_on: Vec<u32>,
 }
 
 impl Dependencies {
-    /// The dependencies of a scenario's faults.
-    pub(super) fn new(count: usize, faults: &[crate::scenario::Fault]) -> Self {
-        let mut faults_on = vec![Vec::new(); count];
-        for (index, fault) in faults.iter().enumerate() {
-            if let Some(dependency) = fault.kind.shared_dependency() {
-                faults_on[dependency].push(index);
-            }
-        }
+    /// `count` dependencies, called by no one yet.
+    pub(super) fn new(count: usize) -> Self {
         Dependencies {
             booting_on: vec![0; count],
             booting: BTreeSet::new(),
             overloaded: vec![false; count],
             calls: vec![0; count],
-            faults_on,
-            in_force_on: vec![0; count],
         }
     }
 }
@@ -144,42 +120,12 @@ impl Dependencies {
 impl Sim<'_> {
     /// How `dependency` behaves now for `pod`, from the faults in force that reach it.
     pub(super) fn condition(&self, pod: usize, dependency: usize) -> Condition {
-        if self.dependencies.in_force_on[dependency] == 0 {
-            return Condition::Up;
-        }
-        let now = self.now;
-        let mut condition = Condition::Up;
-        for &index in &self.dependencies.faults_on[dependency] {
-            let fault = &self.scenario.faults[index];
-            if !self.faults.active[index] || !fault.reaches(pod) {
-                continue;
-            }
-            match fault.kind {
-                FaultKind::DependencyOutage { behaviour, .. } => return Condition::Down(behaviour),
-                FaultKind::SlowDependency { latency, .. } => condition = Condition::Slow(latency),
-                FaultKind::FlappingDependency {
-                    period,
-                    down,
-                    flicker,
-                    ..
-                } => {
-                    let into = (now - fault.at) % period;
-                    if into < down {
-                        return Condition::Down(self.scenario.dependencies[dependency].outage);
-                    }
-                    if flicker > 0.0 {
-                        condition = Condition::Flicker(flicker);
-                    }
-                }
-                _ => {}
-            }
-        }
-        condition
+        self.faults.condition(pod, dependency, self.now)
     }
 
     /// Whether `dependency` is down for `pod`.
     pub(super) fn dependency_down(&self, pod: usize, dependency: usize) -> bool {
-        matches!(self.condition(pod, dependency), Condition::Down(_))
+        self.faults.down(pod, dependency, self.now)
     }
 
     /// The herd overloads `dependency` while more pods boot against it than it serves.

@@ -19,6 +19,10 @@ pub(super) enum Effect {
     AllReweighed,
     /// The split of the traffic may have changed: settle the instant.
     Resplit,
+    /// Fault `index` (of the scenario's) began in a pod, or is an operator's action on pods.
+    PodFault(usize),
+    /// What boots depend on may have changed (a dependency's condition): re-time them.
+    BootsChanged,
 }
 
 /// The effects of one handler, in order. The engine keeps one buffer and lends it to each
@@ -50,6 +54,16 @@ impl Effects {
     /// Tells that the split of the traffic may have changed.
     pub(super) fn resplit(&mut self) {
         self.0.push(Effect::Resplit);
+    }
+
+    /// Tells that fault `index`, on a pod or an operator's action, began.
+    pub(super) fn pod_fault(&mut self, index: usize) {
+        self.0.push(Effect::PodFault(index));
+    }
+
+    /// Tells that the boots in progress may progress at another rate now.
+    pub(super) fn boots_changed(&mut self) {
+        self.0.push(Effect::BootsChanged);
     }
 
     /// Takes the effects out in order, leaving the buffer empty for the next handler.

@@ -44,7 +44,7 @@ mod steady;
 mod traffic;
 
 use crate::report::Report;
-use crate::scenario::{CheckTarget, EndpointMode, Scenario, Start};
+use crate::scenario::{CheckTarget, EndpointMode, FaultKind, Scenario, Start};
 use crate::time::Millis;
 use effects::{Effect, Effects};
 use probity_contract::probe::ProbeKind;
@@ -110,11 +110,10 @@ struct Sim<'a> {
     /// The place of the event being handled among the events of its millisecond.
     current_order: Order,
     pods: Vec<pod::Pod>,
-    /// The container's probes, by slot (an operator's fix may remove some).
-    probes: [Option<crate::scenario::ProbeSpec>; 3],
+    probers: probing::Probers,
     rotation: Rotation,
     dependencies: dependencies::Dependencies,
-    faults: faults::Faults,
+    faults: faults::Faults<'a>,
     traffic: Traffic,
     measure: measure::Measurements,
     passive: passive::Passive,
@@ -186,17 +185,10 @@ impl<'a> Sim<'a> {
             now: 0,
             current_order: 0,
             pods: (0..pods).map(|_| pod::Pod::new()).collect(),
-            probes: [
-                scenario.probes.liveness,
-                scenario.probes.readiness,
-                scenario.probes.startup,
-            ],
+            probers: probing::Probers::new(scenario, pods),
             rotation: Rotation::new(scenario, seed),
-            dependencies: dependencies::Dependencies::new(
-                scenario.dependencies.len(),
-                &scenario.faults,
-            ),
-            faults: faults::Faults::new(scenario.faults.len()),
+            dependencies: dependencies::Dependencies::new(scenario.dependencies.len()),
+            faults: faults::Faults::new(scenario),
             traffic: Traffic::new(pods, scenario.requests.rate),
             measure: measure::Measurements::new(
                 &scenario.fleet.names,
@@ -226,7 +218,8 @@ impl<'a> Sim<'a> {
 
     fn run(&mut self, progress: &mut dyn FnMut(Millis)) {
         self.init_fleet();
-        self.schedule_faults();
+        self.faults.schedule(&mut self.effects);
+        self.apply_effects();
         let pods = self.pods.len();
         self.rotation.start_outlier_sweeps(pods, &mut self.effects);
         self.apply_effects();
@@ -368,9 +361,19 @@ impl<'a> Sim<'a> {
                 epoch,
             } => self.passive_resume(pod as usize, usize::from(check), process, epoch),
             Event::PassiveDue { epoch } => self.passive_due(epoch),
-            Event::FaultStart { fault } => self.fault_start(fault as usize),
-            Event::FaultEnd { fault } => self.fault_end(fault as usize),
-            Event::FlapBoundary { fault } => self.flap_boundary(fault as usize),
+            Event::FaultStart { fault } => {
+                self.faults
+                    .start(fault as usize, self.now, &mut self.effects);
+                self.apply_effects();
+            }
+            Event::FaultEnd { fault } => {
+                self.faults.end(fault as usize, &mut self.effects);
+                self.apply_effects();
+            }
+            Event::FlapBoundary { fault } => {
+                self.faults.flap_boundary(fault as usize, &mut self.effects);
+                self.apply_effects();
+            }
             Event::ConnectionEnd { connection, epoch } => {
                 let clock = (self.now, self.scenario.requests.rate);
                 let close = self.scenario.app.close_connections_when_unready;
@@ -399,9 +402,68 @@ impl<'a> Sim<'a> {
                 Effect::Reweighed(pod) => self.mark(pod),
                 Effect::AllReweighed => self.mark_all(),
                 Effect::Resplit => self.unsettled = true,
+                Effect::PodFault(index) => self.pod_fault(index),
+                Effect::BootsChanged => self.refresh_boots(),
             }
         }
         self.effects = effects;
+    }
+
+    /// A fault began in a pod, or an operator acts on pods.
+    fn pod_fault(&mut self, index: usize) {
+        match self.scenario.faults[index].kind.clone() {
+            FaultKind::PoolExhausted {
+                instance,
+                dependency,
+            } => {
+                if let Some(process) = self.pods[instance].process.as_mut() {
+                    process.pool_exhausted |= 1 << dependency;
+                }
+                self.refresh_poll_keys(instance);
+                self.mark(instance);
+            }
+            FaultKind::Deadlock {
+                instance,
+                ignores_sigterm,
+            } => {
+                if let Some(process) = self.pods[instance].process.as_mut() {
+                    process.deadlocked_at = Some(self.now);
+                    process.ignores_sigterm = ignores_sigterm;
+                }
+                self.mark(instance);
+            }
+            FaultKind::RuntimeStall { instance } => {
+                if let Some(process) = self.pods[instance].process.as_mut() {
+                    process.stalled = true;
+                }
+                self.mark(instance);
+            }
+            FaultKind::CrashOnStart { instance, after } => {
+                self.pods[instance].crashes_after = Some(after);
+                self.schedule_crash(instance);
+            }
+            FaultKind::ManualDrain { instance } => {
+                self.pods[instance].manual_drained = true;
+                self.pod_changed(instance);
+            }
+            FaultKind::ManualFix { remove_probes } => {
+                // The skipped ticks so far count with the probes they had.
+                for pod in 0..self.pods.len() {
+                    for kind in ProbeKind::ALL {
+                        self.wake_worker(pod, kind, false);
+                    }
+                }
+                for kind in remove_probes {
+                    self.probers.remove(kind);
+                }
+                for pod in 0..self.pods.len() {
+                    self.replace_pod(pod);
+                }
+            }
+            FaultKind::DependencyOutage { .. }
+            | FaultKind::SlowDependency { .. }
+            | FaultKind::FlappingDependency { .. } => {}
+        }
     }
 
     /// The router checks a pod: the pod answers, within the check's timeout.

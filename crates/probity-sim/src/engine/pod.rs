@@ -6,7 +6,6 @@
 //! `killContainer` ([`StopSequence`]).
 
 use super::policy::CheckState;
-use super::probing::PodProbes;
 use super::queue::Event;
 use super::{Sim, at, millis};
 use crate::report::{KillReason, LaneState};
@@ -47,7 +46,6 @@ pub(super) struct Pod {
     /// The restart decided in the sync that killed the container.
     pub(super) restart_after_kill: Option<RestartDecision>,
     pub(super) process: Option<Process>,
-    pub(super) probes: PodProbes,
     /// The pod's Ready condition.
     pub(super) pod_ready: bool,
     /// An operator took it out of rotation.
@@ -69,7 +67,6 @@ impl Pod {
             start_epoch: 0,
             restart_after_kill: None,
             process: None,
-            probes: PodProbes::new(),
             pod_ready: false,
             manual_drained: false,
             crashes_after: None,
@@ -240,8 +237,8 @@ impl Sim<'_> {
         state.started_at = 0;
         state.started = true;
         state.pod_ready = true;
-        state.probes = PodProbes::settled(1);
         state.process = Some(Process::settled(1, checks));
+        self.probers.settled(pod, 1);
         self.refresh_poll_keys(pod);
         self.rotation.router.endpoint_update(pod, true);
         for kind in ProbeKind::ALL {
@@ -330,8 +327,9 @@ impl Sim<'_> {
         state.container = Container::Running;
         state.started_at = now;
         state.restart_after_kill = None;
-        state.probes.new_container();
         state.started = started;
+        self.probers.pods[pod].new_container();
+        let state = &mut self.pods[pod];
         state.process = Some(Process {
             id,
             booted: false,
@@ -393,7 +391,7 @@ impl Sim<'_> {
     fn boot_rate(&self, pod: usize) -> f64 {
         let mut rate: f64 = 1.0;
         for &dependency in &self.scenario.app.boot_needs {
-            if self.dependency_down(pod, dependency) {
+            if self.faults.down(pod, dependency, self.now) {
                 return 0.0;
             }
             if let Some(herd) = self.scenario.dependencies[dependency].herd {
@@ -580,10 +578,10 @@ impl Sim<'_> {
         state.last_finished = None;
         state.backoff = CrashLoopBackOff::default();
         state.restart_after_kill = None;
-        state.probes.replace();
         state.start_epoch += 1;
         // Not a restart of the old container: the new pod's first container.
         state.container_id += 1;
+        self.probers.pods[pod].replace();
         let record = &mut self.measure.pods[pod];
         record.restarts = record.restarts.saturating_sub(1);
         self.update_pod_ready(pod);

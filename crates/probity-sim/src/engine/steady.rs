@@ -38,11 +38,12 @@ impl Sim<'_> {
             return false;
         }
         let state = &self.pods[pod];
-        let ticker = state.probes.tickers[slot(kind)];
+        let probes = &self.probers.pods[pod];
+        let ticker = probes.tickers[slot(kind)];
         if ticker.busy || ticker.pending || !state.running() {
             return false;
         }
-        let worker = state.probes.worker(kind);
+        let worker = probes.worker(kind);
         if worker.on_hold() || worker.container() != Some(state.container_id) {
             return false;
         }
@@ -70,7 +71,7 @@ impl Sim<'_> {
             };
             let process = state.process.as_ref();
             if worker.result_run() < threshold
-                || state.probes.result(kind) != result
+                || probes.result(kind) != result
                 || (kind == ProbeKind::Readiness
                     && process.is_some_and(|process| process.answered_unready == passed))
             {
@@ -79,7 +80,7 @@ impl Sim<'_> {
             true
         };
         let now = self.now;
-        let ticker = &mut self.pods[pod].probes.tickers[slot(kind)];
+        let ticker = &mut self.probers.pods[pod].tickers[slot(kind)];
         ticker.quiet = Quiet {
             quiet: true,
             next_due: now + period,
@@ -159,7 +160,7 @@ impl Sim<'_> {
     /// Something about `pod` changed: its quiet workers tick again.
     pub(super) fn wake(&mut self, pod: usize) {
         for kind in ProbeKind::ALL {
-            if self.pods[pod].probes.tickers[slot(kind)].quiet.quiet {
+            if self.probers.pods[pod].tickers[slot(kind)].quiet.quiet {
                 self.wake_worker(pod, kind, true);
             }
         }
@@ -168,11 +169,11 @@ impl Sim<'_> {
     /// Counts a quiet worker's skipped ticks up to now and, if `resume`, schedules its next
     /// tick in its place; the worker is no longer quiet.
     pub(super) fn wake_worker(&mut self, pod: usize, kind: ProbeKind, resume: bool) {
-        let quiet = self.pods[pod].probes.tickers[slot(kind)].quiet;
+        let quiet = self.probers.pods[pod].tickers[slot(kind)].quiet;
         if !quiet.quiet {
             return;
         }
-        self.pods[pod].probes.tickers[slot(kind)].quiet = Quiet::default();
+        self.probers.pods[pod].tickers[slot(kind)].quiet = Quiet::default();
         let Some(period) = self.probe(kind).map(|probe| probe.period()) else {
             return;
         };
@@ -198,7 +199,7 @@ impl Sim<'_> {
             self.measure.probe_requests += skipped;
         }
         if resume {
-            let epoch = self.pods[pod].probes.tickers[slot(kind)].epoch;
+            let epoch = self.probers.pods[pod].tickers[slot(kind)].epoch;
             let event = Event::ProbeTick {
                 pod: pod as u32,
                 slot: slot(kind) as u8,
@@ -221,7 +222,7 @@ impl Sim<'_> {
     pub(super) fn count_quiet_ticks(&mut self, end: Millis) {
         for pod in 0..self.pods.len() {
             for kind in ProbeKind::ALL {
-                let quiet = self.pods[pod].probes.tickers[slot(kind)].quiet;
+                let quiet = self.probers.pods[pod].tickers[slot(kind)].quiet;
                 let Some(period) = self.probe(kind).map(|probe| probe.period()) else {
                     continue;
                 };
