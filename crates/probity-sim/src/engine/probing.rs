@@ -10,11 +10,12 @@
 //! - `results_manager.go` `Set`: only a change of value has effects; a liveness or startup
 //!   Failure kills the container, a startup Success marks it Started.
 
+use super::Sim;
 use super::queue::Event;
-use super::{Sim, at};
 use crate::report::KillReason;
 use crate::scenario::ProbeSpec;
 use crate::time::Millis;
+use crate::time::at;
 use probity_contract::kube::prober::{
     self, Gate, ProbeResult, ProbeWorker, Response, SetResult, initial_result,
 };
@@ -151,7 +152,7 @@ impl Sim<'_> {
     /// Schedules a worker's tick at `when`, in its ticker's current epoch.
     pub(super) fn schedule_probe_tick(&mut self, pod: usize, kind: ProbeKind, when: u64) {
         let epoch = self.probers.pods[pod].tickers[slot(kind)].epoch;
-        self.queue.schedule(
+        self.effects.schedule(
             when,
             Event::ProbeTick {
                 pod: pod as u32,
@@ -171,7 +172,7 @@ impl Sim<'_> {
         if ticker.epoch != epoch {
             return;
         }
-        let order = self.queue.reserve();
+        let order = self.effects.reserve();
         let next = Event::ProbeTick {
             pod: pod as u32,
             slot: slot(kind) as u8,
@@ -179,7 +180,8 @@ impl Sim<'_> {
         };
         if ticker.busy {
             self.probers.pods[pod].tickers[slot(kind)].pending = true;
-            self.queue.schedule_in_order(self.now + period, order, next);
+            self.effects
+                .schedule_in_order(self.now + period, order, next);
             return;
         }
         let answered = self.run_probe(pod, kind);
@@ -188,7 +190,8 @@ impl Sim<'_> {
             return;
         }
         if !self.go_quiet(pod, kind, answered) {
-            self.queue.schedule_in_order(self.now + period, order, next);
+            self.effects
+                .schedule_in_order(self.now + period, order, next);
         }
     }
 
@@ -237,7 +240,7 @@ impl Sim<'_> {
             Some(success)
         } else {
             self.probers.pods[pod].tickers[slot(kind)].busy = true;
-            self.queue.schedule(
+            self.effects.schedule(
                 self.now + after,
                 Event::ProbeDone {
                     pod: pod as u32,
@@ -329,5 +332,5 @@ pub(super) fn within(answer: Option<(u64, bool)>, timeout: u64) -> (u64, bool) {
         },
     };
     let outcome = prober::outcome(response, at(timeout));
-    (super::millis(outcome.after), outcome.success)
+    (crate::time::millis(outcome.after), outcome.success)
 }

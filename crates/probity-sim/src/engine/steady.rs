@@ -5,7 +5,7 @@
 //! would have had), and the ticks it skips are counted by arithmetic when something about
 //! its pod changes, or at the end of the run. Anything that can change a probe's answer
 //! (the container, the process, a check's state) goes through [`Sim::mark`] or
-//! [`Sim::check_state_changed`], which wakes the pod's quiet workers: each schedules its next
+//! a change of a check's state ([`super::policy::Policy`]), which wakes the pod's quiet workers: each schedules its next
 //! tick, in the place among that millisecond's events it would have had (the queue remembers
 //! where each recent instant's schedules began). A fleet in a steady state thus costs its
 //! polls, not its probes.
@@ -123,7 +123,7 @@ impl Sim<'_> {
                     // time. So does a fallback's, which the check's answer reads.
                     let runs_out = |check: usize| {
                         let spec = &scenario.app.checks[check];
-                        let check_state = &process.checks[check];
+                        let check_state = &self.policy.states(pod)[check];
                         !check_state.hysteresis.is_healthy()
                             && spec.fail_open_for.is_some()
                             && check_state.unhealthy_since.is_some()
@@ -136,7 +136,7 @@ impl Sim<'_> {
                     {
                         return None;
                     }
-                    policy::cached_entry(&scenario.app.checks, &process.checks, check, self.now)
+                    self.policy.cached_entry(pod, check, self.now)
                 }
             };
             if policy::fails(&entry) {
@@ -144,17 +144,6 @@ impl Sim<'_> {
             }
         }
         Some(passed_all)
-    }
-
-    /// A check's state changed in `pod`: its probes may answer differently.
-    pub(super) fn check_state_changed(&mut self, pod: usize) {
-        if self.fallbacks.any() {
-            // The handlers read the snapshot to serve from a fallback: the requests may fare
-            // differently.
-            self.mark(pod);
-        } else {
-            self.wake(pod);
-        }
     }
 
     /// Something about `pod` changed: its quiet workers tick again.
@@ -206,8 +195,8 @@ impl Sim<'_> {
                 epoch,
             };
             match self.tick_order(due, period) {
-                Some(order) => self.queue.schedule_in_order(due, order, event),
-                None => self.queue.schedule(due, event),
+                Some(order) => self.effects.schedule_in_order(due, order, event),
+                None => self.effects.schedule(due, event),
             }
         }
     }
@@ -215,7 +204,7 @@ impl Sim<'_> {
     /// The place of a tick at `due`: as scheduled at the start of the instant one period
     /// before, by the tick that would have run then.
     fn tick_order(&self, due: Millis, period: Millis) -> Option<Order> {
-        self.queue.order_at(due.checked_sub(period)?)
+        self.effects.order_at(due.checked_sub(period)?)
     }
 
     /// The run ends: every quiet worker's skipped ticks before the end count.
