@@ -101,8 +101,8 @@ pub use request_metrics::{
 pub use serve::{ServeConfig, ShutdownReport, serve, serve_with};
 pub use shed::{Shed, ShedFuture, ShedLayer};
 pub use status::{
-    LastPoll, MAX_NAME_CHARS, MAX_REASON_CHARS, MAX_ROWS, PollPoint, Row, Severity, StatusPage,
-    StatusReport, TransitionPoint, escape,
+    Finding, LastPoll, MAX_NAME_CHARS, MAX_REASON_CHARS, MAX_ROWS, PollPoint, Row, Severity,
+    StatusPage, StatusReport, TransitionPoint, escape,
 };
 
 /// Re-exported so a service can set the detail policy with this crate alone.

@@ -56,9 +56,35 @@ const REFRESH_MS: u32 = 2_000;
 /// # Ok(())
 /// # }
 /// ```
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct StatusPage {
     health: HealthView,
+    findings: Option<FindingsSource>,
+}
+
+/// Where a page reads its findings, each time it is built.
+type FindingsSource = Arc<dyn Fn() -> Vec<Finding> + Send + Sync>;
+
+impl std::fmt::Debug for StatusPage {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("StatusPage")
+            .field("health", &self.health)
+            .field("findings", &self.findings.is_some())
+            .finish()
+    }
+}
+
+/// Something an operator should look at that fails no probe: a figure that never moves while
+/// the service serves (`db_pool_pending_acquires read 0 in 120 scrapes while 20,000 requests
+/// were served: is it wired?`), an exposition cut short. Listed above the entries.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Finding {
+    /// What kind of finding (`unmoving_series`, `truncated_exposition`): stable, for tools.
+    pub kind: String,
+    /// What it is about (a series, a URL without credentials).
+    pub subject: String,
+    /// The finding in words.
+    pub message: String,
 }
 
 impl StatusPage {
@@ -66,7 +92,15 @@ impl StatusPage {
     pub fn new(health: impl Into<HealthView>) -> Self {
         Self {
             health: health.into(),
+            findings: None,
         }
+    }
+
+    /// Lists what `source` returns, read each time the page is built, above the entries (at
+    /// most [`MAX_ROWS`], each cut at [`MAX_REASON_CHARS`]).
+    pub fn findings(mut self, source: impl Fn() -> Vec<Finding> + Send + Sync + 'static) -> Self {
+        self.findings = Some(Arc::new(source));
+        self
     }
 
     /// The router serving `GET /status` and `GET /status.json`, to merge into an admin
@@ -83,7 +117,20 @@ impl StatusPage {
 
     /// The report the page shows, built from the current snapshot.
     pub fn report(&self) -> StatusReport {
-        StatusReport::of(&self.health.snapshot(), Instant::now(), SystemTime::now())
+        let mut report =
+            StatusReport::of(&self.health.snapshot(), Instant::now(), SystemTime::now());
+        if let Some(source) = &self.findings {
+            report.findings = source()
+                .into_iter()
+                .take(MAX_ROWS)
+                .map(|finding| Finding {
+                    kind: cut(&finding.kind, MAX_NAME_CHARS),
+                    subject: cut(&finding.subject, MAX_NAME_CHARS),
+                    message: cut(&finding.message, MAX_REASON_CHARS),
+                })
+                .collect();
+        }
+        report
     }
 }
 
@@ -155,6 +202,8 @@ pub struct StatusReport {
     pub rows: Vec<Row>,
     /// Rows left off past [`MAX_ROWS`].
     pub rows_left_off: usize,
+    /// What an operator should look at that fails no probe ([`StatusPage::findings`]).
+    pub findings: Vec<Finding>,
 }
 
 /// One entry of the page: a readiness check, a liveness condition, a startup step, or a
@@ -179,9 +228,10 @@ pub struct Row {
     pub in_state_secs: Option<f64>,
     /// A check's recent polls, oldest first.
     pub polls: Vec<PollPoint>,
-    /// A check's recent transitions, newest first.
+    /// Recent transitions, newest first: a check's falls and rises, a liveness condition's
+    /// moves between passing, waiting and failing, a startup step's completion.
     pub transitions: Vec<TransitionPoint>,
-    /// A check's transitions since it was registered, including those no longer kept.
+    /// Transitions since the entry was registered, including those no longer kept.
     pub transitions_total: u64,
 }
 
@@ -209,14 +259,15 @@ pub struct PollPoint {
     pub ok: bool,
 }
 
-/// One transition of a check's history.
+/// One transition of an entry's history.
 #[derive(Debug, Clone, Serialize)]
 pub struct TransitionPoint {
     /// When it was published (RFC 3339, UTC, milliseconds).
     pub at: String,
-    /// `healthy` or `unhealthy`.
+    /// The state it left: `healthy` or `unhealthy` for a check; `passing`, `waiting` or
+    /// `failing` for a liveness condition; `pending` for a startup step.
     pub from: &'static str,
-    /// `healthy` or `unhealthy`.
+    /// The state it entered: as `from`, and `complete` for a startup step.
     pub to: &'static str,
     /// For a fall, the failure's class (`timeout`, `exhausted`, …).
     pub class: Option<&'static str>,
@@ -235,14 +286,14 @@ impl StatusReport {
                 // no row of its own, so it is listed while it fails.
                 Subject::Gate(_) if entry.status == Status::Pass => {}
                 Subject::Gate(gate) if gate != Gate::Shutdown => {}
-                _ => rows.push(Row::of(&entry, now)),
+                _ => rows.push(Row::of(&entry, now, wall_now)),
             }
         }
         for entry in snapshot.entries(ProbeKind::Liveness, now, &[]) {
-            rows.push(Row::of(&entry, now));
+            rows.push(Row::of(&entry, now, wall_now));
         }
         for entry in snapshot.entries(ProbeKind::Startup, now, &[]) {
-            rows.push(Row::of(&entry, now));
+            rows.push(Row::of(&entry, now, wall_now));
         }
         rows.sort_by_key(|row| row.severity);
         let rows_left_off = rows.len().saturating_sub(MAX_ROWS);
@@ -256,6 +307,7 @@ impl StatusReport {
             startup: snapshot.status(ProbeKind::Startup, now),
             rows,
             rows_left_off,
+            findings: Vec::new(),
         }
     }
 
@@ -289,6 +341,18 @@ impl StatusReport {
             startup = badge("startup", self.startup),
             at = escape(&self.generated_at),
         );
+        if !self.findings.is_empty() {
+            html.push_str("<section class=\"findings\"><h2>Findings</h2><ul>\n");
+            for finding in &self.findings {
+                let _ = writeln!(
+                    html,
+                    "<li data-kind=\"{kind}\">{message}</li>",
+                    kind = escape(&finding.kind),
+                    message = escape(&finding.message),
+                );
+            }
+            html.push_str("</ul></section>\n");
+        }
         html.push_str(
             "<table><thead><tr><th>entry</th><th>state</th><th>last result</th>\
              <th>in state</th><th>recent polls</th><th>last transitions</th></tr></thead>\
@@ -331,7 +395,7 @@ fn badge(probe: &str, status: Status) -> String {
 }
 
 impl Row {
-    fn of(entry: &Entry<'_>, now: Instant) -> Row {
+    fn of(entry: &Entry<'_>, now: Instant, wall_now: SystemTime) -> Row {
         let severity = match (entry.effect(), entry.status) {
             (Effect::Fails, _) => Severity::Failing,
             (Effect::Degrades, _) | (Effect::None, Status::Fail | Status::Warn) => {
@@ -375,6 +439,19 @@ impl Row {
                 "pending"
             }
             .to_owned();
+            // A step's history: registered pending, completed once.
+            let since = step.completed_at().unwrap_or(step.registered_at());
+            row.in_state_secs = Some(secs_of(wall_now.duration_since(since).unwrap_or_default()));
+            if let Some(completed) = step.completed_at() {
+                row.transitions.push(TransitionPoint {
+                    at: humantime::format_rfc3339_millis(completed).to_string(),
+                    from: "pending",
+                    to: "complete",
+                    class: None,
+                    passive: false,
+                });
+                row.transitions_total = 1;
+            }
         } else if let Some(condition) = entry.condition() {
             row.state = match (condition.failure(), condition.waiting()) {
                 (Some(_), _) => "failing",
@@ -382,6 +459,23 @@ impl Row {
                 (None, None) => "passing",
             }
             .to_owned();
+            let history = condition.history();
+            row.in_state_secs = history
+                .transitions()
+                .next_back()
+                .map(|last| secs_of(wall_now.duration_since(last.at()).unwrap_or_default()));
+            row.transitions = history
+                .transitions()
+                .rev()
+                .map(|transition| TransitionPoint {
+                    at: humantime::format_rfc3339_millis(transition.at()).to_string(),
+                    from: transition.from().as_str(),
+                    to: transition.to().as_str(),
+                    class: None,
+                    passive: false,
+                })
+                .collect();
+            row.transitions_total = history.transitions_total();
         }
         row
     }
@@ -636,8 +730,9 @@ tr.passing td:first-child{border-left:6px solid #2e7d32}\
 word-break:break-word}.failed{color:#c62828;font-weight:600}.ok{color:#2e7d32}\
 .badge{display:inline-block;padding:.15em .6em;border-radius:1em;margin-right:.4em;color:#fff}\
 .badge.failing{background:#c62828}.badge.degraded{background:#ef8f00}.badge.passing{background:#2e7d32}\
-ol.transitions{margin:0;padding-left:1.1em;font-size:.85em}li.to-unhealthy{color:#c62828}\
-li.to-healthy{color:#2e7d32}time{font-family:ui-monospace,monospace}\
+ol.transitions{margin:0;padding-left:1.1em;font-size:.85em}li.to-unhealthy,li.to-failing{color:#c62828}\
+li.to-waiting{color:#8a6d00}section.findings li{font-family:ui-monospace,monospace;font-size:.9em}\
+li.to-healthy,li.to-passing,li.to-complete{color:#2e7d32}time{font-family:ui-monospace,monospace}\
 svg.spark polyline{fill:none;stroke:#555;stroke-width:1.2}svg.spark circle{fill:#c62828}\
 body[data-connection=lost] #connection{color:#c62828;font-weight:600}";
 

@@ -1,6 +1,7 @@
 //! `probity drill --file DRILL.yaml`: the drills a drill file describes, for any service.
 
 use anyhow::{Context, bail};
+use probity_contract::text::escape_control as shown;
 use probity_drill::engine::{self, Options};
 use probity_drill::file::DrillFile;
 use std::path::PathBuf;
@@ -23,6 +24,25 @@ pub(crate) struct Args {
 
 pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
     let loaded = DrillFile::load(&args.file)?;
+    if let Some(junit) = &args.junit {
+        let mut inputs = vec![args.file.clone()];
+        inputs.extend(args.manifest.as_ref().map(|(path, _)| path.clone()));
+        inputs.extend(
+            loaded
+                .file
+                .manifest
+                .as_ref()
+                .map(|manifest| loaded.dir.join(&manifest.file)),
+        );
+        inputs.extend(
+            loaded
+                .file
+                .agent
+                .as_ref()
+                .map(|agent| loaded.dir.join(&agent.config)),
+        );
+        refuse_input_as_output(junit, "--junit", &inputs)?;
+    }
     let pod = loaded
         .pod(
             args.manifest
@@ -41,12 +61,14 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
                 Some(fault) => chosen.push(fault.clone()),
                 None => bail!(
                     "no fault named `{}` in {} (there are: {})",
-                    name.trim(),
+                    shown(name.trim()),
                     args.file.display(),
-                    all.iter()
-                        .map(|fault| fault.display_name())
-                        .collect::<Vec<_>>()
-                        .join(", ")
+                    shown(
+                        &all.iter()
+                            .map(|fault| fault.display_name())
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    )
                 ),
             }
         }
@@ -55,16 +77,18 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
     if args.check {
         println!(
             "{}: valid; {} instances of {}, probes from {}, {} faults: {}",
-            args.file.display(),
+            shown(&args.file.display().to_string()),
             loaded.file.instances,
             loaded.file.service,
-            pod.source,
+            shown(&pod.source),
             faults.len(),
-            faults
-                .iter()
-                .map(|fault| fault.display_name())
-                .collect::<Vec<_>>()
-                .join(", ")
+            shown(
+                &faults
+                    .iter()
+                    .map(|fault| fault.display_name())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )
         );
         return Ok(ExitCode::SUCCESS);
     }
@@ -136,7 +160,9 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
                 for check in row.checks.iter().filter(|check| !check.met) {
                     eprintln!(
                         "missed: {}: {} (measured {})",
-                        row.fault, check.target, check.measured
+                        shown(&row.fault),
+                        shown(&check.target),
+                        shown(&check.measured)
                     );
                 }
             }
@@ -163,4 +189,30 @@ fn fleet_timeout(pod: &probity_drill::file::ResolvedPod) -> Duration {
         })
         .unwrap_or_default();
     startup + readiness + Duration::from_secs(60)
+}
+
+/// Refuses an output path that is one of the run's input files (the drill file, the manifest,
+/// the agent's configuration), however it is named: the same path, a link to it, a hard link.
+pub(crate) fn refuse_input_as_output(
+    output: &std::path::Path,
+    flag: &str,
+    inputs: &[PathBuf],
+) -> anyhow::Result<()> {
+    use std::os::unix::fs::MetadataExt as _;
+    let Ok(written) = std::fs::metadata(output) else {
+        return Ok(()); // nothing there yet: not an input
+    };
+    for input in inputs {
+        if let Ok(read) = std::fs::metadata(input)
+            && read.dev() == written.dev()
+            && read.ino() == written.ino()
+        {
+            bail!(
+                "{flag} {}: that is {}, an input of this run; write the report elsewhere",
+                output.display(),
+                input.display()
+            );
+        }
+    }
+    Ok(())
 }

@@ -67,8 +67,17 @@ fn main() -> ExitCode {
     match result {
         Ok(code) => code,
         Err(error) => {
-            eprintln!("error: {error:#}");
+            eprintln!("error: {}", shown_lines(&format!("{error:#}")));
             ExitCode::from(2)
         }
     }
+}
+
+/// An error's text, each line with its control characters written out: an error may quote
+/// input (a name from a file, a log line of a service), which must never drive the terminal.
+fn shown_lines(text: &str) -> String {
+    text.lines()
+        .map(probity_contract::text::escape_control)
+        .collect::<Vec<_>>()
+        .join("\n")
 }

@@ -291,3 +291,64 @@ fn a_bad_drill_file_is_an_error_naming_the_key_and_line() {
     );
     let _ = std::fs::remove_dir_all(dir);
 }
+
+#[test]
+fn a_report_is_never_written_over_an_input_file() {
+    let dir = scratch("output");
+    let file = checkout_file(&dir, "  - { kind: busy }\n", |head| head);
+    let link = dir.join("link.yaml");
+    std::os::unix::fs::symlink(&file, &link).expect("symlink");
+    let hard = dir.join("hard.yaml");
+    std::fs::hard_link(&file, &hard).expect("hard link");
+    let before = std::fs::read(&file).expect("read");
+    for output in [&file, &link, &hard] {
+        let result = probity()
+            .args(["drill", "--check", "--file"])
+            .arg(&file)
+            .arg("--junit")
+            .arg(output)
+            .output()
+            .expect("probity runs");
+        assert_eq!(result.status.code(), Some(2), "{}", output.display());
+        let stderr = String::from_utf8_lossy(&result.stderr);
+        assert!(
+            stderr.contains("an input of this run; write the report elsewhere"),
+            "{stderr}"
+        );
+    }
+    assert_eq!(std::fs::read(&file).expect("read"), before, "untouched");
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+#[test]
+fn names_from_the_drill_file_are_printed_with_control_characters_written_out() {
+    let dir = scratch("escapes");
+    let file = checkout_file(
+        &dir,
+        "  - { kind: busy, name: \"busy\\e]0;PWNED\\a\\e[2J\" }\n",
+        |head| head,
+    );
+    let output = probity()
+        .args(["drill", "--check", "--file"])
+        .arg(&file)
+        .output()
+        .expect("probity runs");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(output.status.success(), "{stdout}");
+    assert!(
+        !stdout.contains('\u{1b}') && !stdout.contains('\u{7}'),
+        "{stdout:?}"
+    );
+    assert!(stdout.contains("busy\\u{1b}]0;PWNED\\u{7}"), "{stdout}");
+    // In an error too: the unknown fault's name is quoted back.
+    let output = probity()
+        .args(["drill", "--check", "--faults", "x\u{1b}[2Jy", "--file"])
+        .arg(&file)
+        .output()
+        .expect("probity runs");
+    assert_eq!(output.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!stderr.contains('\u{1b}'), "{stderr:?}");
+    assert!(stderr.contains("x\\u{1b}[2Jy"), "{stderr}");
+    let _ = std::fs::remove_dir_all(dir);
+}

@@ -19,6 +19,8 @@
 //! - [`duration`]: one parser and formatter for durations as Go and Kubernetes write them
 //!   (`1m30s`, `500ms`, `2h`).
 //! - [`probe`]: the probe kinds.
+//! - [`text`]: names that came from input, made safe to print on a terminal
+//!   ([`text::escape_control`]) and in XML or HTML ([`text::escape_markup`]).
 //!
 //! ```
 //! use probity_contract::kube::probe::ProbeSpec;
@@ -38,6 +40,7 @@ pub mod duration;
 pub mod hysteresis;
 pub mod kube;
 pub mod probe;
+pub mod text;
 pub mod tier;
 pub mod verdict;
 

@@ -29,6 +29,11 @@
 //!   whatever its tier, except a hard check inside its fail-open window; a passing check with a
 //!   warning serves.
 //!
+//! - **change by time alone** ([`Evidence::next_change`], [`next_change`]): a fresh result turns
+//!   stale one step past its bound, a fail-open window closes; nothing else changes a verdict
+//!   without a new result. A cache of answers holds until then, and the simulator evaluates
+//!   again then.
+//!
 //! The functions are generic over the clock ([`Moment`]): the runtime evaluates at
 //! `Instant::now()`, the simulator at simulated time, with the same code. A probe's fast path
 //! ([`status`]) folds the very entries the full evaluation lists, so the two cannot disagree.
@@ -42,11 +47,19 @@ use std::time::Duration;
 pub trait Moment: Copy + Ord + fmt::Debug {
     /// Time from `earlier` to `self`; zero when `earlier` is later.
     fn since(self, earlier: Self) -> Duration;
+
+    /// `self` moved `duration` later; `None` beyond what the clock can represent (a moment
+    /// that never comes).
+    fn after(self, duration: Duration) -> Option<Self>;
 }
 
 impl Moment for std::time::Instant {
     fn since(self, earlier: Self) -> Duration {
         self.saturating_duration_since(earlier)
+    }
+
+    fn after(self, duration: Duration) -> Option<Self> {
+        self.checked_add(duration)
     }
 }
 
@@ -55,7 +68,16 @@ impl Moment for Duration {
     fn since(self, earlier: Self) -> Duration {
         self.saturating_sub(earlier)
     }
+
+    fn after(self, duration: Duration) -> Option<Self> {
+        self.checked_add(duration)
+    }
 }
+
+/// The step after an instant: a result is stale once its age *exceeds* the bound, so the
+/// first instant it is stale at is one nanosecond past `at + staleness` (a clock counting in
+/// coarser steps, like a simulation's milliseconds, rounds it up to its next step).
+const STEP: Duration = Duration::from_nanos(1);
 
 /// The outcome of evaluating a check or a probe: `pass`, `warn` or `fail`.
 ///
@@ -244,6 +266,48 @@ impl<M: Moment> Evidence<M> {
         !verdict.cause.is_failure() || verdict.failing_open.is_some()
     }
 
+    /// The first instant after `now` at which the check's verdict may change by time alone,
+    /// with no new result: its last result turning stale, or its fail-open window closing.
+    /// `None` when only a new result (or a change of state) can change it. Before that
+    /// instant the verdict is the one at `now`, save the figures that count time within it
+    /// (a stale result's age, the time left failing open).
+    ///
+    /// What a cache of answers is bounded by, and when a simulation evaluates the check again.
+    pub fn next_change(&self, now: M) -> Option<M> {
+        let stale = self
+            .last
+            .and_then(|last| last.at.after(self.staleness))
+            .and_then(|bound| bound.after(STEP));
+        let closes = match (self.tier, self.fail_open_for, self.unhealthy_since) {
+            (Tier::Hard, Some(window), Some(since)) => since.after(window),
+            _ => None,
+        };
+        [stale, closes]
+            .into_iter()
+            .flatten()
+            .filter(|&at| at > now)
+            .min()
+    }
+
+    /// [`Evidence::next_change`] of the check's verdict among `checks`
+    /// ([`Evidence::verdict_among`]): its own, or its fallback's, whichever comes first — a
+    /// fallback that stops serving ends the check's degraded verdict.
+    pub fn next_change_among<'a, C: 'a>(
+        &self,
+        checks: &'a [C],
+        evidence: impl Fn(&'a C) -> &'a Evidence<M>,
+        now: M,
+    ) -> Option<M>
+    where
+        M: 'a,
+    {
+        let fallback = self
+            .fallback
+            .and_then(|index| checks.get(index))
+            .and_then(|fallback| evidence(fallback).next_change(now));
+        self.next_change(now).into_iter().chain(fallback).min()
+    }
+
     fn failing(&self, cause: Cause, now: M) -> CheckVerdict {
         let failing_open = match (self.tier, self.fail_open_for, self.unhealthy_since) {
             (Tier::Hard, Some(window), Some(since)) => {
@@ -251,10 +315,9 @@ impl<M: Moment> Evidence<M> {
             }
             _ => None,
         };
-        let status = match self.tier {
-            Tier::Soft | Tier::Info => Status::Warn,
-            Tier::Hard if failing_open.is_some() => Status::Warn,
-            Tier::Hard => Status::Fail,
+        let status = match failing_open {
+            Some(_) => Status::Warn,
+            None => failing_status(self.tier),
         };
         CheckVerdict {
             status,
@@ -305,6 +368,30 @@ impl<M: Moment> Evidence<M> {
             _ => own,
         }
     }
+}
+
+/// The status of a failing check of `tier` outside any fail-open window: a hard check fails,
+/// a soft or an info check is `warn` (an info check's never counts).
+pub fn failing_status(tier: Tier) -> Status {
+    match tier {
+        Tier::Hard => Status::Fail,
+        Tier::Soft | Tier::Info => Status::Warn,
+    }
+}
+
+/// The first instant after `now` at which any of `checks`' verdicts may change by time alone
+/// ([`Evidence::next_change`]): until then the readiness answer is the one at `now`, save the
+/// figures that count time. Liveness and startup never change by time alone: their watchers
+/// publish every change.
+pub fn next_change<'a, M: Moment + 'a, C: 'a>(
+    checks: &'a [C],
+    evidence: impl Fn(&'a C) -> &'a Evidence<M>,
+    now: M,
+) -> Option<M> {
+    checks
+        .iter()
+        .filter_map(|check| evidence(check).next_change(now))
+        .min()
 }
 
 /// The gates every readiness answer passes through before the checks are asked.
@@ -756,6 +843,82 @@ mod tests {
     }
 
     #[test]
+    fn a_fresh_result_changes_one_step_past_its_staleness_bound() {
+        let check = evidence(Tier::Hard);
+        let next = check.next_change(at(10)).unwrap();
+        assert_eq!(next, at(3000) + STEP);
+        assert_eq!(check.verdict(at(3000)).status, Status::Pass);
+        assert!(matches!(check.verdict(next).cause, Cause::Stale { .. }));
+        // Once stale, only a new result changes it.
+        assert_eq!(check.next_change(next), None);
+        // A bound the clock cannot reach never comes.
+        let forever = Evidence {
+            staleness: Duration::MAX,
+            ..evidence(Tier::Hard)
+        };
+        assert_eq!(forever.next_change(at(10)), None);
+    }
+
+    #[test]
+    fn a_fail_open_window_changes_the_verdict_when_it_closes() {
+        let mut check = failed(evidence(Tier::Hard), false);
+        check.last = Some(Sample {
+            at: at(9_000),
+            ok: false,
+            warning: false,
+            local: false,
+        });
+        check.unhealthy_since = Some(at(0));
+        check.fail_open_for = Some(Duration::from_secs(10));
+        assert_eq!(check.next_change(at(9_500)), Some(at(10_000)));
+        assert_eq!(check.status(at(9_999)), Status::Warn);
+        assert_eq!(check.status(at(10_000)), Status::Fail);
+        // After it closes, the result turning stale is what comes next.
+        assert_eq!(check.next_change(at(10_000)), Some(at(12_000) + STEP));
+        // A soft check has no window: its failure reads the same until the result is stale.
+        let soft = Evidence {
+            tier: Tier::Soft,
+            ..check
+        };
+        assert_eq!(soft.next_change(at(9_500)), Some(at(12_000) + STEP));
+    }
+
+    #[test]
+    fn a_check_served_by_its_fallback_changes_when_the_fallback_does() {
+        let mut cache = evidence(Tier::Soft);
+        cache.last = Some(Sample {
+            at: at(500),
+            ok: true,
+            warning: false,
+            local: false,
+        });
+        let mut db = failed(evidence(Tier::Hard), false);
+        db.last = Some(Sample {
+            at: at(2_000),
+            ok: false,
+            warning: false,
+            local: false,
+        });
+        let checks = db_and_cache(db, cache);
+        // The cache's result goes stale first, and with it the check's fallback.
+        let next = checks[0].next_change_among(&checks, |e| e, at(1_000));
+        assert_eq!(next, Some(at(3_500) + STEP));
+        assert_eq!(next_change(&checks, |e| e, at(1_000)), next);
+        let before = checks[0].verdict_among(&checks, |e| e, at(3_500));
+        let after = checks[0].verdict_among(&checks, |e| e, next.unwrap());
+        assert_eq!(before.served_by, Some(1));
+        assert_eq!(after.served_by, None);
+        assert_eq!(after.status, Status::Fail);
+    }
+
+    #[test]
+    fn a_failure_fails_a_hard_check_and_warns_any_other() {
+        assert_eq!(failing_status(Tier::Hard), Status::Fail);
+        assert_eq!(failing_status(Tier::Soft), Status::Warn);
+        assert_eq!(failing_status(Tier::Info), Status::Warn);
+    }
+
+    #[test]
     fn liveness_and_startup_fail_on_any_entry() {
         assert_eq!(
             status(liveness([false, true]).map(|entry| (entry, false))),
@@ -769,5 +932,82 @@ mod tests {
             status(startup([true, false]).map(|entry| (entry, false))),
             Status::Fail
         );
+    }
+
+    /// What a verdict is, leaving out the figures that count time within it.
+    fn shape(verdict: CheckVerdict) -> (Status, bool, bool, Option<usize>, bool) {
+        (
+            verdict.status,
+            verdict.cause.is_failure(),
+            matches!(verdict.cause, Cause::Stale { .. }),
+            verdict.served_by,
+            verdict.failing_open.is_some(),
+        )
+    }
+
+    fn arbitrary_evidence() -> impl proptest::strategy::Strategy<Value = Evidence<Duration>> {
+        use proptest::prelude::*;
+        let tier = prop_oneof![Just(Tier::Hard), Just(Tier::Soft), Just(Tier::Info)];
+        (
+            tier,
+            any::<bool>(),
+            proptest::option::of((0u64..20_000, any::<bool>(), any::<bool>(), any::<bool>())),
+            proptest::option::of(0u64..20_000),
+            1u64..10_000,
+            proptest::option::of(1u64..10_000),
+            0u32..4,
+            1u32..4,
+        )
+            .prop_map(
+                |(tier, healthy, last, since, staleness, window, successes, rise)| Evidence {
+                    tier,
+                    healthy,
+                    last: last.map(|(ms, ok, warning, local)| Sample {
+                        at: at(ms),
+                        ok,
+                        warning: ok && warning,
+                        local: !ok && local,
+                    }),
+                    unhealthy_since: since.map(at),
+                    staleness: Duration::from_millis(staleness),
+                    fail_open_for: window.map(Duration::from_millis),
+                    consecutive_successes: successes,
+                    rise,
+                    fallback: None,
+                },
+            )
+    }
+
+    proptest::proptest! {
+        /// Between `now` and `next_change` the verdict of a check with its fallback holds at
+        /// every instant (figures that count time aside); with no `next_change` it holds for
+        /// ever.
+        #[test]
+        fn the_verdict_holds_until_its_next_change(
+            check in arbitrary_evidence(),
+            fallback in arbitrary_evidence(),
+            has_fallback in proptest::bool::ANY,
+            now_ms in 0u64..30_000,
+            probes in proptest::collection::vec(0u64..40_000, 1..40),
+        ) {
+            let checks = [
+                Evidence { fallback: has_fallback.then_some(1), ..check },
+                Evidence { tier: Tier::Soft, ..fallback },
+            ];
+            let now = at(now_ms);
+            let next = checks[0].next_change_among(&checks, |e| e, now);
+            let at_now = shape(checks[0].verdict_among(&checks, |e| e, now));
+            for offset in probes {
+                let later = now + at(offset) + Duration::from_nanos(offset % 3);
+                if next.is_some_and(|next| later >= next) {
+                    continue;
+                }
+                let verdict = checks[0].verdict_among(&checks, |e| e, later);
+                proptest::prop_assert_eq!(shape(verdict), at_now, "at {:?}, next {:?}", later, next);
+            }
+            if let Some(next) = next {
+                proptest::prop_assert!(next > now);
+            }
+        }
     }
 }

@@ -9,7 +9,6 @@ use crate::rules::{self, Severity};
 use crate::source::Source;
 use serde::Serialize;
 use serde::ser::{SerializeSeq, Serializer};
-use std::borrow::Cow;
 use std::collections::{HashMap, HashSet};
 use std::fmt::Write as _;
 use std::io::{self, Write};
@@ -103,28 +102,8 @@ pub fn human(report: &Report, sources: &[Source], color: bool) -> String {
 
 /// `text` with every control character written out (`\n`, `\u{1b}`, …), and the
 /// bidirectional overrides too: a name or a line that came from a manifest is shown, never
-/// obeyed by the terminal (a crafted object name cannot retitle the window, clear the screen or
-/// reorder what is printed). Borrowed when there is nothing to escape.
-pub fn escape_control(text: &str) -> Cow<'_, str> {
-    let needs =
-        |c: char| c.is_control() || matches!(c, '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}');
-    if !text.chars().any(needs) {
-        return Cow::Borrowed(text);
-    }
-    let mut escaped = String::with_capacity(text.len() + 8);
-    for c in text.chars() {
-        match c {
-            '\n' => escaped.push_str("\\n"),
-            '\r' => escaped.push_str("\\r"),
-            '\t' => escaped.push_str("\\t"),
-            c if needs(c) => {
-                let _ = write!(escaped, "\\u{{{:x}}}", u32::from(c));
-            }
-            c => escaped.push(c),
-        }
-    }
-    Cow::Owned(escaped)
-}
+/// obeyed by the terminal. The one escaper every probity tool prints with.
+pub use probity_contract::text::escape_control;
 
 /// Writes the human format. A rule's why is printed with its first finding; later findings of
 /// the same rule point back to it, so a large run does not repeat the same paragraph thousands of

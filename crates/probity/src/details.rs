@@ -198,14 +198,17 @@ fn condition_reason(
                 last_beat,
                 max_silence,
                 overdue,
+                seen,
             },
             Details::Admin,
         ) => {
-            let silent = format!(
-                "worker silent for {} (bound {})",
-                human(now.saturating_duration_since(*last_beat)),
-                human(*max_silence)
-            );
+            let silence = human(now.saturating_duration_since(*last_beat));
+            let bound = human(*max_silence);
+            // What the watcher saw, when it said: the operator reads that, not a bare silence.
+            let silent = match seen {
+                Some(seen) => format!("{seen}: silent for {silence} (bound {bound})"),
+                None => format!("worker silent for {silence} (bound {bound})"),
+            };
             Cow::Owned(match overdue {
                 None => silent,
                 Some(wait) => format!(

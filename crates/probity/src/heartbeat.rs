@@ -69,6 +69,8 @@ struct Waits {
     dependencies: Vec<Arc<str>>,
     active: Vec<ActiveWait>,
     next_id: u64,
+    /// What the heartbeat's watcher last saw, when it was no sign of life ([`Heartbeat::saw`]).
+    seen: Option<Arc<str>>,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -101,6 +103,7 @@ pub(crate) enum Reading {
     Silent {
         last_beat: Instant,
         overdue: Option<DeclaredWait>,
+        seen: Option<Arc<str>>,
     },
 }
 
@@ -191,6 +194,7 @@ impl HeartbeatCell {
             return Reading::Silent {
                 last_beat,
                 overdue: Some(waits.declared(wait)),
+                seen: waits.seen.clone(),
             };
         }
         match waits.active.iter().min_by_key(|wait| wait.since) {
@@ -198,6 +202,7 @@ impl HeartbeatCell {
             None => Reading::Silent {
                 last_beat,
                 overdue: None,
+                seen: waits.seen.clone(),
             },
         }
     }
@@ -326,6 +331,21 @@ impl Heartbeat {
         }
     }
 
+    /// Says what the one watching the worker saw at its last look, when it was no sign of life
+    /// (`None` once there is nothing to say): a sidecar beating a heartbeat for a process it
+    /// watches from outside (`the app's /healthz gave no answer within 2s`). While the
+    /// heartbeat fails, the reason shown to operators names it beside the silence, rather
+    /// than a bare `worker silent for 14s`. Redacted of credentials; not a sign of life.
+    ///
+    /// Costs an uncontended lock, and an allocation only when the text changes.
+    pub fn saw(&self, seen: Option<&str>) {
+        let mut waits = self.cell.waits.lock();
+        if waits.seen.as_deref() == seen {
+            return;
+        }
+        waits.seen = seen.map(|text| Arc::from(crate::redact::redact(text).as_ref()));
+    }
+
     /// The heartbeat's name (its liveness entry).
     pub fn name(&self) -> &str {
         &self.cell.name
@@ -446,13 +466,19 @@ fn publish(
                 wait: wait.clone(),
             });
         }
-        Reading::Silent { last_beat, overdue } => {
+        Reading::Silent {
+            last_beat,
+            overdue,
+            seen,
+        } => {
             let silence = crate::check::human(now.saturating_duration_since(*last_beat));
+            let seen_text = seen.as_deref().unwrap_or("");
             match overdue {
                 Some(wait) => tracing::error!(
                     target: "probity::liveness",
                     condition = %cell.name,
                     dependency = wait.dependency(),
+                    seen = seen_text,
                     "worker wedged: silent for {silence} (bound {bound}), waiting on {} past its timeout ({})",
                     wait.dependency(),
                     crate::check::human(wait.timeout())
@@ -460,6 +486,7 @@ fn publish(
                 None => tracing::error!(
                     target: "probity::liveness",
                     condition = %cell.name,
+                    seen = seen_text,
                     "worker wedged: silent for {silence} (bound {bound})"
                 ),
             }
@@ -469,6 +496,7 @@ fn publish(
                     last_beat: *last_beat,
                     max_silence: cell.max_silence,
                     overdue: overdue.clone(),
+                    seen: seen.clone(),
                 },
             });
         }
@@ -503,9 +531,17 @@ mod tests {
             cell.reading(start + Duration::from_secs(11)),
             Reading::Silent {
                 last_beat: start,
-                overdue: None
+                overdue: None,
+                seen: None,
             }
         );
+        // What a watcher saw rides along; it is no sign of life.
+        heartbeat.saw(Some("no answer from http://user:secret@app/healthz"));
+        assert!(matches!(
+            cell.reading(start + Duration::from_secs(11)),
+            Reading::Silent { seen: Some(ref seen), .. } if !seen.contains("secret")
+        ));
+        heartbeat.saw(None);
         tokio::time::advance(Duration::from_secs(5)).await;
         heartbeat.beat();
         assert_eq!(

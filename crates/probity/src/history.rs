@@ -1,5 +1,6 @@
-//! A readiness check's recent history: its last transitions and its last poll latencies, kept
-//! by the store where results are published and read through [`crate::CheckState::history`].
+//! Recent history, kept by the store where states are published: a readiness check's last
+//! transitions and poll latencies ([`crate::CheckState::history`]), and a liveness condition's
+//! last transitions between passing, waiting and failing ([`crate::ConditionState::history`]).
 //!
 //! Both are fixed-size rings held inline ([`HISTORY_LEN`] entries each, oldest overwritten), so
 //! the memory a check's history takes is the same after a minute or after a year, and keeping
@@ -175,6 +176,86 @@ impl History {
     }
 }
 
+/// Where a liveness condition stands: what its transitions move between.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ConditionPhase {
+    /// It passes.
+    Passing,
+    /// It passes only because its worker is inside a declared wait still within its timeout.
+    Waiting,
+    /// It fails liveness.
+    Failing,
+}
+
+impl ConditionPhase {
+    /// `passing`, `waiting` or `failing`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ConditionPhase::Passing => "passing",
+            ConditionPhase::Waiting => "waiting",
+            ConditionPhase::Failing => "failing",
+        }
+    }
+}
+
+impl std::fmt::Display for ConditionPhase {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A liveness condition moved from one phase to another.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ConditionTransition {
+    pub(crate) at: SystemTime,
+    pub(crate) from: ConditionPhase,
+    pub(crate) to: ConditionPhase,
+}
+
+impl ConditionTransition {
+    /// When the store published it (wall clock).
+    pub fn at(&self) -> SystemTime {
+        self.at
+    }
+
+    /// The phase it left.
+    pub fn from(&self) -> ConditionPhase {
+        self.from
+    }
+
+    /// The phase it entered.
+    pub fn to(&self) -> ConditionPhase {
+        self.to
+    }
+}
+
+/// A liveness condition's recent transitions, oldest first, at most [`HISTORY_LEN`]: held
+/// inline like a check's [`History`], so keeping it allocates nothing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct ConditionHistory {
+    pub(crate) transitions: Ring<ConditionTransition, HISTORY_LEN>,
+}
+
+impl ConditionHistory {
+    /// The last transitions (at most [`HISTORY_LEN`]), oldest first; `.rev()` for newest first.
+    pub fn transitions(
+        &self,
+    ) -> impl DoubleEndedIterator<Item = &ConditionTransition> + ExactSizeIterator {
+        self.transitions.iter()
+    }
+
+    /// Transitions since the condition was registered, including those no longer kept.
+    pub fn transitions_total(&self) -> u64 {
+        self.transitions.total
+    }
+
+    pub(crate) fn record(&mut self, at: SystemTime, from: ConditionPhase, to: ConditionPhase) {
+        if from != to {
+            self.transitions.push(ConditionTransition { at, from, to });
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -249,5 +330,27 @@ mod tests {
             ("healthy", "unhealthy", Some(FailureKind::Exhausted))
         );
         assert_eq!(history.polls().len(), HISTORY_LEN);
+    }
+
+    #[test]
+    fn a_condition_keeps_its_phase_changes_only() {
+        let mut history = ConditionHistory::default();
+        history.record(at(1), ConditionPhase::Passing, ConditionPhase::Waiting);
+        history.record(at(2), ConditionPhase::Waiting, ConditionPhase::Waiting);
+        history.record(at(3), ConditionPhase::Waiting, ConditionPhase::Failing);
+        let kept: Vec<(ConditionPhase, ConditionPhase)> = history
+            .transitions()
+            .map(|transition| (transition.from(), transition.to()))
+            .collect();
+        assert_eq!(
+            kept,
+            [
+                (ConditionPhase::Passing, ConditionPhase::Waiting),
+                (ConditionPhase::Waiting, ConditionPhase::Failing)
+            ]
+        );
+        assert_eq!(history.transitions_total(), 2);
+        assert_eq!(history.transitions().next_back().unwrap().at(), at(3));
+        assert_eq!(ConditionPhase::Failing.to_string(), "failing");
     }
 }

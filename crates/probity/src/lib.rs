@@ -152,7 +152,10 @@ pub use check::{
 pub use details::Details;
 pub use health::{BuildError, Health, HealthBuilder, StartError, UnknownName};
 pub use heartbeat::{Heartbeat, WaitGuard, WaitTimedOut};
-pub use history::{HISTORY_LEN, History, PollRecord, TransitionRecord};
+pub use history::{
+    ConditionHistory, ConditionPhase, ConditionTransition, HISTORY_LEN, History, PollRecord,
+    TransitionRecord,
+};
 pub use passive::Reporter;
 pub use paths::{PathError, ProbePaths};
 pub use poller::poll_once;

@@ -9,7 +9,7 @@
 //! should have refreshed it is stuck.
 
 use crate::check::{FailureKind, Measurement};
-use crate::history::History;
+use crate::history::{ConditionHistory, ConditionPhase, History};
 use crate::paths::ProbePaths;
 use crate::render::fragments::Prerendered;
 use probity_contract::contract::LivenessKind;
@@ -156,6 +156,8 @@ pub struct StepState {
     pub(crate) waits_on: Option<Arc<str>>,
     pub(crate) complete: bool,
     pub(crate) note: Option<String>,
+    pub(crate) registered_at: std::time::SystemTime,
+    pub(crate) completed_at: Option<std::time::SystemTime>,
 }
 
 impl StepState {
@@ -178,6 +180,17 @@ impl StepState {
     /// The latest progress note (e.g. why a connection attempt is being retried), redacted.
     pub fn note(&self) -> Option<&str> {
         self.note.as_deref()
+    }
+
+    /// When the step was registered (the registry was built; wall clock): its history starts
+    /// there.
+    pub fn registered_at(&self) -> std::time::SystemTime {
+        self.registered_at
+    }
+
+    /// When the step completed (wall clock), once it has.
+    pub fn completed_at(&self) -> Option<std::time::SystemTime> {
+        self.completed_at
     }
 }
 
@@ -209,6 +222,9 @@ pub enum ConditionFailure {
         max_silence: Duration,
         /// The declared wait the worker is still in past its own timeout, if any.
         overdue: Option<DeclaredWait>,
+        /// What the heartbeat's watcher saw at its last look ([`crate::Heartbeat::saw`]),
+        /// redacted: named in the reason instead of the bare silence.
+        seen: Option<Arc<str>>,
     },
 }
 
@@ -245,6 +261,7 @@ pub struct ConditionState {
     pub(crate) threshold: Option<Duration>,
     pub(crate) failure: Option<ConditionFailure>,
     pub(crate) waiting: Option<DeclaredWait>,
+    pub(crate) history: ConditionHistory,
 }
 
 impl ConditionState {
@@ -274,6 +291,21 @@ impl ConditionState {
     /// silence passes its bound, not on every wait.
     pub fn waiting(&self) -> Option<&DeclaredWait> {
         self.waiting.as_ref()
+    }
+
+    /// Where the condition stands: failing, passing inside a declared wait, or passing.
+    pub fn phase(&self) -> ConditionPhase {
+        match (&self.failure, &self.waiting) {
+            (Some(_), _) => ConditionPhase::Failing,
+            (None, Some(_)) => ConditionPhase::Waiting,
+            (None, None) => ConditionPhase::Passing,
+        }
+    }
+
+    /// Its recent transitions between passing, waiting and failing, oldest first, bounded
+    /// ([`crate::HISTORY_LEN`]): what a status page shows.
+    pub fn history(&self) -> &ConditionHistory {
+        &self.history
     }
 }
 

@@ -187,6 +187,8 @@ impl Store {
                     waits_on: step.waits_on.clone(),
                     complete: false,
                     note: None,
+                    registered_at: SystemTime::now(),
+                    completed_at: None,
                 })
                 .collect(),
             conditions: conditions
@@ -197,6 +199,7 @@ impl Store {
                     threshold: condition.threshold,
                     failure: None,
                     waiting: None,
+                    history: Default::default(),
                 })
                 .collect(),
             shutting_down: None,
@@ -249,6 +252,7 @@ impl Store {
             _ => None,
         };
         let mut state = self.state.lock();
+        let warned = touched.is_some_and(|(index, _)| warns(&state.checks[index]));
         let applied = apply(&mut state, &self.cells, observation);
         state.generation += 1;
         let snapshot = Arc::new(snapshot_of(&state, &self.service, &self.paths));
@@ -266,16 +270,57 @@ impl Store {
                 &snapshot.checks[index],
                 applied.transition,
                 polled,
+                warned,
             );
         }
         applied
     }
 }
 
+/// Whether a check's last result passed with a warning (a busy pool, a self-check outranked by
+/// the requests it serves): readiness reads `warn`.
+fn warns(state: &CheckState) -> bool {
+    state
+        .last()
+        .is_some_and(|last| last.ok && last.warning.is_some())
+}
+
 /// A check's poll and transition, to the metrics and (for a transition) the log: one structured
-/// event per transition, with the reason's class and the counts behind it.
-fn announce(cell: &Cell, state: &CheckState, transition: Option<Transition>, polled: bool) {
+/// event per transition, with the reason's class and the counts behind it, and one each time a
+/// passing check starts or stops warning (`warned`: whether it warned before), so "busy, not
+/// broken" shows in the log as a fall does.
+fn announce(
+    cell: &Cell,
+    state: &CheckState,
+    transition: Option<Transition>,
+    polled: bool,
+    warned: bool,
+) {
     crate::metrics::record_check(&cell.name, cell.tier, state, transition, polled);
+    let warning = state
+        .last()
+        .filter(|last| last.ok)
+        .and_then(|last| last.warning.as_deref());
+    match (warned, warning) {
+        (false, Some(warning)) => tracing::warn!(
+            target: "probity::check",
+            check = %cell.name,
+            tier = %cell.tier,
+            from = "pass",
+            to = "warn",
+            reason = warning,
+            "check passes with a warning: degraded, still serving"
+        ),
+        (true, None) if state.last().is_some_and(|last| last.ok) => tracing::info!(
+            target: "probity::check",
+            check = %cell.name,
+            tier = %cell.tier,
+            from = "warn",
+            to = "pass",
+            "check passes without a warning again"
+        ),
+        _ => {}
+    }
     let Some(transition) = transition else {
         return;
     };
@@ -351,6 +396,9 @@ fn apply(state: &mut State, cells: &[Cell], observation: Observation) -> Applied
         Observation::StepCompleted { step } => {
             let was_started = state.steps.iter().all(|step| step.complete);
             let state_step = &mut state.steps[step];
+            if !state_step.complete {
+                state_step.completed_at = Some(SystemTime::now());
+            }
             state_step.complete = true;
             state_step.note = None;
             let now_started = state.steps.iter().all(|step| step.complete);
@@ -370,6 +418,29 @@ fn apply(state: &mut State, cells: &[Cell], observation: Observation) -> Applied
                 step.note = Some(note);
             }
         }
+        Observation::ConditionFailed { .. }
+        | Observation::ConditionCleared { .. }
+        | Observation::ConditionWaiting { .. } => apply_condition(state, observation),
+        Observation::ShutdownStarted { at } => {
+            if state.shutting_down.is_none() {
+                state.shutting_down = Some(at);
+                applied.first_shutdown = true;
+            }
+        }
+    }
+    applied
+}
+
+/// A liveness condition's observation, and its history when its phase changes.
+fn apply_condition(state: &mut State, observation: Observation) {
+    let index = match &observation {
+        Observation::ConditionFailed { condition, .. }
+        | Observation::ConditionCleared { condition }
+        | Observation::ConditionWaiting { condition, .. } => *condition,
+        _ => return,
+    };
+    let before = state.conditions[index].phase();
+    match observation {
         Observation::ConditionFailed { condition, failure } => {
             let condition = &mut state.conditions[condition];
             // A declared state keeps its first reason; watchdog reasons update.
@@ -392,14 +463,11 @@ fn apply(state: &mut State, cells: &[Cell], observation: Observation) -> Applied
                 condition.waiting = Some(wait);
             }
         }
-        Observation::ShutdownStarted { at } => {
-            if state.shutting_down.is_none() {
-                state.shutting_down = Some(at);
-                applied.first_shutdown = true;
-            }
-        }
+        _ => {}
     }
-    applied
+    let condition = &mut state.conditions[index];
+    let after = condition.phase();
+    condition.history.record(SystemTime::now(), before, after);
 }
 
 /// Whether a failure is this instance's own: a resource it holds ran out (no pooled connection

@@ -5,7 +5,9 @@
 
 use probity::contract::LivenessKind;
 use probity::render::{Clock, Details, Format, Query, Request, render};
-use probity::{BuildError, CheckError, CheckSpec, Detail, Health, ProbeKind, Status, Tier};
+use probity::{
+    BuildError, CheckError, CheckSpec, ConditionPhase, Detail, Health, ProbeKind, Status, Tier,
+};
 use std::future::pending;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -119,6 +121,56 @@ async fn silence_fails_liveness_at_the_bound_not_before() {
     let snapshot = health.snapshot();
     let verdict = snapshot.verdict(ProbeKind::Readiness, Instant::now(), &[]);
     assert_eq!(verdict.failing, ["liveness"]);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_watcher_says_what_it_saw_and_the_history_keeps_each_phase() {
+    let health = started(BOUND);
+    // Taken off the watcher's tick, as above.
+    sleep(Duration::from_millis(300)).await;
+    let heartbeat = health.heartbeat("outbox").unwrap();
+    let taken = Instant::now();
+    heartbeat.saw(Some(
+        "the app's /healthz gave no answer within 2s; db passes, so this is not a wait",
+    ));
+    sleep_until(taken + BOUND + PERIOD).await;
+    assert_eq!(liveness(&health), Status::Fail);
+    assert_eq!(
+        reason(&health, Details::Admin, taken + BOUND + PERIOD),
+        Some(
+            "the app's /healthz gave no answer within 2s; db passes, so this is not a wait: \
+             silent for 11s (bound 10s)"
+                .to_owned()
+        )
+    );
+    // The public reason stays bare.
+    assert_eq!(
+        reason(&health, Details::Public, taken + BOUND + PERIOD),
+        Some("stalled".to_owned())
+    );
+    // A wait, then a beat: each phase change is kept, oldest first.
+    let wait = heartbeat.waiting_on("db", Duration::from_secs(60));
+    sleep(BOUND + PERIOD * 2).await;
+    drop(wait);
+    heartbeat.saw(None);
+    sleep(PERIOD * 2).await;
+    let snapshot = health.snapshot();
+    let condition = &snapshot.conditions()[0];
+    let phases: Vec<(ConditionPhase, ConditionPhase)> = condition
+        .history()
+        .transitions()
+        .map(|transition| (transition.from(), transition.to()))
+        .collect();
+    assert_eq!(
+        phases,
+        [
+            (ConditionPhase::Passing, ConditionPhase::Failing),
+            (ConditionPhase::Failing, ConditionPhase::Passing),
+            (ConditionPhase::Passing, ConditionPhase::Waiting),
+            (ConditionPhase::Waiting, ConditionPhase::Passing),
+        ]
+    );
+    assert_eq!(condition.phase(), ConditionPhase::Passing);
 }
 
 #[tokio::test(start_paused = true)]

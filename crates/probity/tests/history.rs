@@ -95,3 +95,25 @@ async fn a_passive_fall_is_marked_and_is_not_a_poll() {
     );
     assert_eq!(history.polls_total(), 1, "a report is not a poll");
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_startup_step_keeps_when_it_completed() {
+    let health = Health::builder()
+        .startup_step("migrations")
+        .build()
+        .unwrap();
+    health.start().unwrap();
+    let before = std::time::SystemTime::now();
+    let snapshot = health.snapshot();
+    let step = &snapshot.steps()[0];
+    assert!(step.registered_at() <= before);
+    assert_eq!(step.completed_at(), None);
+    health.complete_step("migrations").unwrap();
+    let snapshot = health.snapshot();
+    let step = &snapshot.steps()[0];
+    let completed = step.completed_at().expect("completion time kept");
+    assert!(completed >= before && completed >= step.registered_at());
+    // Completing it again keeps the first time.
+    health.complete_step("migrations").unwrap();
+    assert_eq!(health.snapshot().steps()[0].completed_at(), Some(completed));
+}

@@ -253,3 +253,89 @@ async fn shutdown_is_listed_first_while_liveness_passes() {
     assert_eq!(draining.liveness, Status::Pass);
     assert!(draining.to_html().contains("<title>service: fail</title>"));
 }
+
+#[tokio::test(start_paused = true)]
+async fn liveness_conditions_and_startup_steps_show_their_history() {
+    let health = Health::builder()
+        .startup_step("migrations")
+        .heartbeat("worker", secs(10.0))
+        .build()
+        .unwrap();
+    health.start().unwrap();
+    let heartbeat = health.heartbeat("worker").unwrap();
+    heartbeat.saw(Some("the app's /healthz gave no answer within 2s"));
+    tokio::time::sleep(secs(12.0)).await;
+    // Silent past its bound: failing, and the reason says what was seen.
+    let first = report(&health);
+    let worker = first.rows.iter().find(|row| row.name == "worker").unwrap();
+    assert_eq!(worker.state, "failing");
+    assert!(
+        worker
+            .reason
+            .as_deref()
+            .unwrap()
+            .starts_with("the app's /healthz gave no answer within 2s: silent for"),
+        "{worker:?}"
+    );
+    // It beats again; then it waits on a dependency past its bound.
+    heartbeat.beat();
+    let wait = heartbeat.waiting_on("db", secs(60.0));
+    tokio::time::sleep(secs(12.0)).await;
+    health.complete_step("migrations").unwrap();
+    let report = report(&health);
+    let worker = report.rows.iter().find(|row| row.name == "worker").unwrap();
+    assert_eq!(worker.state, "passing (in a declared wait)");
+    let sides: Vec<(&str, &str)> = worker.transitions.iter().map(|t| (t.from, t.to)).collect();
+    assert_eq!(
+        sides,
+        [
+            ("passing", "waiting"),
+            ("failing", "passing"),
+            ("passing", "failing")
+        ],
+        "newest first"
+    );
+    assert_eq!(worker.transitions_total, 3);
+    assert!(worker.in_state_secs.is_some());
+    let step = report
+        .rows
+        .iter()
+        .find(|row| row.name == "migrations")
+        .unwrap();
+    assert_eq!(step.state, "complete");
+    assert_eq!(
+        step.transitions
+            .iter()
+            .map(|t| (t.from, t.to))
+            .collect::<Vec<_>>(),
+        [("pending", "complete")]
+    );
+    let html = report.to_html();
+    assert!(html.contains("passing → waiting"), "{html}");
+    assert!(html.contains("pending → complete"), "{html}");
+    drop(wait);
+}
+
+#[tokio::test(start_paused = true)]
+async fn findings_are_listed_escaped_and_bounded() {
+    let health = mixed().await;
+    let page = StatusPage::new(health.clone()).findings(|| {
+        (0..MAX_ROWS + 10)
+            .map(|index| Finding {
+                kind: "unmoving_series".to_owned(),
+                subject: format!("db_pool_pending_acquires_{index}"),
+                message: format!("{HOSTILE} {}", "x".repeat(MAX_REASON_CHARS)),
+            })
+            .collect()
+    });
+    let report = page.report();
+    assert_eq!(report.findings.len(), MAX_ROWS);
+    assert!(report.findings[0].message.chars().count() <= MAX_REASON_CHARS + 1);
+    let html = report.to_html();
+    assert!(html.contains("<h2>Findings</h2>"));
+    assert!(!html.contains("<script>alert"));
+    let json = serde_json::to_value(&report).unwrap();
+    assert_eq!(json["findings"][0]["kind"], "unmoving_series");
+    // Without a source, none.
+    assert!(StatusPage::new(health).report().findings.is_empty());
+}

@@ -623,6 +623,8 @@ async fn drill(
     let mut rows = Vec::new();
     for (number, fault) in faults.iter().enumerate() {
         let name = fault.display_name();
+        // A fault's name is the file's: shown, never obeyed by the terminal.
+        let name = probity_contract::text::escape_control(&name).into_owned();
         progress.step(&format!(
             "fault {}/{}: {name} ({:.0} s)",
             number + 1,

@@ -2,6 +2,7 @@
 //! figure against its target, and a diagnosis for every miss.
 
 use crate::file::{BalancerMode, FaultKind, Scope};
+use probity_contract::text::escape_control as shown;
 use serde::Serialize;
 use std::fmt::Write as _;
 
@@ -157,7 +158,7 @@ impl FileReport {
             out,
             "probity drill: {} × {} behind HAProxy ({} mode{}), probes from {}\n",
             self.instances,
-            self.service,
+            shown(&self.service),
             match self.balancer {
                 BalancerMode::Kubernetes => "kubernetes",
                 BalancerMode::Haproxy => "haproxy",
@@ -167,7 +168,7 @@ impl FileReport {
             } else {
                 ""
             },
-            self.probes_from
+            shown(&self.probes_from)
         );
         let header = [
             "fault",
@@ -184,7 +185,7 @@ impl FileReport {
             .iter()
             .map(|row| {
                 [
-                    row.fault.clone(),
+                    shown(&row.fault).into_owned(),
                     seconds(row.detected_at_s),
                     seconds(row.out_of_rotation_at_s),
                     format!(
@@ -224,24 +225,24 @@ impl FileReport {
             let _ = writeln!(out, "{}", line(row));
         }
         for row in &self.faults {
-            let _ = writeln!(out, "\n{}:", row.fault);
+            let _ = writeln!(out, "\n{}:", shown(&row.fault));
             for check in &row.checks {
                 let _ = writeln!(
                     out,
                     "  {} {} (measured {})",
                     if check.met { "✓" } else { "✗" },
-                    check.target,
-                    check.measured
+                    shown(&check.target),
+                    shown(&check.measured)
                 );
             }
             for diagnosis in &row.diagnoses {
                 let _ = writeln!(
                     out,
                     "  diagnosis: {}\n    evidence: {}\n    reproduces: {}\n    fix: {}\n    caught by: {}",
-                    diagnosis.mistake,
-                    diagnosis.evidence,
+                    shown(&diagnosis.mistake),
+                    shown(&diagnosis.evidence),
                     diagnosis.incident,
-                    diagnosis.fix,
+                    shown(&diagnosis.fix),
                     diagnosis.caught_by
                 );
             }
@@ -258,8 +259,10 @@ impl FileReport {
 
     /// JUnit XML: one test case per target, in a suite per fault.
     pub fn to_junit(&self) -> String {
+        // Control characters are not allowed in XML 1.0 at all: written out first.
         let escape = |text: &str| {
-            text.replace('&', "&amp;")
+            shown(text)
+                .replace('&', "&amp;")
                 .replace('<', "&lt;")
                 .replace('>', "&gt;")
                 .replace('"', "&quot;")
@@ -317,5 +320,67 @@ impl FileReport {
         }
         out.push_str("</testsuites>\n");
         out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn report(fault: &str) -> FileReport {
+        FileReport {
+            service: "orders".into(),
+            instances: 1,
+            balancer: BalancerMode::Kubernetes,
+            with_agent: false,
+            probes_from: "the drill file".into(),
+            faults: vec![Row {
+                fault: fault.into(),
+                kind: FaultKind::Refuse,
+                dependency: Some(fault.into()),
+                scope: Scope::All,
+                duration_s: 1.0,
+                detected_at_s: None,
+                detected_by: None,
+                out_of_rotation_at_s: None,
+                back_in_rotation_at_s: None,
+                back: true,
+                requests: 1,
+                failed: Failed::default(),
+                restarts: 1,
+                liveness_kills: 1,
+                startup_kills: 0,
+                exits: 0,
+                readiness_transitions: 0,
+                probe_timeouts: 0,
+                restarted_at_s: None,
+                in_rotation_while_down: None,
+                checks: vec![Check {
+                    target: format!("restarts = 0 (`{fault}`)"),
+                    measured: "1".into(),
+                    met: false,
+                }],
+                diagnoses: vec![Diagnosis {
+                    mistake: format!("liveness depends on `{fault}`"),
+                    evidence: String::new(),
+                    incident: "",
+                    fix: String::new(),
+                    caught_by: "",
+                }],
+            }],
+            elapsed_s: 1.0,
+        }
+    }
+
+    #[test]
+    fn names_from_the_file_are_printed_with_their_control_characters_written_out() {
+        let hostile = "db\u{1b}]0;PWNED\u{7}\u{1b}[2J\u{202e}";
+        let report = report(hostile);
+        for text in [report.render(), report.to_junit()] {
+            assert!(!text.contains('\u{1b}'), "{text}");
+            assert!(!text.contains('\u{7}'), "{text}");
+            assert!(!text.contains('\u{202e}'), "{text}");
+            assert!(text.contains("db\\u{1b}]0;PWNED"), "{text}");
+        }
     }
 }

@@ -174,6 +174,8 @@ fn snapshot() -> impl Strategy<Value = (Snapshot, Instant)> {
                     waits_on: waits.then(|| Arc::from("postgres")),
                     complete,
                     note: None,
+                    registered_at: std::time::SystemTime::UNIX_EPOCH,
+                    completed_at: None,
                 })
                 .collect();
             let conditions: Vec<ConditionState> = conditions
@@ -207,6 +209,7 @@ fn snapshot() -> impl Strategy<Value = (Snapshot, Instant)> {
                                 last_beat: at,
                                 max_silence: Duration::from_secs(10),
                                 overdue: Some(wait),
+                                seen: None,
                             }),
                             None,
                         ),
@@ -218,6 +221,7 @@ fn snapshot() -> impl Strategy<Value = (Snapshot, Instant)> {
                         threshold: None,
                         failure,
                         waiting,
+                        history: Default::default(),
                     }
                 })
                 .collect();

@@ -1,0 +1,96 @@
+//! Text that came from input or the network, made safe to print.
+//!
+//! Every probity tool prints names it did not choose: an object name from a manifest, a service
+//! or fault name from a drill file, a reason a dependency answered with. Printed raw, a crafted
+//! one (`"web\e]0;PWNED\a\e[2J"`) retitles the terminal, clears the screen or reorders the
+//! line with a bidirectional override. [`escape_control`] writes such characters out instead.
+
+use std::borrow::Cow;
+use std::fmt::Write as _;
+
+/// Whether `c` is written out by [`escape_control`]: a control character (C0, DEL, C1) or a
+/// bidirectional embedding, override or isolate.
+pub fn needs_escape(c: char) -> bool {
+    c.is_control() || matches!(c, '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}')
+}
+
+/// `text` with every control character written out (`\n`, `\u{1b}`, …), and the bidirectional
+/// overrides too: a name that came from input is shown, never obeyed by the terminal.
+/// Borrowed when there is nothing to escape.
+///
+/// ```
+/// use probity_contract::text::escape_control;
+///
+/// assert_eq!(escape_control("checkout-1"), "checkout-1");
+/// assert_eq!(escape_control("web\u{1b}]0;PWNED\u{7}"), "web\\u{1b}]0;PWNED\\u{7}");
+/// assert_eq!(escape_control("a\nb\tc"), "a\\nb\\tc");
+/// ```
+pub fn escape_control(text: &str) -> Cow<'_, str> {
+    if !text.chars().any(needs_escape) {
+        return Cow::Borrowed(text);
+    }
+    let mut escaped = String::with_capacity(text.len() + 8);
+    for c in text.chars() {
+        match c {
+            '\n' => escaped.push_str("\\n"),
+            '\r' => escaped.push_str("\\r"),
+            '\t' => escaped.push_str("\\t"),
+            c if needs_escape(c) => {
+                let _ = write!(escaped, "\\u{{{:x}}}", u32::from(c));
+            }
+            c => escaped.push(c),
+        }
+    }
+    Cow::Owned(escaped)
+}
+
+/// `text` made safe inside an XML or HTML document, as element text or a quoted attribute:
+/// `&`, `<`, `>`, `"` and `'` written as entities. Borrowed when there is nothing to escape.
+///
+/// ```
+/// use probity_contract::text::escape_markup;
+///
+/// assert_eq!(escape_markup("checkout-1"), "checkout-1");
+/// assert_eq!(escape_markup(r#"<a href="x">&'"#), "&lt;a href=&quot;x&quot;&gt;&amp;&#39;");
+/// ```
+pub fn escape_markup(text: &str) -> Cow<'_, str> {
+    if !text.contains(['&', '<', '>', '"', '\'']) {
+        return Cow::Borrowed(text);
+    }
+    let mut escaped = String::with_capacity(text.len() + 16);
+    for c in text.chars() {
+        match c {
+            '&' => escaped.push_str("&amp;"),
+            '<' => escaped.push_str("&lt;"),
+            '>' => escaped.push_str("&gt;"),
+            '"' => escaped.push_str("&quot;"),
+            '\'' => escaped.push_str("&#39;"),
+            c => escaped.push(c),
+        }
+    }
+    Cow::Owned(escaped)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn terminal_escapes_and_bidi_overrides_are_written_out() {
+        assert!(matches!(escape_control("plain"), Cow::Borrowed("plain")));
+        assert_eq!(
+            escape_control("x\u{1b}[2J\u{9b}y\u{202e}z\u{7f}"),
+            "x\\u{1b}[2J\\u{9b}y\\u{202e}z\\u{7f}"
+        );
+        assert_eq!(escape_control("é ✓ 日本"), "é ✓ 日本");
+    }
+
+    #[test]
+    fn markup_characters_become_entities() {
+        assert!(matches!(escape_markup("db outage ✓"), Cow::Borrowed(_)));
+        assert_eq!(
+            escape_markup("<script>alert(\"x\")</script> & 'q'"),
+            "&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt; &amp; &#39;q&#39;"
+        );
+    }
+}
