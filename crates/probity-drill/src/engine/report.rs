@@ -353,7 +353,10 @@ mod tests {
                 exits: 0,
                 readiness_transitions: 0,
                 probe_timeouts: 0,
+                liveness_failures: 3,
+                liveness_timeouts: 0,
                 restarted_at_s: None,
+                replacement_started_at_s: None,
                 in_rotation_while_down: None,
                 checks: vec![Check {
                     target: format!("restarts = 0 (`{fault}`)"),
