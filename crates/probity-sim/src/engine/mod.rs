@@ -62,7 +62,7 @@ pub(crate) fn run(scenario: &Scenario, seed: u64, progress: &mut dyn FnMut(Milli
         routing: sim.rotation.router.name(),
         onset: sim.faults.first_onset,
         reference_end: sim.faults.reference_end,
-        dependency_calls: &sim.dependencies.calls,
+        dependency_calls: sim.dependencies.calls(),
         fallbacks: sim.policy.fallbacks().any(),
         traffic: &sim.traffic,
     })
@@ -99,7 +99,7 @@ struct Sim<'a> {
     pods: Vec<pod::Pod>,
     probers: probing::Probers,
     rotation: Rotation,
-    dependencies: dependencies::Dependencies,
+    dependencies: dependencies::Dependencies<'a>,
     faults: faults::Faults<'a>,
     traffic: Traffic,
     measure: measure::Measurements,
@@ -143,7 +143,7 @@ impl<'a> Sim<'a> {
             pods: (0..pods).map(|_| pod::Pod::new()).collect(),
             probers: probing::Probers::new(scenario, pods),
             rotation: Rotation::new(scenario, seed),
-            dependencies: dependencies::Dependencies::new(scenario.dependencies.len()),
+            dependencies: dependencies::Dependencies::new(scenario),
             faults: faults::Faults::new(scenario),
             traffic: Traffic::new(pods, scenario.requests.rate),
             measure: measure::Measurements::new(
@@ -458,7 +458,7 @@ impl<'a> Sim<'a> {
         let Some(poll) = self.policy.poll_due(pod, check, process, epoch) else {
             return;
         };
-        let call = self.call_dependency(pod, poll.dependency, poll.asks, true);
+        let call = self.call_dependency(pod, poll.dependency, poll.asks);
         let (now, rng, effects) = (self.now, &mut self.rng, &mut self.effects);
         self.policy
             .called(pod, (check, process, epoch), poll, call, now, rng, effects);
@@ -471,6 +471,47 @@ impl<'a> Sim<'a> {
         self.policy
             .poll_done(pod, check, process, result, now, effects);
         self.apply_effects();
+    }
+
+    /// A call `pod`'s health check makes to `dependency` (asking `asks` of a pool modelled
+    /// as a queue): the dependencies answer it, seeing the pod's pool when it may fail the
+    /// call.
+    fn call_dependency(
+        &mut self,
+        pod: usize,
+        dependency: usize,
+        asks: Option<(crate::scenario::PoolCheck, Millis)>,
+    ) -> policy::Call {
+        let caller =
+            asks.and(self.pods[pod].process.as_ref())
+                .map(|process| dependencies::Caller {
+                    exhausted: process.pool_exhausted(dependency),
+                    hung: process
+                        .inflight
+                        .iter()
+                        .filter(|(_, on)| usize::from(*on) == dependency)
+                        .count() as u32,
+                    share: self.traffic.share(pod),
+                });
+        let (faults, now, rng) = (&self.faults, self.now, &mut self.rng);
+        self.dependencies
+            .call((pod, dependency), asks, caller, faults, now, rng)
+    }
+
+    /// What becomes of `pod`'s requests right now.
+    fn pod_outcome(&self, pod: usize) -> traffic::Outcome {
+        self.dependencies.pod_outcome(
+            (pod, self.pods[pod].serving()),
+            &self.policy,
+            self.traffic.share(pod),
+            &self.faults,
+            self.now,
+        )
+    }
+
+    /// Whether any of the pod's checks fails while its fallback serves in its place now.
+    fn serves_degraded(&self, pod: usize) -> bool {
+        self.pods[pod].serving().is_some() && self.policy.serves_degraded(pod, self.now)
     }
 
     /// Polls `check` in `pod` now instead of at the next tick (probity's `wake`).

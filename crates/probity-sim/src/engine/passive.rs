@@ -15,7 +15,7 @@
 //! real time.
 
 use super::Sim;
-use super::dependencies::Fare;
+use super::policy::Fare;
 use super::queue::Event;
 use super::traffic::Split;
 use crate::scenario::CheckTarget;
@@ -262,19 +262,24 @@ impl Sim<'_> {
         for passive in 0..self.passive.checks.len() {
             let dependency = self.passive.checks[passive].dependency;
             // Nothing runs the handlers of a pod that does not serve: no reports.
+            let share = self.traffic.share(pod);
+            let call = |process, need| {
+                self.dependencies
+                    .request_call((pod, process), need, share, &self.faults, now)
+            };
             let conditions = self.pods[pod].serving().map(|process| {
                 // Requests call their dependencies in turn and stop at the first failure.
                 let mut reaching = 0.0;
                 for class in &self.scenario.requests.mix {
                     let mut reach = 1.0;
                     for &need in &class.needs {
-                        match self.need_fares(pod, class, need) {
+                        match self.policy.fare(pod, class, need, now) {
                             Fare::Direct => {
                                 if need == dependency {
                                     reaching += class.share * reach;
                                     break;
                                 }
-                                reach *= self.request_call(pod, process, need).0;
+                                reach *= call(process, need).0;
                             }
                             // The handler answers from the fallback and does not call
                             // `need`; the rest it refuses.
@@ -289,12 +294,12 @@ impl Sim<'_> {
                                 if need == dependency {
                                     break;
                                 }
-                                reach *= share * self.request_call(pod, process, instead).0;
+                                reach *= share * call(process, instead).0;
                             }
                         }
                     }
                 }
-                let (available, delay) = self.request_call(pod, process, dependency);
+                let (available, delay) = call(process, dependency);
                 (available, delay, rate_per_ms * reaching)
             });
             let Some(process) = self.pods[pod].process.as_ref() else {
