@@ -46,6 +46,7 @@ use crate::report::Report;
 use crate::scenario::{FaultKind, Scenario, Start};
 use crate::time::Millis;
 use effects::{Effect, Effects};
+use policy::Fare;
 use probity_contract::probe::ProbeKind;
 use queue::{Event, Order};
 use router::{CheckResult, Rotation};
@@ -512,6 +513,109 @@ impl<'a> Sim<'a> {
     /// Whether any of the pod's checks fails while its fallback serves in its place now.
     fn serves_degraded(&self, pod: usize) -> bool {
         self.pods[pod].serving().is_some() && self.policy.serves_degraded(pod, self.now)
+    }
+
+    /// Brings `pod`'s passive runs up to date with its conditions now: how many of its real
+    /// requests reach each checked dependency, what fraction of those calls fail and how
+    /// long a failure takes to be reported.
+    fn update_passive(&mut self, pod: usize) {
+        let now = self.now;
+        let rate_per_ms = self.scenario.requests.rate / 1000.0;
+        let process = self.pods[pod].process.as_ref().map(|process| process.id);
+        let conditions = |dependency: usize| {
+            let share = self.traffic.share(pod);
+            let call = |process: &pod::Process, need: usize| {
+                self.dependencies
+                    .request_call((pod, process), need, share, &self.faults, now)
+            };
+            self.pods[pod].serving().map(|process| {
+                // Requests call their dependencies in turn and stop at the first failure.
+                let mut reaching = 0.0;
+                for class in &self.scenario.requests.mix {
+                    let mut reach = 1.0;
+                    for &need in &class.needs {
+                        match self.policy.fare(pod, class, need, now) {
+                            Fare::Direct => {
+                                if need == dependency {
+                                    reaching += class.share * reach;
+                                    break;
+                                }
+                                reach *= call(process, need).0;
+                            }
+                            // The handler answers from the fallback and does not call
+                            // `need`; the rest it refuses.
+                            Fare::Fallback {
+                                dependency: instead,
+                                share,
+                            } => {
+                                if instead == dependency {
+                                    reaching += class.share * reach * share;
+                                    break;
+                                }
+                                if need == dependency {
+                                    break;
+                                }
+                                reach *= share * call(process, instead).0;
+                            }
+                        }
+                    }
+                }
+                let (available, delay) = call(process, dependency);
+                (available, delay, rate_per_ms * reaching)
+            })
+        };
+        self.passive.update(
+            (pod, process),
+            &conditions,
+            &self.traffic,
+            now,
+            &mut self.effects,
+        );
+    }
+
+    /// Reports of the conditions a passive run entered start to arrive.
+    fn passive_resume(&mut self, pod: usize, passive: usize, process: u32, epoch: u32) {
+        let current = self.pods[pod].process.as_ref().map(|state| state.id);
+        let run = (process, epoch);
+        if self
+            .passive
+            .resume((pod, passive), run, current, &self.traffic)
+        {
+            self.schedule_passive_due();
+        }
+    }
+
+    /// Schedules the real time of the earliest passive run due.
+    fn schedule_passive_due(&mut self) {
+        let pods = &self.pods;
+        let process_of = |pod: usize| pods[pod].process.as_ref().map(|state| state.id);
+        let clock = (self.now, self.scenario.duration);
+        self.passive
+            .schedule_due(&process_of, &self.traffic, clock, &mut self.effects);
+    }
+
+    /// The earliest passive run is due: the threshold-th failure in a row was reported.
+    /// probity's `Reporter::failure` records a forced failure (unhealthy at once, the rise
+    /// count starts over) and wakes the poller when that turns the check unhealthy.
+    fn passive_due(&mut self, epoch: u32) {
+        let pods = &self.pods;
+        let process_of = |pod: usize| pods[pod].process.as_ref().map(|state| state.id);
+        let Some(due) = self.passive.due(epoch, &process_of, &self.traffic) else {
+            return;
+        };
+        if let Some((pod, passive, check)) = due {
+            let fell = self
+                .policy
+                .force_unhealthy(pod, check, self.now, &mut self.effects);
+            self.apply_effects();
+            if let Some(process) = self.pods[pod].process.as_ref().map(|state| state.id) {
+                self.passive.time_run(pod, passive, process, &self.traffic);
+            }
+            if fell {
+                self.repoll(pod, check);
+            }
+        }
+        self.schedule_passive_due();
     }
 
     /// Polls `check` in `pod` now instead of at the next tick (probity's `wake`).
