@@ -31,6 +31,7 @@ mod dependencies;
 mod effects;
 mod faults;
 mod keep_alive;
+mod lifecycle;
 mod measure;
 mod passive;
 mod pod;
@@ -43,7 +44,7 @@ mod router;
 mod traffic;
 
 use crate::report::Report;
-use crate::scenario::{FaultKind, Scenario, Start};
+use crate::scenario::{Scenario, Start};
 use crate::time::Millis;
 use effects::{Effect, Effects};
 use policy::Fare;
@@ -73,10 +74,10 @@ pub(crate) fn run(scenario: &Scenario, seed: u64, progress: &mut dyn FnMut(Milli
 const PROGRESS_EVERY: u32 = 1 << 16;
 
 /// What kube-proxy finds of each pod it sends a keep-alive connection to.
-fn reception(
-    pods: &[pod::Pod],
+fn reception<'p>(
+    pods: &'p pod::Pods<'_>,
     close_when_unready: bool,
-) -> impl Fn(usize) -> keep_alive::Reception + '_ {
+) -> impl Fn(usize) -> keep_alive::Reception + 'p {
     move |pod| {
         let state = &pods[pod];
         keep_alive::Reception {
@@ -97,7 +98,7 @@ struct Sim<'a> {
     now: Millis,
     /// The place of the event being handled among the events of its millisecond.
     current_order: Order,
-    pods: Vec<pod::Pod>,
+    pods: pod::Pods<'a>,
     probers: probing::Probers,
     rotation: Rotation,
     dependencies: dependencies::Dependencies<'a>,
@@ -141,7 +142,7 @@ impl<'a> Sim<'a> {
             rng: fastrand::Rng::with_seed(seed),
             now: 0,
             current_order: 0,
-            pods: (0..pods).map(|_| pod::Pod::new()).collect(),
+            pods: pod::Pods::new(scenario),
             probers: probing::Probers::new(scenario, pods),
             rotation: Rotation::new(scenario, seed),
             dependencies: dependencies::Dependencies::new(scenario),
@@ -386,70 +387,9 @@ impl<'a> Sim<'a> {
             Effect::BootsChanged => self.refresh_boots(),
             Effect::Wake(pod) => self.wake(pod),
             Effect::Repoll { pod, check } => self.repoll(pod, check),
-            Effect::Kill { pod, reason } => self.probe_verdict(pod, Some(reason)),
-            Effect::Started(pod) => self.probe_verdict(pod, None),
+            Effect::Kill { pod, reason } => self.kill(pod, reason),
+            Effect::Started(pod) => self.container_started(pod),
             Effect::ReadinessResult(pod) => self.update_pod_ready(pod),
-        }
-    }
-
-    /// A fault began in a pod, or an operator acts on pods.
-    fn pod_fault(&mut self, index: usize) {
-        match self.scenario.faults[index].kind.clone() {
-            FaultKind::PoolExhausted {
-                instance,
-                dependency,
-            } => {
-                if let Some(process) = self.pods[instance].process.as_mut() {
-                    process.pool_exhausted |= 1 << dependency;
-                    let holds = !process.inflight.is_empty();
-                    self.policy
-                        .pool_changed(instance, process.pool_exhausted, holds);
-                }
-                self.mark(instance);
-            }
-            FaultKind::Deadlock {
-                instance,
-                ignores_sigterm,
-            } => {
-                if let Some(process) = self.pods[instance].process.as_mut() {
-                    process.deadlocked_at = Some(self.now);
-                    process.ignores_sigterm = ignores_sigterm;
-                }
-                self.mark(instance);
-            }
-            FaultKind::RuntimeStall { instance } => {
-                if let Some(process) = self.pods[instance].process.as_mut() {
-                    process.stalled = true;
-                }
-                self.mark(instance);
-            }
-            FaultKind::CrashOnStart { instance, after } => {
-                self.pods[instance].crashes_after = Some(after);
-                self.schedule_crash(instance);
-            }
-            FaultKind::ManualDrain { instance } => {
-                self.pods[instance].manual_drained = true;
-                self.pod_changed(instance);
-            }
-            FaultKind::ManualFix { remove_probes } => {
-                // The skipped ticks so far count with the probes they had.
-                let clock = (self.now, self.current_order);
-                for pod in 0..self.pods.len() {
-                    for kind in ProbeKind::ALL {
-                        self.probers
-                            .wake_worker(pod, kind, false, clock, &mut self.effects);
-                    }
-                }
-                for kind in remove_probes {
-                    self.probers.remove(kind);
-                }
-                for pod in 0..self.pods.len() {
-                    self.replace_pod(pod);
-                }
-            }
-            FaultKind::DependencyOutage { .. }
-            | FaultKind::SlowDependency { .. }
-            | FaultKind::FlappingDependency { .. } => {}
         }
     }
 
