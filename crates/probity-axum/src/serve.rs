@@ -21,18 +21,22 @@
 //! - a **connection limit** within this listener's **share of the descriptor limit**
 //!   ([`ServeConfig::max_connections`]; [`ServeConfig::descriptor_share`] when a process has
 //!   several listeners), leaving room for the process's own files, pools and sockets.
-//!   Connections past it are accepted and closed at once, so the kernel's backlog never fills
-//!   and new connections are never left waiting;
+//!   Connections past it are accepted and sorted at once (below), so the kernel's backlog never
+//!   fills and new connections are never left waiting, and the process's descriptors never run
+//!   out (an `accept` that fails for want of one is retried only a second later);
 //! - a **budget for long-lived streams** ([`ServeConfig::max_streams`], default a quarter of
 //!   the limit): a gRPC `Watch` holds its connection as long as the client likes, so streams
 //!   past the budget are refused (`UNAVAILABLE`), and a connection with no stream left is
 //!   closed like any idle one;
 //! - **room kept for probes** ([`ServeConfig::probe_reserve`], default 16): once ordinary
 //!   connections fill the limit, a new connection is admitted only if its first request is for a
-//!   probe path (or it speaks HTTP/2, as a gRPC health probe does), read within
+//!   probe path (or it speaks HTTP/2, as a gRPC health probe does), its whole head read within
 //!   [`ServeConfig::admission_timeout`]; anything else is answered `503` with `Retry-After` and
-//!   closed. A connection admitted this way serves probes only (no stream, nothing else), is
-//!   answered, and lives at most the admission timeout. Readiness asked this way while every
+//!   closed. While its head is read it takes one of a bounded number of admission slots; when
+//!   they are all taken, the connection that has waited longest without sending a request is
+//!   let go for the newcomer, so connections that send nothing (or dribble their headers) never
+//!   keep a probe out. A connection admitted this way serves probes only (no stream, nothing
+//!   else), is answered at once, and lives at most the admission timeout. Readiness asked this way while every
 //!   ordinary connection is busy serving a request answers `503` (`[-]connections failed`):
 //!   the instance cannot take more traffic, and a balancer should send it elsewhere.
 //!
@@ -113,16 +117,17 @@ impl ShutdownReport {
 const DESCRIPTOR_HEADROOM: u64 = 64;
 /// The most connections a listener takes by default, however high the descriptor limit.
 const DEFAULT_CONNECTION_CAP: usize = 25_000;
-/// New connections whose first request line is being read at once, past the ordinary limit
+/// New connections whose first request head is being read at once, past the ordinary limit
 /// (at most; fewer on a small descriptor share). When they are all taken, the one that has
-/// waited longest is let go for the newcomer: a probe sends its request line at once, so a
-/// connection that has shown nothing for longest is the least likely to be one, and a flood of
-/// connections that say nothing never keeps a probe out — it only shortens their wait. The
-/// accept loop never waits for a slot either, or every probe would queue in the kernel's
-/// backlog behind the flood.
+/// waited longest is let go for the newcomer: a probe sends its request at once, so a
+/// connection that has not sent one for longest is the least likely to be one, and a flood of
+/// connections that say nothing never keeps a probe out — it only shortens their wait. A
+/// connection let go is read once more first, so a probe whose request is already there is
+/// admitted whatever its age. The accept loop waits only for those let go to close, which they
+/// do as soon as their task runs.
 const ADMISSION_SLOTS: usize = 96;
-/// The most bytes read to find a first request line.
-const REQUEST_LINE_MAX: usize = 2048;
+/// The most bytes read to find a first request head: a probe's is a few hundred.
+const REQUEST_HEAD_MAX: usize = 8192;
 /// The most connections taken from the accept backlog when the listener closes.
 const BACKLOG_MAX: usize = 65_536;
 
@@ -147,7 +152,7 @@ pub struct ServeConfig {
     body_read_timeout: Duration,
     min_body_rate: u64,
     max_connections: Option<usize>,
-    descriptor_share: (u32, u32),
+    descriptor_share: Share,
     probe_reserve: usize,
     max_streams: Option<usize>,
     admission_timeout: Duration,
@@ -167,7 +172,7 @@ impl Default for ServeConfig {
             body_read_timeout: Duration::from_secs(10),
             min_body_rate: 1024,
             max_connections: None,
-            descriptor_share: (1, 1),
+            descriptor_share: Share::Automatic,
             probe_reserve: 16,
             max_streams: None,
             admission_timeout: Duration::from_secs(1),
@@ -181,13 +186,97 @@ impl Default for ServeConfig {
     }
 }
 
-/// How a listener's room is divided, resolved once when it starts serving.
+/// How a listener's room is divided: resolved when it starts serving, and again whenever a
+/// listener of the same process starts or stops.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Budget {
     ordinary: usize,
     reserve: usize,
     admission: usize,
     streams: usize,
+}
+
+/// A listener's share of the process's descriptor limit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Share {
+    /// An equal part of what the fixed shares leave, among the listeners serving at the time.
+    Automatic,
+    /// `parts` of `of`, whatever else serves.
+    Fixed(u32, u32),
+}
+
+/// Shares are counted in millionths of the descriptor limit.
+const WHOLE: u64 = 1_000_000;
+
+impl Share {
+    fn millionths(parts: u32, of: u32) -> u64 {
+        u64::from(parts) * WHOLE / u64::from(of.max(1))
+    }
+}
+
+/// The listeners serving in this process: each derives its limits from the share left to it,
+/// so that together they stay under the descriptor limit — a second listener sized from the
+/// whole limit, as the first, would let the two exhaust it.
+#[derive(Debug)]
+struct Serving {
+    /// Listeners with the automatic share.
+    automatic: AtomicU64,
+    /// Millionths of the limit taken by listeners with a fixed share.
+    fixed: AtomicU64,
+    /// Moves whenever a listener starts or stops, so the others resolve their limits again.
+    changes: AtomicU64,
+}
+
+static SERVING: Serving = Serving {
+    automatic: AtomicU64::new(0),
+    fixed: AtomicU64::new(0),
+    changes: AtomicU64::new(0),
+};
+
+impl Serving {
+    /// The millionths of the limit a listener with `share` gets now; `joining` counts it among
+    /// the listeners serving when it is not yet.
+    fn millionths(&self, share: Share, joining: bool) -> u64 {
+        match share {
+            Share::Fixed(parts, of) => Share::millionths(parts, of),
+            Share::Automatic => {
+                let others = self.automatic.load(Ordering::Acquire) + u64::from(joining);
+                let left = WHOLE.saturating_sub(self.fixed.load(Ordering::Acquire));
+                // Fixed shares that claim the whole limit leave the others a sliver, not
+                // nothing: they still need room to answer probes.
+                left.max(WHOLE / 100) / others.max(1)
+            }
+        }
+    }
+}
+
+/// One listener counted in [`SERVING`] while it lives.
+#[derive(Debug)]
+struct Registration(Share);
+
+impl Registration {
+    fn new(share: Share) -> Self {
+        match share {
+            Share::Automatic => SERVING.automatic.fetch_add(1, Ordering::AcqRel),
+            Share::Fixed(parts, of) => SERVING
+                .fixed
+                .fetch_add(Share::millionths(parts, of), Ordering::AcqRel),
+        };
+        SERVING.changes.fetch_add(1, Ordering::AcqRel);
+        Registration(share)
+    }
+}
+
+impl Drop for Registration {
+    fn drop(&mut self) {
+        match self.0 {
+            Share::Automatic => SERVING.automatic.fetch_sub(1, Ordering::AcqRel),
+            Share::Fixed(parts, of) => SERVING
+                .fixed
+                .fetch_sub(Share::millionths(parts, of), Ordering::AcqRel),
+        };
+        SERVING.changes.fetch_add(1, Ordering::AcqRel);
+    }
 }
 
 impl ServeConfig {
@@ -216,19 +305,24 @@ impl ServeConfig {
 
     /// The most ordinary connections open at once (default: this listener's share of the soft
     /// `RLIMIT_NOFILE`, less room for the process's own descriptors, for admission and for the
-    /// probe reserve, at most 25,000).
+    /// probe reserve, at most 25,000; see [`ServeConfig::descriptor_share`]).
     pub fn max_connections(mut self, connections: usize) -> Self {
         self.max_connections = Some(connections.max(1));
         self
     }
 
-    /// This listener's share of the descriptor limit when the connection limit is derived:
-    /// `parts` of `of` (default 1 of 1). A process with several listeners gives each its share
-    /// (checkout: 3 of 4 to the public listener, 1 of 4 to the admin one), so that together
-    /// they stay under the limit — each sized from the whole would exhaust it.
+    /// This listener's share of the descriptor limit, from which its connection limit and
+    /// admission room are derived: `parts` of `of`, whatever else the process serves.
+    ///
+    /// By default the share is automatic: the listeners serving in one process at the same
+    /// time split the limit equally (what fixed shares leave), so that together they stay under
+    /// it — each sized from the whole would exhaust it. Limits are resolved again whenever a
+    /// listener of the process starts or stops; connections already open above a new, smaller
+    /// limit are not cut, they end with their timeouts. Set a fixed share to weigh listeners
+    /// (checkout: 3 of 4 to the public listener, 1 of 4 to the admin one).
     pub fn descriptor_share(mut self, parts: u32, of: u32) -> Self {
         let of = of.max(1);
-        self.descriptor_share = (parts.clamp(1, of), of);
+        self.descriptor_share = Share::Fixed(parts.clamp(1, of), of);
         self
     }
 
@@ -295,46 +389,42 @@ impl ServeConfig {
             .readiness_path(paths.readiness().to_owned())
     }
 
-    /// The ordinary connection limit this configuration resolves to on this process.
+    /// The ordinary connection limit this configuration would resolve to if it started serving
+    /// now, beside the listeners of this process already serving.
     pub fn connection_limit(&self) -> usize {
-        self.budget().ordinary
+        self.budget(true).ordinary
     }
 
-    /// The long-lived stream budget this configuration resolves to on this process.
+    /// The long-lived stream budget this configuration would resolve to if it started serving
+    /// now, beside the listeners of this process already serving.
     pub fn stream_limit(&self) -> usize {
-        self.budget().streams
+        self.budget(true).streams
     }
 
-    pub(crate) fn budget(&self) -> Budget {
-        let streams_of = |ordinary: usize| self.max_streams.unwrap_or((ordinary / 4).max(1));
-        if let Some(ordinary) = self.max_connections {
-            return Budget {
-                ordinary,
-                reserve: self.probe_reserve,
-                admission: ADMISSION_SLOTS,
-                streams: streams_of(ordinary),
-            };
-        }
-        let (parts, of) = self.descriptor_share;
+    /// The limits from this listener's share of the descriptor limit now; `joining` counts it
+    /// among the listeners serving when it is not yet.
+    pub(crate) fn budget(&self, joining: bool) -> Budget {
+        let millionths = SERVING.millionths(self.descriptor_share, joining);
         let share = match descriptor_limit() {
             Some(limit) => {
                 let room = limit.saturating_sub(DESCRIPTOR_HEADROOM);
-                usize::try_from(room.saturating_mul(u64::from(parts)) / u64::from(of))
-                    .unwrap_or(usize::MAX)
+                usize::try_from(room.saturating_mul(millionths) / WHOLE).unwrap_or(usize::MAX)
             }
             None => usize::MAX,
         };
         // Admission slots scale down with a small share (and half as many again may be closing
         // at any moment); the reserve is kept whole.
         let admission = (share / 4).clamp(16, ADMISSION_SLOTS);
-        let ordinary = share
-            .saturating_sub(self.probe_reserve + admission + admission / 2)
-            .clamp(1, DEFAULT_CONNECTION_CAP);
+        let ordinary = self.max_connections.unwrap_or_else(|| {
+            share
+                .saturating_sub(self.probe_reserve + admission + admission / 2)
+                .clamp(1, DEFAULT_CONNECTION_CAP)
+        });
         Budget {
             ordinary,
             reserve: self.probe_reserve,
             admission,
-            streams: streams_of(ordinary),
+            streams: self.max_streams.unwrap_or((ordinary / 4).max(1)),
         }
     }
 
@@ -383,26 +473,47 @@ fn descriptor_limit() -> Option<u64> {
 #[derive(Debug)]
 pub(crate) struct Listening {
     config: ServeConfig,
-    budget: Budget,
+    budget: Limits,
+    _registration: Registration,
     counts: Counts,
     admissions: Admissions,
     shutting_down: AtomicBool,
+    /// Notified whenever a counted connection closes: the accept loop waits on it when the
+    /// admission room is full.
+    freed: Notify,
 }
 
 impl Listening {
     fn new(config: ServeConfig) -> Self {
-        let budget = config.budget();
+        let registration = Registration::new(config.descriptor_share);
+        let budget = Limits::new(config.budget(false));
         Listening {
             config,
             budget,
+            _registration: registration,
             counts: Counts::new(),
             admissions: Admissions::default(),
             shutting_down: AtomicBool::new(false),
+            freed: Notify::new(),
         }
     }
 
     pub(crate) fn config(&self) -> &ServeConfig {
         &self.config
+    }
+
+    /// The limits as last resolved.
+    fn budget(&self) -> Budget {
+        self.budget.get()
+    }
+
+    /// The limits, resolved again if a listener of the process started or stopped since.
+    fn refresh_budget(&self) -> Budget {
+        let changes = SERVING.changes.load(Ordering::Acquire);
+        if self.budget.seen.swap(changes, Ordering::AcqRel) != changes {
+            self.budget.set(self.config.budget(false));
+        }
+        self.budget.get()
     }
 
     pub(crate) fn shutting_down(&self) -> bool {
@@ -424,7 +535,7 @@ impl Listening {
     /// count — the timeouts cut the first, and a client holding idle connections or streams
     /// must not be able to take an instance out of rotation.
     pub(crate) fn saturated(&self) -> bool {
-        let limit = self.budget.ordinary;
+        let limit = self.budget().ordinary;
         self.counts.ordinary.load(Ordering::Acquire) >= limit
             && self.counts.busy.load(Ordering::Acquire) * 2 >= limit
     }
@@ -432,7 +543,7 @@ impl Listening {
     pub(crate) fn busy_of_limit(&self) -> (usize, usize) {
         (
             self.counts.busy.load(Ordering::Acquire),
-            self.budget.ordinary,
+            self.budget().ordinary,
         )
     }
 
@@ -440,10 +551,11 @@ impl Listening {
     pub(crate) fn take_stream(self: &Arc<Self>) -> Option<StreamPermit> {
         let streams = &self.counts.streams;
         let mut open = streams.load(Ordering::Acquire);
+        let budget = self.budget().streams;
         loop {
-            if open >= self.budget.streams {
+            if open >= budget {
                 self.counts
-                    .warn_refused("the long-lived stream budget is full", self.budget.streams);
+                    .warn_refused("the long-lived stream budget is full", budget);
                 return None;
             }
             match streams.compare_exchange_weak(open, open + 1, Ordering::AcqRel, Ordering::Acquire)
@@ -455,7 +567,46 @@ impl Listening {
     }
 }
 
-/// The connections whose first request line is being read, oldest first.
+/// A listener's limits, as atomics: the accept loop resolves them again while connections
+/// read them.
+#[derive(Debug)]
+struct Limits {
+    ordinary: AtomicUsize,
+    reserve: usize,
+    admission: AtomicUsize,
+    streams: AtomicUsize,
+    /// The [`Serving::changes`] they were resolved at.
+    seen: AtomicU64,
+}
+
+impl Limits {
+    fn new(budget: Budget) -> Self {
+        Limits {
+            ordinary: AtomicUsize::new(budget.ordinary),
+            reserve: budget.reserve,
+            admission: AtomicUsize::new(budget.admission),
+            streams: AtomicUsize::new(budget.streams),
+            seen: AtomicU64::new(SERVING.changes.load(Ordering::Acquire)),
+        }
+    }
+
+    fn get(&self) -> Budget {
+        Budget {
+            ordinary: self.ordinary.load(Ordering::Acquire),
+            reserve: self.reserve,
+            admission: self.admission.load(Ordering::Acquire),
+            streams: self.streams.load(Ordering::Acquire),
+        }
+    }
+
+    fn set(&self, budget: Budget) {
+        self.ordinary.store(budget.ordinary, Ordering::Release);
+        self.admission.store(budget.admission, Ordering::Release);
+        self.streams.store(budget.streams, Ordering::Release);
+    }
+}
+
+/// The connections whose first request head is being read, oldest first.
 #[derive(Debug, Default)]
 struct Admissions {
     waiting: Mutex<VecDeque<(u64, Arc<Notify>)>>,
@@ -641,8 +792,6 @@ where
 {
     let health = health.into();
     let listening = Arc::new(Listening::new(config));
-    let budget = listening.budget;
-    let limit = budget.ordinary;
     let (closing_tx, closing_rx) = watch::channel(false);
     let spawner = Spawner {
         service,
@@ -661,6 +810,25 @@ where
     let mut shutdown = std::pin::pin!(shutdown);
     let mut shutdown_seen = false;
     loop {
+        let budget = listening.refresh_budget();
+        let limit = budget.ordinary;
+        // Connections in admission hold a descriptor until their task has run, those let go
+        // included: at most half as many again as the admission slots.
+        let admitting_most = budget.admission + budget.admission / 2;
+        // Room for one more connection, whichever room it will take. When there is none, the
+        // loop waits for a connection to close — connections let go from admission close as
+        // soon as their task runs — rather than accept one it would have to drop unread: that
+        // one may be a probe. Accepting regardless would take the process past its descriptor
+        // limit under a flood, and an accept that fails for want of descriptors is retried
+        // only a second later. The reserve is waited for too: its connections are answered as soon as they enter
+        // it (see `admit`), and live at most the admission timeout.
+        let room = {
+            let counts = &listening.counts;
+            counts.ordinary.load(Ordering::Acquire) < limit
+                || budget.reserve == 0
+                || (counts.admitting.load(Ordering::Acquire) < admitting_most
+                    && counts.reserve.load(Ordering::Acquire) < budget.reserve)
+        };
         tokio::select! {
             // The drain delay comes first: once it is over nothing new is accepted.
             biased;
@@ -669,13 +837,16 @@ where
                 shutdown_seen = true;
                 listening.shutting_down.store(true, Ordering::Relaxed);
             }
-            (io, _address) = listener.accept() => {
-                let counts = &listening.counts;
-                let open = counts.ordinary.load(Ordering::Acquire);
-                if open < limit {
+            () = listening.freed.notified(), if !room => {}
+            (io, _address) = listener.accept(), if room => {
+                if listening.counts.ordinary.load(Ordering::Acquire) < limit {
                     let guard = Slot::take(&listening, |counts| &counts.ordinary);
                     spawner.spawn(io, Room::Ordinary, Some(guard), None);
-                } else if counts.reserve.load(Ordering::Acquire) < budget.reserve {
+                } else if budget.reserve == 0 {
+                    // No room kept for probes: closing at once keeps the backlog moving.
+                    drop(io);
+                    listening.counts.warn_refused("the connection limit is full and no probe reserve is kept", limit);
+                } else {
                     let admitting = Slot::take(&listening, |counts| &counts.admitting);
                     let (id, evicted) = listening.admissions.enter(budget.admission);
                     let spawner = spawner.clone();
@@ -700,11 +871,6 @@ where
                             Admission::Refused(reason) => spawner.listening.counts.warn_refused(reason, limit),
                         }
                     });
-                } else {
-                    // Closing at once keeps the backlog moving: a probe behind this connection
-                    // gets its turn instead of waiting for a slot that may not come.
-                    drop(io);
-                    counts.warn_refused("the connection limit and the probe reserve are full", limit);
                 }
             }
         }
@@ -889,6 +1055,7 @@ impl Slot {
 impl Drop for Slot {
     fn drop(&mut self) {
         (self.field)(&self.listening.counts).fetch_sub(1, Ordering::AcqRel);
+        self.listening.freed.notify_one();
     }
 }
 
@@ -898,7 +1065,10 @@ enum Admission<Io> {
     Refused(&'static str),
 }
 
-/// Reads a new connection's first request line and admits it if it is a probe.
+/// Reads a new connection's first request head and admits it if it is a probe. The whole head,
+/// not just the request line: a connection enters the reserve only when its request can be
+/// answered at once, so a client that sends a probe's request line and then dribbles its
+/// headers stays here, where newer connections take its place, and never holds a reserve slot.
 async fn admit<Io>(mut io: Io, config: &ServeConfig, evicted: &Notify) -> Admission<Io>
 where
     Io: AsyncRead + AsyncWrite + Unpin,
@@ -906,7 +1076,7 @@ where
     let mut head = Vec::with_capacity(256);
     let reading = tokio::time::timeout(config.admission_timeout, async {
         let mut chunk = [0u8; 512];
-        while !head.contains(&b'\n') && head.len() < REQUEST_LINE_MAX {
+        while !head_complete(&head) && head.len() < REQUEST_HEAD_MAX {
             let n = io.read(&mut chunk).await?;
             if n == 0 {
                 break;
@@ -916,13 +1086,17 @@ where
         Ok::<_, io::Error>(())
     });
     let read = tokio::select! {
+        // Reading first: a probe sends its request line at once, and one already here is
+        // admitted even if newer connections took its slot before this task first ran (as
+        // they do when a flood fills the accept backlog and the loop takes it in one go).
+        biased;
         read = reading => read,
         () = evicted.notified() => {
-            return Admission::Refused("newer connections needed the admission slot of one that had sent nothing");
+            return Admission::Refused("newer connections needed the admission slot of one that had not sent its request");
         }
     };
     if !matches!(read, Ok(Ok(()))) {
-        return Admission::Refused("no request line within the admission timeout");
+        return Admission::Refused("no complete request head within the admission timeout");
     }
     let line = head.split(|&byte| byte == b'\n').next().unwrap_or(&[]);
     let line = String::from_utf8_lossy(line);
@@ -941,6 +1115,12 @@ content-length: 33\r\nconnection: close\r\n\r\ntoo many connections, retry later
         .await;
     let _ = io.shutdown().await;
     Admission::Refused("the connection limit is full and the request is not a probe")
+}
+
+/// Whether `head` holds a complete request head (an HTTP/2 preface's first part counts).
+fn head_complete(head: &[u8]) -> bool {
+    head.windows(4).any(|window| window == b"\r\n\r\n")
+        || head.windows(2).any(|window| window == b"\n\n")
 }
 
 /// An I/O stream whose first bytes were already read: it yields them again, then the rest.
@@ -1031,7 +1211,9 @@ mod tests {
             assert!((limit as u64) < descriptors);
             // Listeners sharing the process stay under the limit together.
             let shares = [(3, 4), (1, 4)].map(|(parts, of)| {
-                let budget = ServeConfig::default().descriptor_share(parts, of).budget();
+                let budget = ServeConfig::default()
+                    .descriptor_share(parts, of)
+                    .budget(true);
                 (budget.ordinary + budget.reserve + budget.admission * 3 / 2) as u64
             });
             assert!(
@@ -1043,5 +1225,56 @@ mod tests {
             ServeConfig::default().max_connections(7).connection_limit(),
             7
         );
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn listeners_of_one_process_share_the_descriptor_limit_by_default() {
+        use rustix::process::{Resource, Rlimit, getrlimit, setrlimit};
+        // A limit low enough that every share is below the per-listener cap.
+        let hard = getrlimit(Resource::Nofile).maximum;
+        let soft = hard.map_or(1024, |hard| hard.min(1024));
+        setrlimit(
+            Resource::Nofile,
+            Rlimit {
+                current: Some(soft),
+                maximum: hard,
+            },
+        )
+        .expect("lower the descriptor limit");
+        let used =
+            |budget: Budget| (budget.ordinary + budget.reserve + budget.admission * 3 / 2) as u64;
+
+        let alone = ServeConfig::default().budget(true);
+        let public = Listening::new(ServeConfig::default());
+        assert_eq!(public.refresh_budget(), alone);
+        // An admin listener started beside it, both with the default share: each gets half,
+        // and together they stay under the limit.
+        let admin = Listening::new(ServeConfig::default());
+        let (shared, other) = (public.refresh_budget(), admin.refresh_budget());
+        assert_eq!(shared, other);
+        assert!(
+            shared.ordinary < alone.ordinary / 2 + 1,
+            "{shared:?} of {alone:?}"
+        );
+        assert!(
+            used(shared) + used(other) + DESCRIPTOR_HEADROOM <= soft,
+            "{shared:?} twice of {soft}"
+        );
+        // A listener with a fixed share takes it; the automatic ones split the rest.
+        let scrape = Listening::new(ServeConfig::default().descriptor_share(1, 4));
+        let (shared, other, fixed) = (
+            public.refresh_budget(),
+            admin.refresh_budget(),
+            scrape.refresh_budget(),
+        );
+        assert!(
+            used(shared) + used(other) + used(fixed) + DESCRIPTOR_HEADROOM <= soft,
+            "{shared:?} {other:?} {fixed:?} of {soft}"
+        );
+        // When one stops, the others take its room back.
+        drop(scrape);
+        drop(admin);
+        assert_eq!(public.refresh_budget(), alone);
     }
 }

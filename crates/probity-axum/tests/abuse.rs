@@ -225,3 +225,70 @@ async fn connections_that_say_nothing_never_keep_a_probe_out_of_the_reserve() {
     );
     drop(silent);
 }
+
+#[tokio::test(start_paused = true)]
+async fn probes_that_came_in_a_burst_of_silent_connections_are_all_answered() {
+    let (_health, connector) = start(
+        ServeConfig::default()
+            .max_connections(1)
+            .probe_reserve(16)
+            .header_read_timeout(Duration::from_secs(30)),
+    );
+    let mut idle = connector.connect().unwrap();
+    assert!(send(&mut idle, b"GET /orders HTTP/1.1\r\n").await);
+    tokio::task::yield_now().await;
+    // Ten probes, each followed by fifty silent connections, all waiting before the server
+    // takes any: each probe is let go for newer connections before its task first runs (the
+    // accept backlog after a stall), yet its request is already there to be read.
+    let mut probes = Vec::new();
+    let mut silent = Vec::new();
+    for _ in 0..10 {
+        let mut probe = connector.connect().unwrap();
+        assert!(send(&mut probe, b"GET /livez HTTP/1.1\r\nhost: shop\r\n\r\n").await);
+        probes.push(probe);
+        silent.extend((0..50).map(|_| connector.connect().unwrap()));
+    }
+    let answers: Vec<_> = probes
+        .into_iter()
+        .map(|mut probe| tokio::spawn(async move { read_all(&mut probe).await }))
+        .collect();
+    for answer in answers {
+        let raw = answer.await.unwrap().unwrap_or_default();
+        assert!(raw.starts_with("HTTP/1.1 200 OK"), "{raw:?}");
+    }
+    drop(silent);
+}
+
+#[tokio::test(start_paused = true)]
+async fn probe_requests_dribbled_never_take_the_reserve() {
+    let (_health, connector) = start(
+        ServeConfig::default()
+            .max_connections(1)
+            .probe_reserve(2)
+            .header_read_timeout(Duration::from_secs(30)),
+    );
+    let mut idle = connector.connect().unwrap();
+    assert!(send(&mut idle, b"GET /orders HTTP/1.1\r\n").await);
+    tokio::task::yield_now().await;
+    // More clients than the reserve has slots send a probe's request line, then nothing.
+    let mut dribbling = Vec::new();
+    for _ in 0..8 {
+        let mut client = connector.connect().unwrap();
+        assert!(send(&mut client, b"GET /livez HTTP/1.1\r\n").await);
+        dribbling.push(client);
+    }
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    // A probe with its whole request is answered at once.
+    let started = Instant::now();
+    assert_eq!(connector.get("/livez").await, Some((200, "ok\n".into())));
+    assert!(
+        started.elapsed() < Duration::from_millis(100),
+        "{:?}",
+        started.elapsed()
+    );
+    // The dribblers are let go at the admission timeout, unanswered.
+    for mut client in dribbling {
+        let raw = read_all(&mut client).await.unwrap_or_default();
+        assert!(raw.is_empty(), "{raw}");
+    }
+}

@@ -2,6 +2,11 @@
 //! `Watch` streams from a real gRPC client, bodies that never finish, and idle floods on both
 //! ports leave `/livez` answering every kubelet-like probe (a new connection, a 1 s timeout).
 //! Each test prints the worst `/livez` answer time it saw.
+//!
+//! Every probe must be answered. The one cause excused is the machine's: each probe is sent
+//! together with one to a reference server (a thread of this test answering a fixed `200`), and
+//! a probe that went unanswered while the reference did not answer within the same second
+//! either is counted apart — the machine stalled every process, not only the one tested.
 
 mod support;
 
@@ -12,11 +17,40 @@ use support::{Checkout, python_with_grpc_health, wait_ready};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
+/// One probe: the status answered (0: none), how long it took, and whether the reference
+/// server sent at the same moment answered within the probe's timeout.
+#[derive(Debug, Clone, Copy)]
+struct Probe {
+    status: u16,
+    took: Duration,
+    reference_answered: bool,
+}
+
+/// A server on a thread of its own that answers every connection `200` at once: what any
+/// process on this machine could do at that moment.
+fn reference_server() -> SocketAddr {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind the reference");
+    let address = listener.local_addr().expect("reference address");
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { continue };
+            let _ = stream.set_read_timeout(Some(Duration::from_secs(1)));
+            let mut head = [0u8; 1024];
+            let _ = std::io::Read::read(&mut stream, &mut head);
+            let _ = std::io::Write::write_all(
+                &mut stream,
+                b"HTTP/1.1 200 OK\r\ncontent-length: 3\r\nconnection: close\r\n\r\nok\n",
+            );
+        }
+    });
+    address
+}
+
 /// Probes `url` like a kubelet (a new connection each time, 1 s timeout) every `every` for
-/// `duration`, on a thread and runtime of its own; returns each answer's status (0: none) and
-/// how long it took.
-async fn probe_times(url: &str, every: Duration, duration: Duration) -> Vec<(u16, Duration)> {
+/// `duration`, on a thread and runtime of its own, each time with the reference server too.
+async fn probe_times(url: &str, every: Duration, duration: Duration) -> Vec<Probe> {
     let url = url.to_owned();
+    let reference = format!("http://{}/", reference_server());
     let prober = std::thread::spawn(move || {
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
@@ -28,11 +62,17 @@ async fn probe_times(url: &str, every: Duration, duration: Duration) -> Vec<(u16
             let mut seen = Vec::new();
             while Instant::now() < until {
                 let started = Instant::now();
-                let status = match client.get(&url).send().await {
+                let (probe, control) =
+                    tokio::join!(client.get(&url).send(), client.get(&reference).send());
+                let status = match probe {
                     Ok(response) => response.status().as_u16(),
                     Err(_) => 0,
                 };
-                seen.push((status, started.elapsed()));
+                seen.push(Probe {
+                    status,
+                    took: started.elapsed(),
+                    reference_answered: control.is_ok(),
+                });
                 tokio::time::sleep(every).await;
             }
             seen
@@ -43,34 +83,58 @@ async fn probe_times(url: &str, every: Duration, duration: Duration) -> Vec<(u16
         .expect("join the prober")
 }
 
-/// Asserts the probes were answered as no kubelet would restart for: never two failures in a
-/// row (a restart takes `failureThreshold`, default 3, in a row), and at least 90% answered
-/// 200 (under a flood, a probe's own connection is sometimes the one let go before it has sent
-/// its request). Returns the slowest answer and how many failed.
-fn answered_enough(what: &str, seen: &[(u16, Duration)], log: &str) -> (Duration, usize) {
+/// What a series of probes showed.
+#[derive(Debug)]
+struct Answered {
+    slowest: Duration,
+    unanswered: usize,
+    /// Unanswered while the reference server was not answering either.
+    machine_stalled: usize,
+    probes: usize,
+}
+
+impl std::fmt::Display for Answered {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "slowest {:?}, {} of {} unanswered ({} while the machine stalled)",
+            self.slowest, self.unanswered, self.probes, self.machine_stalled
+        )
+    }
+}
+
+/// Asserts every probe was answered `200`, but for those the machine left unanswered (the
+/// reference server did not answer either); returns the figures.
+fn answered_all(what: &str, seen: &[Probe], log: &str) -> Answered {
     assert!(
         seen.len() >= 20,
         "{what}: only {} probes: {seen:?}",
         seen.len()
     );
-    let failed = seen.iter().filter(|(status, _)| *status != 200).count();
-    let longest_run = seen
-        .split(|(status, _)| *status == 200)
-        .map(<[(u16, Duration)]>::len)
-        .max()
-        .unwrap_or(0);
+    let unanswered: Vec<&Probe> = seen.iter().filter(|probe| probe.status != 200).collect();
+    let machine_stalled = unanswered
+        .iter()
+        .filter(|probe| !probe.reference_answered)
+        .count();
     assert!(
-        longest_run < 2 && failed * 100 <= seen.len() * 10,
-        "{what}: {failed} of {} probes failed, {longest_run} in a row: {seen:?}\n{log}",
+        unanswered.len() == machine_stalled && machine_stalled * 4 < seen.len(),
+        "{what}: {} of {} probes unanswered, {machine_stalled} of them while the machine \
+         stalled: {seen:?}\n{log}",
+        unanswered.len(),
         seen.len()
     );
     let slowest = seen
         .iter()
-        .filter(|(status, _)| *status == 200)
-        .map(|(_, took)| *took)
+        .filter(|probe| probe.status == 200)
+        .map(|probe| probe.took)
         .max()
         .unwrap_or_default();
-    (slowest, failed)
+    Answered {
+        slowest,
+        unanswered: unanswered.len(),
+        machine_stalled,
+        probes: seen.len(),
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -98,9 +162,11 @@ async fn idle_watch_streams_never_take_the_probes_room() {
     tokio::time::sleep(Duration::from_secs(3)).await;
     let probe_for = Duration::from_secs(8);
     let (livez_url, readyz_url) = (checkout.url("/livez"), checkout.url("/readyz"));
-    let (livez, readyz) = tokio::join!(
+    let orders_url = checkout.url("/orders");
+    let (livez, readyz, orders) = tokio::join!(
         probe_times(&livez_url, Duration::from_millis(200), probe_for),
         probe_times(&readyz_url, Duration::from_millis(200), probe_for),
+        place_orders(&orders_url, probe_for),
     );
     let output = tokio::task::spawn_blocking(move || flood.wait_with_output())
         .await
@@ -108,16 +174,36 @@ async fn idle_watch_streams_never_take_the_probes_room() {
         .expect("the gRPC client ran");
     let counts = String::from_utf8_lossy(&output.stdout).to_string();
     let log = checkout.stderr.text();
-    let (worst_livez, livez_failed) = answered_enough("/livez", &livez, &log);
-    let (worst_readyz, readyz_failed) = answered_enough("/readyz", &readyz, &log);
+    let live = answered_all("/livez", &livez, &log);
+    let ready = answered_all("/readyz", &readyz, &log);
+    let placed = orders.iter().filter(|(status, _)| *status == 201).count();
     eprintln!(
-        "observed: 300 Watch clients at 256 descriptors ({}): /livez slowest {worst_livez:?}, \
-         {livez_failed} of {} unanswered; /readyz slowest {worst_readyz:?}, {readyz_failed} of {} \
-         unanswered",
+        "observed: 300 Watch clients at 256 descriptors ({}): /livez {live}; /readyz {ready}; \
+         POST /orders {placed} of {} placed, statuses {:?}",
         counts.trim(),
-        livez.len(),
-        readyz.len()
+        orders.len(),
+        orders
+            .iter()
+            .map(|(status, _)| *status)
+            .collect::<std::collections::BTreeSet<_>>()
     );
+    // The API answers throughout: an order is placed, or turned away with a retry hint
+    // (nothing processed) when a connection is not to be had — never left unanswered.
+    assert!(
+        orders
+            .iter()
+            .all(|(status, retry)| *status == 201 || (*status == 503 && *retry)),
+        "{orders:?}\n{log}"
+    );
+    // The flood's connections compete for the same connection table (74 at this limit), so
+    // some orders are turned away while it lasts; some get through, and all do once it ends.
+    assert!(placed >= 1, "{orders:?}");
+    let order = support::post(
+        &orders_url,
+        Some(r#"{"customer":"after","items":[{"sku":"book-1","quantity":1,"price_cents":250}]}"#),
+    )
+    .await;
+    assert_eq!(order.status, 201, "{}", order.body);
     assert!(
         output.status.success(),
         "{}",
@@ -128,6 +214,33 @@ async fn idle_watch_streams_never_take_the_probes_room() {
     assert!(counts["served"].as_u64().unwrap_or(0) >= 10, "{counts}");
     assert!(counts["refused"].as_u64().unwrap_or(0) >= 1, "{counts}");
     assert!(log.contains("long-lived stream budget is full"), "{log}");
+}
+
+/// Places an order on a new connection every 200 ms for `duration` (2 s timeout each); returns
+/// each answer's status (0: none) and whether it carried `Retry-After`.
+async fn place_orders(url: &str, duration: Duration) -> Vec<(u16, bool)> {
+    let client = support::client(Duration::from_secs(2));
+    let until = Instant::now() + duration;
+    let mut seen = Vec::new();
+    while Instant::now() < until {
+        let answer = client
+            .post(url)
+            .header("content-type", "application/json")
+            .body(
+                r#"{"customer":"flood","items":[{"sku":"book-1","quantity":1,"price_cents":250}]}"#,
+            )
+            .send()
+            .await;
+        seen.push(match answer {
+            Ok(response) => (
+                response.status().as_u16(),
+                response.headers().contains_key("retry-after"),
+            ),
+            Err(_) => (0, false),
+        });
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    seen
 }
 
 /// One client that announces a 100-byte body and sends one byte of it; returns when the
@@ -185,14 +298,13 @@ async fn bodies_that_never_finish_are_cut_and_the_api_serves_again() {
         .max()
         .unwrap_or_default();
     let log = checkout.stderr.text();
-    let (worst, failed) = answered_enough("/livez", &livez, &log);
+    let live = answered_all("/livez", &livez, &log);
     eprintln!(
         "observed: 50 one-byte bodies on 50 connections: all cut within {slowest:?} \
-         (statuses {:?}); /livez slowest {worst:?}, {failed} of {} unanswered",
+         (statuses {:?}); /livez {live}",
         cut.iter()
             .map(|(status, _)| *status)
             .collect::<std::collections::BTreeSet<_>>(),
-        livez.len()
     );
     // Cut at the body timeout with an answer, not held for as long as they like (those that
     // came when the probes had a connection of the fifty were turned away at once, with 503).
@@ -268,11 +380,10 @@ async fn idle_floods_on_both_ports_never_exhaust_the_descriptors() {
     }
     let most = watch.await.unwrap();
     let log = checkout.stderr.text();
-    let (worst, failed) = answered_enough("/livez", &livez, &log);
+    let live = answered_all("/livez", &livez, &log);
     eprintln!(
         "observed: 300 idle clients on each port at 256 descriptors: at most {most} open, \
-         /livez slowest {worst:?}, {failed} of {} unanswered",
-        livez.len()
+         /livez {live}"
     );
     assert!(most < 256, "the descriptors ran out: {most}");
     assert!(!log.contains("Too many open files"), "{log}");

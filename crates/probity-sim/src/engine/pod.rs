@@ -5,13 +5,13 @@
 //! `doBackOff` ([`CrashLoopBackOff`]), the grace period and the preStop hook of
 //! `killContainer` ([`StopSequence`]).
 
-use super::policy::CheckState;
-use super::probing::PodProbes;
+use super::Sim;
+use super::probing::Seen;
 use super::queue::Event;
-use super::{Sim, at, millis};
 use crate::report::{KillReason, LaneState};
-use crate::scenario::{BackoffRequeue, ProbeSpec};
+use crate::scenario::BackoffRequeue;
 use crate::time::Millis;
+use crate::time::{at, millis};
 use probity_contract::kube::backoff::{
     CrashLoopBackOff, POD_WORKER_RETRY, POD_WORKER_RETRY_JITTER, RestartDecision,
 };
@@ -47,9 +47,6 @@ pub(super) struct Pod {
     /// The restart decided in the sync that killed the container.
     pub(super) restart_after_kill: Option<RestartDecision>,
     pub(super) process: Option<Process>,
-    pub(super) probes: PodProbes,
-    /// The pod's Ready condition.
-    pub(super) pod_ready: bool,
     /// An operator took it out of rotation.
     pub(super) manual_drained: bool,
     /// Its process exits this long after each start (a crash-on-start fault).
@@ -69,8 +66,6 @@ impl Pod {
             start_epoch: 0,
             restart_after_kill: None,
             process: None,
-            probes: PodProbes::new(),
-            pod_ready: false,
             manual_drained: false,
             crashes_after: None,
         }
@@ -125,6 +120,26 @@ impl Pod {
             && !self.manual_drained
     }
 
+    /// What the kubelet sees of it.
+    pub(super) fn seen(&self) -> Seen {
+        Seen {
+            view: (self.container_id > 0).then(|| ContainerView {
+                id: self.container_id,
+                running: self.container != Container::Waiting,
+                started_at: at(self.started_at),
+                started: self.started,
+            }),
+            container: self.container_id,
+            running: self.running(),
+            started_at: self.started_at,
+            started: self.started,
+            answered_unready: self
+                .process
+                .as_ref()
+                .map(|process| process.answered_unready),
+        }
+    }
+
     /// Whether its app is still booting.
     pub(super) fn booting(&self) -> bool {
         self.container != Container::Waiting
@@ -146,20 +161,15 @@ pub(super) struct Process {
     pub(super) stalled: bool,
     /// Dependencies whose pool leaked dry, one bit each.
     pub(super) pool_exhausted: u64,
-    /// The checks' state, by check index.
-    pub(super) checks: Vec<CheckState>,
     /// Hung health-check calls: when each ends and which dependency it holds.
     pub(super) inflight: Vec<(Millis, u16)>,
     /// The last answer to a readiness probe was a failure.
     pub(super) answered_unready: bool,
-    /// When a verdict judged with a fallback next changes by time alone, if a
-    /// [`Event::Reassess`] is scheduled for it.
-    pub(super) reassess_at: Option<Millis>,
 }
 
 impl Process {
     /// A process that has long been up: booted, every check healthy.
-    pub(super) fn settled(id: u32, checks: Vec<CheckState>) -> Self {
+    pub(super) fn settled(id: u32) -> Self {
         Process {
             id,
             booted: true,
@@ -170,10 +180,8 @@ impl Process {
             ignores_sigterm: false,
             stalled: false,
             pool_exhausted: 0,
-            checks,
             inflight: Vec::new(),
             answered_unready: false,
-            reassess_at: None,
         }
     }
 
@@ -212,57 +220,31 @@ impl BootProgress {
 }
 
 impl Sim<'_> {
-    /// What the kubelet knows of the pod's container.
-    pub(super) fn container_view(&self, pod: usize) -> Option<ContainerView> {
-        let state = &self.pods[pod];
-        if state.container_id == 0 {
-            return None;
-        }
-        Some(ContainerView {
-            id: state.container_id,
-            running: state.container != Container::Waiting,
-            started_at: at(state.started_at),
-            started: state.started,
-        })
-    }
-
     /// A pod that has run for a long time: booted, started, ready, its probe tickers at
     /// random phases (pods are admitted at different times; the worker probes at admission,
     /// then every period).
     pub(super) fn settle_pod(&mut self, pod: usize) {
-        let checks = (0..self.scenario.app.checks.len())
-            .map(|check| CheckState::settled(&self.scenario.app.checks[check]))
-            .collect();
         self.passive.new_process(pod);
         let state = &mut self.pods[pod];
         state.container = Container::Running;
         state.container_id = 1;
         state.started_at = 0;
         state.started = true;
-        state.pod_ready = true;
-        state.probes = PodProbes::settled(1);
-        state.process = Some(Process::settled(1, checks));
-        self.refresh_poll_keys(pod);
+        state.process = Some(Process::settled(1));
+        self.policy.new_process(pod, 1, true);
         self.rotation.router.endpoint_update(pod, true);
-        for kind in ProbeKind::ALL {
-            if let Some(period) = self.probe(kind).as_ref().map(ProbeSpec::period) {
-                let phase = self.rng.u64(0..period);
-                self.schedule_probe_tick(pod, kind, phase);
-            }
-        }
-        self.start_pollers(pod, 1, true);
+        self.probers
+            .settled(pod, 1, &mut self.rng, &mut self.effects);
+        let (now, rng, effects) = (self.now, &mut self.rng, &mut self.effects);
+        self.policy.start_pollers(pod, 1, true, now, rng, effects);
     }
 
     /// A new pod at `when`: its probe workers start (first probe at once, then every
     /// period) and its first container starts.
     pub(super) fn add_pod(&mut self, pod: usize, when: Millis) {
-        for kind in ProbeKind::ALL {
-            if self.probe(kind).is_some() {
-                self.schedule_probe_tick(pod, kind, when);
-            }
-        }
+        self.probers.add(pod, when, &mut self.effects);
         let epoch = self.pods[pod].start_epoch;
-        self.queue.schedule(
+        self.effects.schedule(
             when,
             Event::StartContainer {
                 pod: pod as u32,
@@ -298,7 +280,7 @@ impl Sim<'_> {
         let state = &mut self.pods[pod];
         state.start_epoch += 1;
         let epoch = state.start_epoch;
-        self.queue.schedule(
+        self.effects.schedule(
             retry_at.max(self.now),
             Event::StartContainer {
                 pod: pod as u32,
@@ -318,8 +300,7 @@ impl Sim<'_> {
     fn start_container(&mut self, pod: usize) {
         let now = self.now;
         let app = &self.scenario.app;
-        let checks = app.checks.iter().map(CheckState::fresh).collect();
-        let started = self.probe(ProbeKind::Startup).is_none();
+        let started = self.probers.spec(ProbeKind::Startup).is_none();
         self.passive.new_process(pod);
         let state = &mut self.pods[pod];
         if state.container_id > 0 {
@@ -330,8 +311,9 @@ impl Sim<'_> {
         state.container = Container::Running;
         state.started_at = now;
         state.restart_after_kill = None;
-        state.probes.new_container();
         state.started = started;
+        self.probers.new_container(pod);
+        let state = &mut self.pods[pod];
         state.process = Some(Process {
             id,
             booted: false,
@@ -347,15 +329,14 @@ impl Sim<'_> {
             ignores_sigterm: false,
             stalled: false,
             pool_exhausted: 0,
-            checks,
             inflight: Vec::new(),
             answered_unready: false,
-            reassess_at: None,
         });
-        self.refresh_poll_keys(pod);
+        self.policy.new_process(pod, id, false);
         self.boot_started(pod);
         self.schedule_crash(pod);
-        self.start_pollers(pod, id, false);
+        let (now, rng, effects) = (self.now, &mut self.rng, &mut self.effects);
+        self.policy.start_pollers(pod, id, false, now, rng, effects);
         self.refresh_boots();
         self.reschedule_boot(pod);
         if self.pods[pod].started {
@@ -371,7 +352,7 @@ impl Sim<'_> {
         if let Some(after) = state.crashes_after
             && state.container == Container::Running
         {
-            self.queue.schedule(
+            self.effects.schedule(
                 self.now + after,
                 Event::CrashExit {
                     pod: pod as u32,
@@ -388,38 +369,19 @@ impl Sim<'_> {
         }
     }
 
-    /// The boot's warm-up stalls while a dependency it needs is down, and slows down while
-    /// too many pods warm up against it at once (the herd model).
-    fn boot_rate(&self, pod: usize) -> f64 {
-        let mut rate: f64 = 1.0;
-        for &dependency in &self.scenario.app.boot_needs {
-            if self.dependency_down(pod, dependency) {
-                return 0.0;
-            }
-            if let Some(herd) = self.scenario.dependencies[dependency].herd {
-                let booting = self.dependencies.booting_on[dependency];
-                if booting > herd.max_concurrent_boots {
-                    rate = rate.min(f64::from(herd.max_concurrent_boots) / f64::from(booting));
-                }
-            }
-        }
-        rate
-    }
-
     /// Re-times every boot in progress after the conditions it depends on changed.
     pub(super) fn refresh_boots(&mut self) {
         if self.scenario.app.boot_needs.is_empty() {
             return;
         }
-        let booting: Vec<usize> = self.dependencies.booting.iter().copied().collect();
-        for pod in booting {
+        for pod in self.dependencies.booting() {
             self.reschedule_boot(pod);
         }
     }
 
     fn reschedule_boot(&mut self, pod: usize) {
         let now = self.now;
-        let rate = self.boot_rate(pod);
+        let rate = self.dependencies.boot_rate(pod, &self.faults, self.now);
         let Some(process) = self.pods[pod].process.as_mut() else {
             return;
         };
@@ -438,7 +400,7 @@ impl Sim<'_> {
         let (id, epoch, remaining) = (process.id, boot.epoch, boot.remaining);
         if rate > 0.0 {
             let done_at = now + (remaining as f64 / rate).ceil() as Millis;
-            self.queue.schedule(
+            self.effects.schedule(
                 done_at,
                 Event::BootDone {
                     pod: pod as u32,
@@ -474,8 +436,8 @@ impl Sim<'_> {
         }
         self.measure.record_kill(pod, now, reason);
         let probe_grace = match reason {
-            KillReason::Liveness => self.probe(ProbeKind::Liveness),
-            KillReason::Startup => self.probe(ProbeKind::Startup),
+            KillReason::Liveness => self.probers.spec(ProbeKind::Liveness),
+            KillReason::Startup => self.probers.spec(ProbeKind::Startup),
             _ => None,
         }
         .and_then(|probe| probe.termination_grace)
@@ -509,7 +471,7 @@ impl Sim<'_> {
                 process.listening = false;
             }
         }
-        self.queue.schedule(
+        self.effects.schedule(
             now + exit_after,
             Event::KillDone {
                 pod: pod as u32,
@@ -554,7 +516,7 @@ impl Sim<'_> {
         state.last_finished = Some(self.now);
         state.started = false;
         state.process = None;
-        self.refresh_poll_keys(pod);
+        self.policy.process_gone(pod);
         if was_booting {
             self.boot_ended(pod);
             self.refresh_boots();
@@ -565,8 +527,10 @@ impl Sim<'_> {
 
     /// An operator replaces a pod: a new pod, with fresh probe workers and backoff.
     pub(super) fn replace_pod(&mut self, pod: usize) {
+        let clock = (self.now, self.current_order);
         for kind in ProbeKind::ALL {
-            self.wake_worker(pod, kind, false);
+            self.probers
+                .wake_worker(pod, kind, false, clock, &mut self.effects);
         }
         if self.pods[pod].booting() {
             self.boot_ended(pod);
@@ -574,16 +538,16 @@ impl Sim<'_> {
         let state = &mut self.pods[pod];
         state.container = Container::Waiting;
         state.process = None;
-        self.refresh_poll_keys(pod);
+        self.policy.process_gone(pod);
         let state = &mut self.pods[pod];
         state.started = false;
         state.last_finished = None;
         state.backoff = CrashLoopBackOff::default();
         state.restart_after_kill = None;
-        state.probes.replace();
         state.start_epoch += 1;
         // Not a restart of the old container: the new pod's first container.
         state.container_id += 1;
+        self.probers.replace(pod);
         let record = &mut self.measure.pods[pod];
         record.restarts = record.restarts.saturating_sub(1);
         self.update_pod_ready(pod);
@@ -611,26 +575,46 @@ impl Sim<'_> {
 
     /// A boot that warms up against its dependencies began.
     fn boot_started(&mut self, pod: usize) {
-        if self.scenario.app.boot_needs.is_empty() {
-            return;
-        }
-        self.dependencies.booting.insert(pod);
-        for &dependency in &self.scenario.app.boot_needs {
-            self.dependencies.booting_on[dependency] += 1;
-            self.herd_changed(dependency);
-        }
+        self.dependencies.boot_started(pod, &mut self.effects);
+        self.apply_effects();
     }
 
     /// A boot ended (done, or the container went away).
     fn boot_ended(&mut self, pod: usize) {
-        if self.scenario.app.boot_needs.is_empty() {
+        self.dependencies.boot_ended(pod, &mut self.effects);
+        self.apply_effects();
+    }
+
+    /// A health-check call that hangs until `until` holds a pool connection (and memory):
+    /// past `max_inflight_checks` the process is killed for running out of memory.
+    pub(super) fn hold_inflight(&mut self, pod: usize, until: Millis, dependency: usize) {
+        let now = self.now;
+        let limit = self.scenario.app.max_inflight_checks;
+        let pool = self.scenario.app.pool_size.is_some();
+        let Some(process) = self.pods[pod].process.as_mut() else {
             return;
+        };
+        process.inflight.retain(|(end, _)| *end > now);
+        process.inflight.push((until, dependency as u16));
+        let count = process.inflight.len() as u32;
+        let (id, exhausted) = (process.id, process.pool_exhausted);
+        self.policy.pool_changed(pod, exhausted, true);
+        self.measure.max_inflight = self.measure.max_inflight.max(count);
+        if pool {
+            self.effects.schedule(
+                until,
+                Event::HungEnd {
+                    pod: pod as u32,
+                    process: id,
+                },
+            );
+            self.mark(pod);
         }
-        self.dependencies.booting.remove(&pod);
-        for &dependency in &self.scenario.app.boot_needs {
-            let count = &mut self.dependencies.booting_on[dependency];
-            *count = count.saturating_sub(1);
-            self.herd_changed(dependency);
+        if let Some(limit) = limit
+            && count > limit
+        {
+            self.measure.oom_kills += 1;
+            self.crash(pod, KillReason::OutOfMemory);
         }
     }
 }
