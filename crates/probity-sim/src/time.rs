@@ -12,6 +12,16 @@ use std::time::Duration;
 /// A point in simulated time, in milliseconds since the start of the run.
 pub type Millis = u64;
 
+/// A point in simulated time as the Kubernetes model and probity's verdict take it.
+pub(crate) fn at(time: Millis) -> Duration {
+    Duration::from_millis(time)
+}
+
+/// A Kubernetes model's time back in simulated milliseconds.
+pub(crate) fn millis(time: Duration) -> Millis {
+    time.as_millis() as Millis
+}
+
 /// A span of simulated time.
 ///
 /// Written in a scenario as a string with units (`"500ms"`, `"40s"`, `"1m30s"`, `"2h"`) or as a

@@ -7,28 +7,16 @@
 //! hung health-check calls hold connections until they end.
 
 use super::Sim;
+use super::faults::Condition;
 use super::pod::Process;
-use super::policy::{self, CheckState};
+use super::policy::Call;
 use super::pool;
 use super::queue::Event;
 use super::traffic::Outcome;
 use crate::report::KillReason;
-use crate::scenario::{FaultKind, OutageBehaviour, PoolCheck, RequestClass};
+use crate::scenario::{OutageBehaviour, PoolCheck, RequestClass};
 use crate::time::Millis;
 use std::collections::BTreeSet;
-
-/// How a dependency behaves at the moment.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub(super) enum Condition {
-    /// Normal.
-    Up,
-    /// Down: calls hang or are refused.
-    Down(OutageBehaviour),
-    /// Every call takes this long.
-    Slow(Millis),
-    /// A call fails with this probability.
-    Flicker(f64),
-}
 
 /// How a request reaches a dependency it needs.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -38,70 +26,6 @@ pub(super) enum Fare {
     /// The dependency's check is served by its fallback: `share` of the requests are
     /// answered from `dependency`, the rest refused at once.
     Fallback { dependency: usize, share: f64 },
-}
-
-/// Where each dependency's fallback is, for the requests.
-#[derive(Debug, Default)]
-pub(super) struct Fallbacks {
-    /// By dependency: the polled check of it that names a fallback, the fallback check and
-    /// the fallback's dependency.
-    pub(super) of: Vec<Option<(usize, usize, usize)>>,
-}
-
-impl Fallbacks {
-    /// The fallbacks of a scenario's checks that have pollers.
-    pub(super) fn new(scenario: &crate::scenario::Scenario, polled: &[bool]) -> Self {
-        let targets = scenario
-            .app
-            .fallback_dependencies(scenario.dependencies.len());
-        let of = scenario
-            .app
-            .fallbacks_by_dependency(scenario.dependencies.len())
-            .into_iter()
-            .zip(targets)
-            .map(|(pair, target)| match (pair, target) {
-                (Some((check, fallback)), Some(target)) if polled[check] => {
-                    Some((check, fallback, target))
-                }
-                _ => None,
-            })
-            .collect();
-        Fallbacks { of }
-    }
-
-    /// Whether any check has a fallback the requests can be served by.
-    pub(super) fn any(&self) -> bool {
-        self.of.iter().any(Option::is_some)
-    }
-}
-
-/// How a health check's call to a dependency went.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) struct Call {
-    /// Time until the call had its answer.
-    pub(super) latency: Millis,
-    /// Whether it succeeded.
-    pub(super) answered: bool,
-    /// For a failure: the pod's own pool had no connection for it (probity's `exhausted`).
-    pub(super) local: bool,
-}
-
-impl Call {
-    fn answer(latency: Millis, answered: bool) -> Self {
-        Call {
-            latency,
-            answered,
-            local: false,
-        }
-    }
-
-    fn local(latency: Millis) -> Self {
-        Call {
-            latency,
-            answered: false,
-            local: true,
-        }
-    }
 }
 
 /// The dependencies' shared state.
@@ -115,28 +39,16 @@ pub(super) struct Dependencies {
     overloaded: Vec<bool>,
     /// Health-check calls made to each dependency.
     pub(super) calls: Vec<u64>,
-    /// The faults on each dependency, by index.
-    faults_on: Vec<Vec<usize>>,
-    /// The faults in force on each dependency: while none is, a call needs no look at them.
-    pub(super) in_force_on: Vec<u32>,
 }
 
 impl Dependencies {
-    /// The dependencies of a scenario's faults.
-    pub(super) fn new(count: usize, faults: &[crate::scenario::Fault]) -> Self {
-        let mut faults_on = vec![Vec::new(); count];
-        for (index, fault) in faults.iter().enumerate() {
-            if let Some(dependency) = fault.kind.shared_dependency() {
-                faults_on[dependency].push(index);
-            }
-        }
+    /// `count` dependencies, called by no one yet.
+    pub(super) fn new(count: usize) -> Self {
         Dependencies {
             booting_on: vec![0; count],
             booting: BTreeSet::new(),
             overloaded: vec![false; count],
             calls: vec![0; count],
-            faults_on,
-            in_force_on: vec![0; count],
         }
     }
 }
@@ -144,42 +56,12 @@ impl Dependencies {
 impl Sim<'_> {
     /// How `dependency` behaves now for `pod`, from the faults in force that reach it.
     pub(super) fn condition(&self, pod: usize, dependency: usize) -> Condition {
-        if self.dependencies.in_force_on[dependency] == 0 {
-            return Condition::Up;
-        }
-        let now = self.now;
-        let mut condition = Condition::Up;
-        for &index in &self.dependencies.faults_on[dependency] {
-            let fault = &self.scenario.faults[index];
-            if !self.faults.active[index] || !fault.reaches(pod) {
-                continue;
-            }
-            match fault.kind {
-                FaultKind::DependencyOutage { behaviour, .. } => return Condition::Down(behaviour),
-                FaultKind::SlowDependency { latency, .. } => condition = Condition::Slow(latency),
-                FaultKind::FlappingDependency {
-                    period,
-                    down,
-                    flicker,
-                    ..
-                } => {
-                    let into = (now - fault.at) % period;
-                    if into < down {
-                        return Condition::Down(self.scenario.dependencies[dependency].outage);
-                    }
-                    if flicker > 0.0 {
-                        condition = Condition::Flicker(flicker);
-                    }
-                }
-                _ => {}
-            }
-        }
-        condition
+        self.faults.condition(pod, dependency, self.now)
     }
 
     /// Whether `dependency` is down for `pod`.
     pub(super) fn dependency_down(&self, pod: usize, dependency: usize) -> bool {
-        matches!(self.condition(pod, dependency), Condition::Down(_))
+        self.faults.down(pod, dependency, self.now)
     }
 
     /// The herd overloads `dependency` while more pods boot against it than it serves.
@@ -350,18 +232,13 @@ impl Sim<'_> {
         }
     }
 
-    /// How a request of `class` fares at `need` by a process whose checks are `checks`, right now: it calls the
+    /// How a request of `class` fares at `need` in `pod`'s process, right now: it calls the
     /// dependency, or, while the dependency's check is served by its fallback, the handler
     /// answers [`RequestClass::served_by_fallback`] of them from the fallback's dependency
     /// (probity's `HealthState::degraded`) and refuses the rest at once.
-    pub(super) fn need_fares(
-        &self,
-        checks: &[CheckState],
-        class: &RequestClass,
-        need: usize,
-    ) -> Fare {
-        if let Some((check, _, fallback)) = self.fallbacks.of[need]
-            && policy::served_by_fallback(&self.scenario.app.checks, checks, check, self.now)
+    pub(super) fn need_fares(&self, pod: usize, class: &RequestClass, need: usize) -> Fare {
+        if let Some((check, _, fallback)) = self.policy.fallbacks().of[need]
+            && self.policy.served_by_fallback(pod, check, self.now)
         {
             return Fare::Fallback {
                 dependency: fallback,
@@ -373,12 +250,7 @@ impl Sim<'_> {
 
     /// Whether any of the pod's checks fails while its fallback serves in its place now.
     pub(super) fn serves_degraded(&self, pod: usize) -> bool {
-        let Some(process) = self.pods[pod].serving() else {
-            return false;
-        };
-        self.fallbacks.of.iter().flatten().any(|&(check, _, _)| {
-            policy::served_by_fallback(&self.scenario.app.checks, &process.checks, check, self.now)
-        })
+        self.pods[pod].serving().is_some() && self.policy.serves_degraded(pod, self.now)
     }
 
     /// What becomes of the pod's requests right now: the fractions that fail and that are
@@ -394,7 +266,7 @@ impl Sim<'_> {
             let mut succeeds = 1.0;
             let mut direct = 1.0;
             for &dependency in &class.needs {
-                let (normal, instead) = match self.need_fares(&process.checks, class, dependency) {
+                let (normal, instead) = match self.need_fares(pod, class, dependency) {
                     Fare::Direct => (self.request_call(pod, process, dependency).0, 0.0),
                     Fare::Fallback { dependency, share } => {
                         (0.0, share * self.request_call(pod, process, dependency).0)
@@ -438,11 +310,11 @@ impl Sim<'_> {
         process.inflight.retain(|(end, _)| *end > now);
         process.inflight.push((until, dependency as u16));
         let count = process.inflight.len() as u32;
-        let id = process.id;
-        self.refresh_poll_keys(pod);
+        let (id, exhausted) = (process.id, process.pool_exhausted);
+        self.policy.pool_changed(pod, exhausted, true);
         self.measure.max_inflight = self.measure.max_inflight.max(count);
         if pool {
-            self.queue.schedule(
+            self.effects.schedule(
                 until,
                 Event::HungEnd {
                     pod: pod as u32,

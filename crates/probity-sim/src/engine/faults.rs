@@ -4,158 +4,183 @@
 //! every pod's calls fare; a fault in one pod (its pool leaking dry, a deadlock, a stalled
 //! runtime) changes that pod; an operator drains a pod or replaces the fleet. A flapping
 //! dependency's boundaries are scheduled one at a time, as each arrives.
+//!
+//! The faults own which of them are in force, and so how each dependency behaves
+//! ([`Faults::condition`]). What a fault does to a pod or to the fleet they hand to the
+//! engine as [`Effects`].
 
-use super::Sim;
+use super::effects::Effects;
 use super::queue::Event;
-use crate::scenario::FaultKind;
+use crate::scenario::{FaultKind, OutageBehaviour, Scenario};
 use crate::time::Millis;
-use probity_contract::probe::ProbeKind;
+
+/// How a dependency behaves at the moment.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(super) enum Condition {
+    /// Normal.
+    Up,
+    /// Down: calls hang or are refused.
+    Down(OutageBehaviour),
+    /// Every call takes this long.
+    Slow(Millis),
+    /// A call fails with this probability.
+    Flicker(f64),
+}
 
 /// Which faults are in force, and when the incident began and ended.
 #[derive(Debug)]
-pub(super) struct Faults {
-    pub(super) active: Vec<bool>,
+pub(super) struct Faults<'a> {
+    scenario: &'a Scenario,
+    active: Vec<bool>,
     /// The first fault's onset (operator actions are not faults).
     pub(super) first_onset: Option<Millis>,
     /// The latest end of a fault that started (its onset, for a fault that lasts).
     pub(super) reference_end: Option<Millis>,
     /// Each flapping fault's next boundary, counted from its start (even: down, odd: up).
     boundary: Vec<u64>,
+    /// The faults on each dependency, by index.
+    faults_on: Vec<Vec<usize>>,
+    /// The faults in force on each dependency: while none is, a call needs no look at them.
+    in_force_on: Vec<u32>,
 }
 
-impl Faults {
-    /// No fault in force yet.
-    pub(super) fn new(count: usize) -> Self {
+impl<'a> Faults<'a> {
+    /// The scenario's faults, none in force yet.
+    pub(super) fn new(scenario: &'a Scenario) -> Self {
+        let count = scenario.faults.len();
+        let mut faults_on = vec![Vec::new(); scenario.dependencies.len()];
+        for (index, fault) in scenario.faults.iter().enumerate() {
+            if let Some(dependency) = fault.kind.shared_dependency() {
+                faults_on[dependency].push(index);
+            }
+        }
         Faults {
+            scenario,
             active: vec![false; count],
             first_onset: None,
             reference_end: None,
             boundary: vec![0; count],
-        }
-    }
-}
-
-impl Sim<'_> {
-    /// Puts every fault on the timeline.
-    pub(super) fn schedule_faults(&mut self) {
-        for (index, fault) in self.scenario.faults.iter().enumerate() {
-            let fault_index = index as u32;
-            self.queue
-                .schedule(fault.at, Event::FaultStart { fault: fault_index });
-            if let Some(until) = fault.until {
-                self.queue
-                    .schedule(until, Event::FaultEnd { fault: fault_index });
-            }
+            in_force_on: vec![0; faults_on.len()],
+            faults_on,
         }
     }
 
-    /// A fault begins.
-    pub(super) fn fault_start(&mut self, index: usize) {
-        let fault = &self.scenario.faults[index];
-        if !self.faults.active[index]
-            && let Some(dependency) = fault.kind.shared_dependency()
-        {
-            self.dependencies.in_force_on[dependency] += 1;
+    /// How `dependency` behaves now for `pod`, from the faults in force that reach it.
+    pub(super) fn condition(&self, pod: usize, dependency: usize, now: Millis) -> Condition {
+        if self.in_force_on[dependency] == 0 {
+            return Condition::Up;
         }
-        self.faults.active[index] = true;
-        if !fault.kind.is_operator_action() {
-            if self.faults.first_onset.is_none() {
-                self.faults.first_onset = Some(self.now);
-                // From the onset on, any pod failing in rotation counts as affected.
-                self.mark_all();
+        let mut condition = Condition::Up;
+        for &index in &self.faults_on[dependency] {
+            let fault = &self.scenario.faults[index];
+            if !self.active[index] || !fault.reaches(pod) {
+                continue;
             }
-            let end = fault.until.unwrap_or(fault.at);
-            self.faults.reference_end = Some(self.faults.reference_end.map_or(end, |e| e.max(end)));
-        }
-        match fault.kind.clone() {
-            FaultKind::DependencyOutage { .. } | FaultKind::SlowDependency { .. } => {
-                self.mark_all();
-            }
-            FaultKind::FlappingDependency { .. } => {
-                self.mark_all();
-                self.schedule_boundary(index);
-            }
-            FaultKind::PoolExhausted {
-                instance,
-                dependency,
-            } => {
-                if let Some(process) = self.pods[instance].process.as_mut() {
-                    process.pool_exhausted |= 1 << dependency;
-                }
-                self.refresh_poll_keys(instance);
-                self.mark(instance);
-            }
-            FaultKind::Deadlock {
-                instance,
-                ignores_sigterm,
-            } => {
-                if let Some(process) = self.pods[instance].process.as_mut() {
-                    process.deadlocked_at = Some(self.now);
-                    process.ignores_sigterm = ignores_sigterm;
-                }
-                self.mark(instance);
-            }
-            FaultKind::RuntimeStall { instance } => {
-                if let Some(process) = self.pods[instance].process.as_mut() {
-                    process.stalled = true;
-                }
-                self.mark(instance);
-            }
-            FaultKind::CrashOnStart { instance, after } => {
-                self.pods[instance].crashes_after = Some(after);
-                self.schedule_crash(instance);
-            }
-            FaultKind::ManualDrain { instance } => {
-                self.pods[instance].manual_drained = true;
-                self.pod_changed(instance);
-            }
-            FaultKind::ManualFix { remove_probes } => {
-                // The skipped ticks so far count with the probes they had.
-                for pod in 0..self.pods.len() {
-                    for kind in ProbeKind::ALL {
-                        self.wake_worker(pod, kind, false);
+            match fault.kind {
+                FaultKind::DependencyOutage { behaviour, .. } => return Condition::Down(behaviour),
+                FaultKind::SlowDependency { latency, .. } => condition = Condition::Slow(latency),
+                FaultKind::FlappingDependency {
+                    period,
+                    down,
+                    flicker,
+                    ..
+                } => {
+                    let into = (now - fault.at) % period;
+                    if into < down {
+                        return Condition::Down(self.scenario.dependencies[dependency].outage);
+                    }
+                    if flicker > 0.0 {
+                        condition = Condition::Flicker(flicker);
                     }
                 }
-                for kind in remove_probes {
-                    self.probes[super::probing::slot(kind)] = None;
-                }
-                for pod in 0..self.pods.len() {
-                    self.replace_pod(pod);
-                }
+                _ => {}
             }
         }
-        self.refresh_boots();
+        condition
+    }
+
+    /// Whether `dependency` is down for `pod` now.
+    pub(super) fn down(&self, pod: usize, dependency: usize, now: Millis) -> bool {
+        matches!(self.condition(pod, dependency, now), Condition::Down(_))
+    }
+
+    /// Puts every fault on the timeline.
+    pub(super) fn schedule(&self, effects: &mut Effects) {
+        for (index, fault) in self.scenario.faults.iter().enumerate() {
+            let fault_index = index as u32;
+            effects.schedule(fault.at, Event::FaultStart { fault: fault_index });
+            if let Some(until) = fault.until {
+                effects.schedule(until, Event::FaultEnd { fault: fault_index });
+            }
+        }
+    }
+
+    /// A fault begins at `now`: a shared dependency's fault changes every pod, one in a pod
+    /// changes that pod ([`Effects::pod_fault`]), an operator's fix replaces the fleet.
+    pub(super) fn start(&mut self, index: usize, now: Millis, effects: &mut Effects) {
+        let fault = &self.scenario.faults[index];
+        if !self.active[index]
+            && let Some(dependency) = fault.kind.shared_dependency()
+        {
+            self.in_force_on[dependency] += 1;
+        }
+        self.active[index] = true;
+        if !fault.kind.is_operator_action() {
+            if self.first_onset.is_none() {
+                self.first_onset = Some(now);
+                // From the onset on, any pod failing in rotation counts as affected.
+                effects.all_reweighed();
+            }
+            let end = fault.until.unwrap_or(fault.at);
+            self.reference_end = Some(self.reference_end.map_or(end, |e| e.max(end)));
+        }
+        match fault.kind {
+            FaultKind::DependencyOutage { .. } | FaultKind::SlowDependency { .. } => {
+                effects.all_reweighed();
+            }
+            FaultKind::FlappingDependency { .. } => {
+                effects.all_reweighed();
+                self.schedule_boundary(index, effects);
+            }
+            FaultKind::PoolExhausted { .. }
+            | FaultKind::Deadlock { .. }
+            | FaultKind::RuntimeStall { .. }
+            | FaultKind::CrashOnStart { .. }
+            | FaultKind::ManualDrain { .. }
+            | FaultKind::ManualFix { .. } => effects.pod_fault(index),
+        }
+        effects.boots_changed();
     }
 
     /// A fault ends.
-    pub(super) fn fault_end(&mut self, index: usize) {
-        if self.faults.active[index]
+    pub(super) fn end(&mut self, index: usize, effects: &mut Effects) {
+        if self.active[index]
             && let Some(dependency) = self.scenario.faults[index].kind.shared_dependency()
         {
-            let in_force = &mut self.dependencies.in_force_on[dependency];
+            let in_force = &mut self.in_force_on[dependency];
             *in_force = in_force.saturating_sub(1);
         }
-        self.faults.active[index] = false;
-        self.mark_all();
-        self.refresh_boots();
+        self.active[index] = false;
+        effects.all_reweighed();
+        effects.boots_changed();
     }
 
     /// A flapping dependency went down or came back.
-    pub(super) fn flap_boundary(&mut self, index: usize) {
-        self.mark_all();
-        self.refresh_boots();
-        self.schedule_boundary(index);
+    pub(super) fn flap_boundary(&mut self, index: usize, effects: &mut Effects) {
+        effects.all_reweighed();
+        effects.boots_changed();
+        self.schedule_boundary(index, effects);
     }
 
     /// The next boundary of a flapping fault: down at the start of each cycle, up `down`
     /// later (at the fault's end at the latest).
-    fn schedule_boundary(&mut self, index: usize) {
+    fn schedule_boundary(&mut self, index: usize, effects: &mut Effects) {
         let fault = &self.scenario.faults[index];
         let FaultKind::FlappingDependency { period, down, .. } = fault.kind else {
             return;
         };
         let end = fault.until.unwrap_or(self.scenario.duration);
-        let next = self.faults.boundary[index];
+        let next = self.boundary[index];
         let cycle = fault.at.saturating_add((next / 2).saturating_mul(period));
         if cycle >= end || cycle >= self.scenario.duration {
             return;
@@ -165,8 +190,8 @@ impl Sim<'_> {
         } else {
             cycle.saturating_add(down).min(end)
         };
-        self.faults.boundary[index] = next + 1;
-        self.queue.schedule(
+        self.boundary[index] = next + 1;
+        effects.schedule(
             boundary,
             Event::FlapBoundary {
                 fault: index as u32,

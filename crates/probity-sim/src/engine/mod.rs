@@ -27,6 +27,7 @@
 //! every pod once. A probe worker in a steady state skips its ticks until its pod changes
 //! ([`steady`]), and a poll that cannot change its check leaves no event for its result.
 
+mod answer;
 mod dependencies;
 mod effects;
 mod faults;
@@ -44,13 +45,12 @@ mod steady;
 mod traffic;
 
 use crate::report::Report;
-use crate::scenario::{CheckTarget, EndpointMode, Scenario, Start};
+use crate::scenario::{FaultKind, Scenario, Start};
 use crate::time::Millis;
 use effects::{Effect, Effects};
 use probity_contract::probe::ProbeKind;
-use queue::{Event, EventQueue, Order};
+use queue::{Event, Order};
 use router::{CheckResult, Rotation};
-use std::time::Duration;
 use traffic::{Split, Traffic};
 
 /// Runs a scenario with a seed and returns what it measured. `progress` hears the
@@ -65,23 +65,13 @@ pub(crate) fn run(scenario: &Scenario, seed: u64, progress: &mut dyn FnMut(Milli
         onset: sim.faults.first_onset,
         reference_end: sim.faults.reference_end,
         dependency_calls: &sim.dependencies.calls,
-        fallbacks: sim.fallbacks.any(),
+        fallbacks: sim.policy.fallbacks().any(),
         traffic: &sim.traffic,
     })
 }
 
 /// Events between two progress calls.
 const PROGRESS_EVERY: u32 = 1 << 16;
-
-/// A point in simulated time as the Kubernetes model takes it.
-fn at(time: Millis) -> Duration {
-    Duration::from_millis(time)
-}
-
-/// A Kubernetes model's time back in simulated milliseconds.
-fn millis(time: Duration) -> Millis {
-    time.as_millis() as Millis
-}
 
 /// What kube-proxy finds of each pod it sends a keep-alive connection to.
 fn reception(
@@ -105,30 +95,19 @@ fn reception(
 struct Sim<'a> {
     scenario: &'a Scenario,
     rng: fastrand::Rng,
-    queue: EventQueue,
     now: Millis,
     /// The place of the event being handled among the events of its millisecond.
     current_order: Order,
     pods: Vec<pod::Pod>,
-    /// The container's probes, by slot (an operator's fix may remove some).
-    probes: [Option<crate::scenario::ProbeSpec>; 3],
+    probers: probing::Probers,
     rotation: Rotation,
     dependencies: dependencies::Dependencies,
-    faults: faults::Faults,
+    faults: faults::Faults<'a>,
     traffic: Traffic,
     measure: measure::Measurements,
     passive: passive::Passive,
     connections: Option<keep_alive::Connections>,
-    /// Which checks have pollers (those read from a cached snapshot).
-    polled: Vec<bool>,
-    /// The dependencies a fallback serves instead of, for the requests.
-    fallbacks: dependencies::Fallbacks,
-    /// Which checks' successful polls may leave no event (see [`poll_lane`]).
-    quiet_polls: Vec<bool>,
-    /// Each pod's pollers, `checks` apiece: which poll events are current, and what a
-    /// steady poll needs to know.
-    poll_keys: Vec<poll_lane::PollKey>,
-    poll_lanes: Vec<poll_lane::PollLane>,
+    policy: policy::Policy<'a>,
     /// Pods changed in this instant, to re-evaluate before time moves on.
     changed: Vec<usize>,
     changed_flag: Vec<bool>,
@@ -140,38 +119,17 @@ struct Sim<'a> {
     /// capacity), which any change of members moves.
     share_dependent: bool,
     initialising: bool,
-    /// The buffer each part's handler returns its effects in.
+    /// The queue, and the effects each part's handler returns.
     effects: Effects,
+    /// Emptied lists of effects, for carrying out effects that cause effects.
+    spare_effects: Vec<Vec<Effect>>,
 }
 
 impl<'a> Sim<'a> {
     fn new(scenario: &'a Scenario, seed: u64) -> Self {
         let pods = scenario.fleet.replicas;
-        // Only dependency checks read from a snapshot have pollers.
-        let polled: Vec<bool> = scenario
-            .app
-            .checks
-            .iter()
-            .enumerate()
-            .map(|(index, check)| {
-                matches!(check.target, CheckTarget::Dependency(_))
-                    && scenario.app.endpoints.iter().any(|endpoint| {
-                        endpoint.mode == EndpointMode::Cached && endpoint.checks.contains(&index)
-                    })
-            })
-            .collect();
-        let passive = passive::Passive::new(scenario, &polled);
-        let fallbacks = dependencies::Fallbacks::new(scenario, &polled);
-        let quiet_polls = scenario
-            .app
-            .checks
-            .iter()
-            .enumerate()
-            .map(|(index, check)| {
-                check.staleness.is_none()
-                    && !passive.checks.iter().any(|passive| passive.check == index)
-            })
-            .collect();
+        let policy = policy::Policy::new(scenario);
+        let passive = passive::Passive::new(scenario, policy.polled_checks());
         let connections = scenario.requests.keep_alive.map(|settings| {
             keep_alive::Connections::new(
                 settings,
@@ -182,21 +140,13 @@ impl<'a> Sim<'a> {
         Sim {
             scenario,
             rng: fastrand::Rng::with_seed(seed),
-            queue: EventQueue::default(),
             now: 0,
             current_order: 0,
             pods: (0..pods).map(|_| pod::Pod::new()).collect(),
-            probes: [
-                scenario.probes.liveness,
-                scenario.probes.readiness,
-                scenario.probes.startup,
-            ],
+            probers: probing::Probers::new(scenario, pods),
             rotation: Rotation::new(scenario, seed),
-            dependencies: dependencies::Dependencies::new(
-                scenario.dependencies.len(),
-                &scenario.faults,
-            ),
-            faults: faults::Faults::new(scenario.faults.len()),
+            dependencies: dependencies::Dependencies::new(scenario.dependencies.len()),
+            faults: faults::Faults::new(scenario),
             traffic: Traffic::new(pods, scenario.requests.rate),
             measure: measure::Measurements::new(
                 &scenario.fleet.names,
@@ -205,11 +155,7 @@ impl<'a> Sim<'a> {
             ),
             passive,
             connections,
-            polled,
-            fallbacks,
-            quiet_polls,
-            poll_keys: vec![poll_lane::PollKey::default(); pods * scenario.app.checks.len()],
-            poll_lanes: vec![poll_lane::PollLane::default(); pods * scenario.app.checks.len()],
+            policy,
             changed: Vec::new(),
             changed_flag: vec![false; pods],
             all_changed: true,
@@ -221,18 +167,20 @@ impl<'a> Sim<'a> {
                     .any(|dependency| dependency.pool.is_some()),
             initialising: true,
             effects: Effects::default(),
+            spare_effects: Vec::new(),
         }
     }
 
     fn run(&mut self, progress: &mut dyn FnMut(Millis)) {
         self.init_fleet();
-        self.schedule_faults();
+        self.faults.schedule(&mut self.effects);
+        self.apply_effects();
         let pods = self.pods.len();
         self.rotation.start_outlier_sweeps(pods, &mut self.effects);
         self.apply_effects();
         let end = self.scenario.duration;
         let mut until_progress = PROGRESS_EVERY;
-        while let Some(next) = self.queue.next_time() {
+        while let Some(next) = self.effects.queue().next_time() {
             if self.unsettled && next > self.traffic.last {
                 // The instant is over: settle it before time moves on. Settling may schedule
                 // something now, so look at the queue again.
@@ -242,7 +190,7 @@ impl<'a> Sim<'a> {
             if next >= end {
                 break;
             }
-            let Some((time, order, event)) = self.queue.pop_at(next) else {
+            let Some((time, order, event)) = self.effects.queue().pop_at(next) else {
                 break;
             };
             self.advance(time);
@@ -307,14 +255,14 @@ impl<'a> Sim<'a> {
                 check,
                 process,
                 epoch,
-            } => self.poll_start(pod as usize, usize::from(check), process, epoch),
+            } => self.poll(pod as usize, usize::from(check), process, epoch),
             Event::PollDone {
                 pod,
                 check,
                 process,
                 success,
                 local,
-            } => self.poll_done(pod as usize, usize::from(check), process, success, local),
+            } => self.deliver_poll(pod as usize, usize::from(check), process, (success, local)),
             Event::BootDone {
                 pod,
                 process,
@@ -354,7 +302,11 @@ impl<'a> Sim<'a> {
                 self.apply_effects();
             }
             Event::HungEnd { pod, .. } => self.mark(pod as usize),
-            Event::Reassess { pod, process } => self.reassess(pod as usize, process),
+            Event::Reassess { pod, process } => {
+                if self.policy.reassess(pod as usize, process, self.now) {
+                    self.mark(pod as usize);
+                }
+            }
             Event::OutlierSweep => {
                 let (now, effects) = (self.now, &mut self.effects);
                 self.rotation.outlier_sweep(&mut self.traffic, now, effects);
@@ -368,9 +320,19 @@ impl<'a> Sim<'a> {
                 epoch,
             } => self.passive_resume(pod as usize, usize::from(check), process, epoch),
             Event::PassiveDue { epoch } => self.passive_due(epoch),
-            Event::FaultStart { fault } => self.fault_start(fault as usize),
-            Event::FaultEnd { fault } => self.fault_end(fault as usize),
-            Event::FlapBoundary { fault } => self.flap_boundary(fault as usize),
+            Event::FaultStart { fault } => {
+                self.faults
+                    .start(fault as usize, self.now, &mut self.effects);
+                self.apply_effects();
+            }
+            Event::FaultEnd { fault } => {
+                self.faults.end(fault as usize, &mut self.effects);
+                self.apply_effects();
+            }
+            Event::FlapBoundary { fault } => {
+                self.faults.flap_boundary(fault as usize, &mut self.effects);
+                self.apply_effects();
+            }
             Event::ConnectionEnd { connection, epoch } => {
                 let clock = (self.now, self.scenario.requests.rate);
                 let close = self.scenario.app.close_connections_when_unready;
@@ -389,19 +351,129 @@ impl<'a> Sim<'a> {
         }
     }
 
-    /// Carries out the effects the last handler returned, in order.
+    /// Carries out the effects the last handler returned, in order. An effect's own effects
+    /// are carried out before the next one: the order is the one of a call made in place.
     fn apply_effects(&mut self) {
-        let mut effects = std::mem::take(&mut self.effects);
-        for effect in effects.drain() {
-            match effect {
-                Effect::Schedule { at, event } => self.queue.schedule(at, event),
-                Effect::PodChanged(pod) => self.pod_changed(pod),
-                Effect::Reweighed(pod) => self.mark(pod),
-                Effect::AllReweighed => self.mark_all(),
-                Effect::Resplit => self.unsettled = true,
+        while !self.effects.settled() {
+            let spare = self.spare_effects.pop().unwrap_or_default();
+            let mut list = self.effects.take(spare);
+            for effect in list.drain(..) {
+                self.apply(effect);
+            }
+            // Whatever collected meanwhile comes next.
+            let collected = self.effects.restore(list);
+            if collected.is_empty() {
+                self.spare_effects.push(collected);
+            } else {
+                let empty = self.effects.restore(collected);
+                self.spare_effects.push(empty);
             }
         }
-        self.effects = effects;
+    }
+
+    /// Carries out one effect.
+    fn apply(&mut self, effect: Effect) {
+        match effect {
+            Effect::Schedule { at, event } => self.effects.schedule(at, event),
+            Effect::ScheduleInOrder { at, order, event } => {
+                self.effects.schedule_in_order(at, order, event)
+            }
+            Effect::PodChanged(pod) => self.pod_changed(pod),
+            Effect::Reweighed(pod) => self.mark(pod),
+            Effect::AllReweighed => self.mark_all(),
+            Effect::Resplit => self.unsettled = true,
+            Effect::PodFault(index) => self.pod_fault(index),
+            Effect::BootsChanged => self.refresh_boots(),
+            Effect::Wake(pod) => self.wake(pod),
+            Effect::Repoll { pod, check } => self.repoll(pod, check),
+        }
+    }
+
+    /// A fault began in a pod, or an operator acts on pods.
+    fn pod_fault(&mut self, index: usize) {
+        match self.scenario.faults[index].kind.clone() {
+            FaultKind::PoolExhausted {
+                instance,
+                dependency,
+            } => {
+                if let Some(process) = self.pods[instance].process.as_mut() {
+                    process.pool_exhausted |= 1 << dependency;
+                    let holds = !process.inflight.is_empty();
+                    self.policy
+                        .pool_changed(instance, process.pool_exhausted, holds);
+                }
+                self.mark(instance);
+            }
+            FaultKind::Deadlock {
+                instance,
+                ignores_sigterm,
+            } => {
+                if let Some(process) = self.pods[instance].process.as_mut() {
+                    process.deadlocked_at = Some(self.now);
+                    process.ignores_sigterm = ignores_sigterm;
+                }
+                self.mark(instance);
+            }
+            FaultKind::RuntimeStall { instance } => {
+                if let Some(process) = self.pods[instance].process.as_mut() {
+                    process.stalled = true;
+                }
+                self.mark(instance);
+            }
+            FaultKind::CrashOnStart { instance, after } => {
+                self.pods[instance].crashes_after = Some(after);
+                self.schedule_crash(instance);
+            }
+            FaultKind::ManualDrain { instance } => {
+                self.pods[instance].manual_drained = true;
+                self.pod_changed(instance);
+            }
+            FaultKind::ManualFix { remove_probes } => {
+                // The skipped ticks so far count with the probes they had.
+                for pod in 0..self.pods.len() {
+                    for kind in ProbeKind::ALL {
+                        self.wake_worker(pod, kind, false);
+                    }
+                }
+                for kind in remove_probes {
+                    self.probers.remove(kind);
+                }
+                for pod in 0..self.pods.len() {
+                    self.replace_pod(pod);
+                }
+            }
+            FaultKind::DependencyOutage { .. }
+            | FaultKind::SlowDependency { .. }
+            | FaultKind::FlappingDependency { .. } => {}
+        }
+    }
+
+    /// A poll of `check` in `pod`, of `process` in `epoch`, starts: it calls the
+    /// dependency, and the policy records what it met.
+    fn poll(&mut self, pod: usize, check: usize, process: u32, epoch: u32) {
+        let Some(poll) = self.policy.poll_due(pod, check, process, epoch) else {
+            return;
+        };
+        let call = self.call_dependency(pod, poll.dependency, poll.asks, true);
+        let (now, rng, effects) = (self.now, &mut self.rng, &mut self.effects);
+        self.policy
+            .called(pod, (check, process, epoch), poll, call, now, rng, effects);
+        self.apply_effects();
+    }
+
+    /// A poll's result (`success`, `local`) is in: the policy records it.
+    fn deliver_poll(&mut self, pod: usize, check: usize, process: u32, result: (bool, bool)) {
+        let (now, effects) = (self.now, &mut self.effects);
+        self.policy
+            .poll_done(pod, check, process, result, now, effects);
+        self.apply_effects();
+    }
+
+    /// Polls `check` in `pod` now instead of at the next tick (probity's `wake`).
+    fn repoll(&mut self, pod: usize, check: usize) {
+        if let Some((process, epoch)) = self.policy.repoll(pod, check) {
+            self.poll(pod, check, process, epoch);
+        }
     }
 
     /// The router checks a pod: the pod answers, within the check's timeout.
@@ -451,7 +523,7 @@ impl<'a> Sim<'a> {
         if self.traffic.flows[pod].failure > 0.0 {
             self.measure.note_failing(pod, now, onset);
         }
-        if self.fallbacks.any()
+        if self.policy.fallbacks().any()
             && self.measure.watches_degraded(pod, now, onset)
             && self.serves_degraded(pod)
         {
@@ -627,9 +699,10 @@ impl<'a> Sim<'a> {
             self.update_passive(pod);
         }
         self.schedule_passive_due();
-        if self.fallbacks.any() {
+        if self.policy.fallbacks().any() {
             for &pod in &pods {
-                self.schedule_reassessment(pod);
+                self.policy
+                    .schedule_reassessment(pod, self.now, &mut self.effects);
             }
         }
     }

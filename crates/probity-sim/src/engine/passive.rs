@@ -268,7 +268,7 @@ impl Sim<'_> {
                 for class in &self.scenario.requests.mix {
                     let mut reach = 1.0;
                     for &need in &class.needs {
-                        match self.need_fares(&process.checks, class, need) {
+                        match self.need_fares(pod, class, need) {
                             Fare::Direct => {
                                 if need == dependency {
                                     reaching += class.share * reach;
@@ -319,7 +319,7 @@ impl Sim<'_> {
             run.epoch += 1;
             if run.waiting {
                 let (from, epoch) = (run.from, run.epoch);
-                self.queue.schedule(
+                self.effects.schedule(
                     from,
                     Event::PassiveResume {
                         pod: pod as u32,
@@ -425,7 +425,7 @@ impl Sim<'_> {
         self.passive.epoch += 1;
         if let Some(due_at) = due_at.filter(|due_at| *due_at < self.scenario.duration) {
             let epoch = self.passive.epoch;
-            self.queue.schedule(due_at, Event::PassiveDue { epoch });
+            self.effects.schedule(due_at, Event::PassiveDue { epoch });
         }
     }
 
@@ -444,28 +444,23 @@ impl Sim<'_> {
         let check = self.passive.checks[passive].check;
         let (unit, everyone) = self.share_clocks();
         let now = self.now;
-        let fell = match self.pods[pod].process.as_mut() {
-            Some(state)
-                if state.id == top.process && self.passive.run_epoch(pod, passive) == top.epoch =>
-            {
-                let run = self.passive.run(pod, passive);
-                run.account(unit, everyone);
-                run.reset = false;
-                if run.available <= 0.0 {
-                    run.run = run.run.max(run.target);
-                } else {
-                    run.run = 0.0;
-                }
-                run.epoch += 1;
-                let check_state = &mut state.checks[check];
-                // The forced result also counts as the latest result.
-                Some(check_state.force_unhealthy(now).is_some())
+        let current = self.pods[pod].process.as_ref().is_some_and(|state| {
+            state.id == top.process && self.passive.run_epoch(pod, passive) == top.epoch
+        });
+        if current {
+            let run = self.passive.run(pod, passive);
+            run.account(unit, everyone);
+            run.reset = false;
+            if run.available <= 0.0 {
+                run.run = run.run.max(run.target);
+            } else {
+                run.run = 0.0;
             }
-            _ => None,
-        };
-        if let Some(fell) = fell {
-            self.refresh_poll_key(pod, check);
-            self.check_state_changed(pod);
+            run.epoch += 1;
+            let fell = self
+                .policy
+                .force_unhealthy(pod, check, now, &mut self.effects);
+            self.apply_effects();
             self.time_passive_run(pod, passive);
             if fell {
                 self.repoll(pod, check);

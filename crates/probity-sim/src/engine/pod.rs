@@ -5,13 +5,12 @@
 //! `doBackOff` ([`CrashLoopBackOff`]), the grace period and the preStop hook of
 //! `killContainer` ([`StopSequence`]).
 
-use super::policy::CheckState;
-use super::probing::PodProbes;
+use super::Sim;
 use super::queue::Event;
-use super::{Sim, at, millis};
 use crate::report::{KillReason, LaneState};
 use crate::scenario::{BackoffRequeue, ProbeSpec};
 use crate::time::Millis;
+use crate::time::{at, millis};
 use probity_contract::kube::backoff::{
     CrashLoopBackOff, POD_WORKER_RETRY, POD_WORKER_RETRY_JITTER, RestartDecision,
 };
@@ -47,7 +46,6 @@ pub(super) struct Pod {
     /// The restart decided in the sync that killed the container.
     pub(super) restart_after_kill: Option<RestartDecision>,
     pub(super) process: Option<Process>,
-    pub(super) probes: PodProbes,
     /// The pod's Ready condition.
     pub(super) pod_ready: bool,
     /// An operator took it out of rotation.
@@ -69,7 +67,6 @@ impl Pod {
             start_epoch: 0,
             restart_after_kill: None,
             process: None,
-            probes: PodProbes::new(),
             pod_ready: false,
             manual_drained: false,
             crashes_after: None,
@@ -146,20 +143,15 @@ pub(super) struct Process {
     pub(super) stalled: bool,
     /// Dependencies whose pool leaked dry, one bit each.
     pub(super) pool_exhausted: u64,
-    /// The checks' state, by check index.
-    pub(super) checks: Vec<CheckState>,
     /// Hung health-check calls: when each ends and which dependency it holds.
     pub(super) inflight: Vec<(Millis, u16)>,
     /// The last answer to a readiness probe was a failure.
     pub(super) answered_unready: bool,
-    /// When a verdict judged with a fallback next changes by time alone, if a
-    /// [`Event::Reassess`] is scheduled for it.
-    pub(super) reassess_at: Option<Millis>,
 }
 
 impl Process {
     /// A process that has long been up: booted, every check healthy.
-    pub(super) fn settled(id: u32, checks: Vec<CheckState>) -> Self {
+    pub(super) fn settled(id: u32) -> Self {
         Process {
             id,
             booted: true,
@@ -170,10 +162,8 @@ impl Process {
             ignores_sigterm: false,
             stalled: false,
             pool_exhausted: 0,
-            checks,
             inflight: Vec::new(),
             answered_unready: false,
-            reassess_at: None,
         }
     }
 
@@ -230,9 +220,6 @@ impl Sim<'_> {
     /// random phases (pods are admitted at different times; the worker probes at admission,
     /// then every period).
     pub(super) fn settle_pod(&mut self, pod: usize) {
-        let checks = (0..self.scenario.app.checks.len())
-            .map(|check| CheckState::settled(&self.scenario.app.checks[check]))
-            .collect();
         self.passive.new_process(pod);
         let state = &mut self.pods[pod];
         state.container = Container::Running;
@@ -240,9 +227,9 @@ impl Sim<'_> {
         state.started_at = 0;
         state.started = true;
         state.pod_ready = true;
-        state.probes = PodProbes::settled(1);
-        state.process = Some(Process::settled(1, checks));
-        self.refresh_poll_keys(pod);
+        state.process = Some(Process::settled(1));
+        self.probers.settled(pod, 1);
+        self.policy.new_process(pod, 1, true);
         self.rotation.router.endpoint_update(pod, true);
         for kind in ProbeKind::ALL {
             if let Some(period) = self.probe(kind).as_ref().map(ProbeSpec::period) {
@@ -250,7 +237,8 @@ impl Sim<'_> {
                 self.schedule_probe_tick(pod, kind, phase);
             }
         }
-        self.start_pollers(pod, 1, true);
+        let (now, rng, effects) = (self.now, &mut self.rng, &mut self.effects);
+        self.policy.start_pollers(pod, 1, true, now, rng, effects);
     }
 
     /// A new pod at `when`: its probe workers start (first probe at once, then every
@@ -262,7 +250,7 @@ impl Sim<'_> {
             }
         }
         let epoch = self.pods[pod].start_epoch;
-        self.queue.schedule(
+        self.effects.schedule(
             when,
             Event::StartContainer {
                 pod: pod as u32,
@@ -298,7 +286,7 @@ impl Sim<'_> {
         let state = &mut self.pods[pod];
         state.start_epoch += 1;
         let epoch = state.start_epoch;
-        self.queue.schedule(
+        self.effects.schedule(
             retry_at.max(self.now),
             Event::StartContainer {
                 pod: pod as u32,
@@ -318,7 +306,6 @@ impl Sim<'_> {
     fn start_container(&mut self, pod: usize) {
         let now = self.now;
         let app = &self.scenario.app;
-        let checks = app.checks.iter().map(CheckState::fresh).collect();
         let started = self.probe(ProbeKind::Startup).is_none();
         self.passive.new_process(pod);
         let state = &mut self.pods[pod];
@@ -330,8 +317,9 @@ impl Sim<'_> {
         state.container = Container::Running;
         state.started_at = now;
         state.restart_after_kill = None;
-        state.probes.new_container();
         state.started = started;
+        self.probers.pods[pod].new_container();
+        let state = &mut self.pods[pod];
         state.process = Some(Process {
             id,
             booted: false,
@@ -347,15 +335,14 @@ impl Sim<'_> {
             ignores_sigterm: false,
             stalled: false,
             pool_exhausted: 0,
-            checks,
             inflight: Vec::new(),
             answered_unready: false,
-            reassess_at: None,
         });
-        self.refresh_poll_keys(pod);
+        self.policy.new_process(pod, id, false);
         self.boot_started(pod);
         self.schedule_crash(pod);
-        self.start_pollers(pod, id, false);
+        let (now, rng, effects) = (self.now, &mut self.rng, &mut self.effects);
+        self.policy.start_pollers(pod, id, false, now, rng, effects);
         self.refresh_boots();
         self.reschedule_boot(pod);
         if self.pods[pod].started {
@@ -371,7 +358,7 @@ impl Sim<'_> {
         if let Some(after) = state.crashes_after
             && state.container == Container::Running
         {
-            self.queue.schedule(
+            self.effects.schedule(
                 self.now + after,
                 Event::CrashExit {
                     pod: pod as u32,
@@ -393,7 +380,7 @@ impl Sim<'_> {
     fn boot_rate(&self, pod: usize) -> f64 {
         let mut rate: f64 = 1.0;
         for &dependency in &self.scenario.app.boot_needs {
-            if self.dependency_down(pod, dependency) {
+            if self.faults.down(pod, dependency, self.now) {
                 return 0.0;
             }
             if let Some(herd) = self.scenario.dependencies[dependency].herd {
@@ -438,7 +425,7 @@ impl Sim<'_> {
         let (id, epoch, remaining) = (process.id, boot.epoch, boot.remaining);
         if rate > 0.0 {
             let done_at = now + (remaining as f64 / rate).ceil() as Millis;
-            self.queue.schedule(
+            self.effects.schedule(
                 done_at,
                 Event::BootDone {
                     pod: pod as u32,
@@ -509,7 +496,7 @@ impl Sim<'_> {
                 process.listening = false;
             }
         }
-        self.queue.schedule(
+        self.effects.schedule(
             now + exit_after,
             Event::KillDone {
                 pod: pod as u32,
@@ -554,7 +541,7 @@ impl Sim<'_> {
         state.last_finished = Some(self.now);
         state.started = false;
         state.process = None;
-        self.refresh_poll_keys(pod);
+        self.policy.process_gone(pod);
         if was_booting {
             self.boot_ended(pod);
             self.refresh_boots();
@@ -574,16 +561,16 @@ impl Sim<'_> {
         let state = &mut self.pods[pod];
         state.container = Container::Waiting;
         state.process = None;
-        self.refresh_poll_keys(pod);
+        self.policy.process_gone(pod);
         let state = &mut self.pods[pod];
         state.started = false;
         state.last_finished = None;
         state.backoff = CrashLoopBackOff::default();
         state.restart_after_kill = None;
-        state.probes.replace();
         state.start_epoch += 1;
         // Not a restart of the old container: the new pod's first container.
         state.container_id += 1;
+        self.probers.pods[pod].replace();
         let record = &mut self.measure.pods[pod];
         record.restarts = record.restarts.saturating_sub(1);
         self.update_pod_ready(pod);

@@ -10,10 +10,11 @@
 //! waits (the "deep check" the incidents warn about), which is no probity behaviour and keeps
 //! its own simple rule: a hard check that fails fails the answer.
 
+use super::effects::{self, Effects};
+use super::poll_lane::{PollKey, Pollers};
 use super::queue::Event;
-use super::{Sim, at};
-use crate::scenario::{Check, CheckTarget, EndpointMode, Handler, InternalKind};
-use crate::time::Millis;
+use crate::scenario::{Check, CheckTarget, EndpointMode, InternalKind, PoolCheck, Scenario};
+use crate::time::{Millis, at};
 use probity_contract::Tier;
 use probity_contract::hysteresis::{Hysteresis, Transition};
 use probity_contract::verdict::{
@@ -256,20 +257,253 @@ pub(super) fn fails(entry: &Entry) -> bool {
     entry.effect() == Effect::Fails
 }
 
-impl Sim<'_> {
-    /// Starts the pollers of a new process; in a settled fleet they run at random phases.
-    pub(super) fn start_pollers(&mut self, pod: usize, process: u32, steady: bool) {
-        for (check, spec) in self.scenario.app.checks.iter().enumerate() {
+/// How a check's call to its dependency went.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct Call {
+    /// Time until the call had its answer.
+    pub(super) latency: Millis,
+    /// Whether it succeeded.
+    pub(super) answered: bool,
+    /// For a failure: the pod's own pool had no connection for it (probity's `exhausted`).
+    pub(super) local: bool,
+}
+
+impl Call {
+    /// An answer after `latency`, passing or not.
+    pub(super) fn answer(latency: Millis, answered: bool) -> Self {
+        Call {
+            latency,
+            answered,
+            local: false,
+        }
+    }
+
+    /// A failure of the pod's own pool after `latency`.
+    pub(super) fn local(latency: Millis) -> Self {
+        Call {
+            latency,
+            answered: false,
+            local: true,
+        }
+    }
+}
+
+/// Where each dependency's fallback is, for the requests.
+#[derive(Debug, Default)]
+pub(super) struct Fallbacks {
+    /// By dependency: the polled check of it that names a fallback, the fallback check and
+    /// the fallback's dependency.
+    pub(super) of: Vec<Option<(usize, usize, usize)>>,
+}
+
+impl Fallbacks {
+    /// The fallbacks of a scenario's checks that have pollers.
+    fn new(scenario: &Scenario, polled: &[bool]) -> Self {
+        let targets = scenario
+            .app
+            .fallback_dependencies(scenario.dependencies.len());
+        let of = scenario
+            .app
+            .fallbacks_by_dependency(scenario.dependencies.len())
+            .into_iter()
+            .zip(targets)
+            .map(|(pair, target)| match (pair, target) {
+                (Some((check, fallback)), Some(target)) if polled[check] => {
+                    Some((check, fallback, target))
+                }
+                _ => None,
+            })
+            .collect();
+        Fallbacks { of }
+    }
+
+    /// Whether any check has a fallback the requests can be served by.
+    pub(super) fn any(&self) -> bool {
+        self.of.iter().any(Option::is_some)
+    }
+}
+
+/// A poll about to call its dependency.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Poll {
+    /// The dependency it calls.
+    pub(super) dependency: usize,
+    /// What it asks of a pool modelled as a queue, and its acquire budget, when the pool
+    /// may fail it.
+    pub(super) asks: Option<(PoolCheck, Millis)>,
+    /// A success changes nothing.
+    quiet: bool,
+}
+
+/// The app's health policy in every pod: each process's check states, the pollers that
+/// keep them and the fallbacks that serve in a failing check's place.
+#[derive(Debug)]
+pub(super) struct Policy<'a> {
+    scenario: &'a Scenario,
+    checks: &'a [Check],
+    /// Which checks have pollers (those read from a cached snapshot).
+    polled: Vec<bool>,
+    /// Which checks' successful polls may leave no event (see [`super::poll_lane`]).
+    quiet_polls: Vec<bool>,
+    fallbacks: Fallbacks,
+    /// Each pod's process (0: none; container IDs start at 1).
+    process: Vec<u32>,
+    /// Each pod's check states, `checks` apiece, of its current process.
+    states: Vec<CheckState>,
+    /// When a verdict judged with a fallback next changes by time alone, by pod, if a
+    /// [`Event::Reassess`] is scheduled for it.
+    reassess_at: Vec<Option<Millis>>,
+    pollers: Pollers,
+}
+
+impl<'a> Policy<'a> {
+    /// The policy a scenario's app runs, in pods with no process yet.
+    pub(super) fn new(scenario: &'a Scenario) -> Self {
+        let checks = &scenario.app.checks[..];
+        let pods = scenario.fleet.replicas;
+        // Only dependency checks read from a snapshot have pollers.
+        let polled: Vec<bool> = checks
+            .iter()
+            .enumerate()
+            .map(|(index, check)| {
+                matches!(check.target, CheckTarget::Dependency(_))
+                    && scenario.app.endpoints.iter().any(|endpoint| {
+                        endpoint.mode == EndpointMode::Cached && endpoint.checks.contains(&index)
+                    })
+            })
+            .collect();
+        // A check fed by passive reports: its results must follow when the last came.
+        let passive = |index: usize, check: &Check| {
+            polled[index]
+                && matches!(check.target, CheckTarget::Dependency(_))
+                && check.passive_failure_threshold.is_some_and(|run| run > 0)
+        };
+        let quiet_polls = checks
+            .iter()
+            .enumerate()
+            .map(|(index, check)| check.staleness.is_none() && !passive(index, check))
+            .collect();
+        let fallbacks = Fallbacks::new(scenario, &polled);
+        Policy {
+            scenario,
+            checks,
+            polled,
+            quiet_polls,
+            fallbacks,
+            process: vec![0; pods],
+            states: (0..pods)
+                .flat_map(|_| checks.iter().map(CheckState::fresh))
+                .collect(),
+            reassess_at: vec![None; pods],
+            pollers: Pollers::new(pods, checks.len()),
+        }
+    }
+
+    /// Which checks have pollers.
+    pub(super) fn polled_checks(&self) -> &[bool] {
+        &self.polled
+    }
+
+    /// The fallbacks the requests can be served by.
+    pub(super) fn fallbacks(&self) -> &Fallbacks {
+        &self.fallbacks
+    }
+
+    /// The check states of `pod`'s process (meaningless while it has none).
+    pub(super) fn states(&self, pod: usize) -> &[CheckState] {
+        let count = self.checks.len();
+        &self.states[pod * count..(pod + 1) * count]
+    }
+
+    fn state_mut(&mut self, pod: usize, check: usize) -> &mut CheckState {
+        &mut self.states[pod * self.checks.len() + check]
+    }
+
+    /// Check `check`'s state in `pod`, to be set by a test.
+    #[cfg(test)]
+    pub(super) fn state_for_test(&mut self, pod: usize, check: usize) -> &mut CheckState {
+        self.state_mut(pod, check)
+    }
+
+    /// A new process `process` in `pod`: its checks have not run yet, or (`settled`) have
+    /// long passed.
+    pub(super) fn new_process(&mut self, pod: usize, process: u32, settled: bool) {
+        self.process[pod] = process;
+        self.reassess_at[pod] = None;
+        for check in 0..self.checks.len() {
+            let spec = &self.checks[check];
+            *self.state_mut(pod, check) = if settled {
+                CheckState::settled(spec)
+            } else {
+                CheckState::fresh(spec)
+            };
+        }
+        // A new process's pool has leaked nothing and holds no hung call.
+        self.pool_changed(pod, 0, false);
+    }
+
+    /// `pod`'s process is gone: its pollers stop.
+    pub(super) fn process_gone(&mut self, pod: usize) {
+        self.process[pod] = 0;
+        for check in 0..self.checks.len() {
+            self.pollers
+                .update(pod, check, PollKey::default(), false, Some(false));
+        }
+    }
+
+    /// `pod`'s pool changed: the dependencies whose pool leaked dry (`exhausted`, a bit
+    /// each), and whether hung health-check calls hold connections (`holds`).
+    pub(super) fn pool_changed(&mut self, pod: usize, exhausted: u64, holds: bool) {
+        for check in 0..self.checks.len() {
+            let clear = match self.checks[check].target {
+                CheckTarget::Dependency(dependency) => {
+                    exhausted & (1 << dependency) == 0
+                        && !holds
+                        && self.scenario.dependencies[dependency].pool.is_none()
+                        && self.scenario.app.pool_size != Some(0)
+                }
+                CheckTarget::Internal(_) => false,
+            };
+            self.refresh(pod, check, Some(clear));
+        }
+    }
+
+    /// Refreshes the poller of one check after its state changed; `pool_clear`, when
+    /// known anew, whether the app's pool cannot fail its call.
+    fn refresh(&mut self, pod: usize, check: usize, pool_clear: Option<bool>) {
+        let process = self.process[pod];
+        if process == 0 {
+            self.pollers
+                .update(pod, check, PollKey::default(), false, Some(false));
+            return;
+        }
+        let state = &self.states[pod * self.checks.len() + check];
+        let quiet = self.quiet_polls[check]
+            && !state.polling
+            && !state.repoll
+            && state.success_changes_nothing();
+        let key = PollKey::new(process, state.poll_epoch);
+        self.pollers.update(pod, check, key, quiet, pool_clear);
+    }
+
+    /// Starts the pollers of `pod`'s new process at `now`; in a settled fleet they run at
+    /// random phases.
+    pub(super) fn start_pollers(
+        &mut self,
+        pod: usize,
+        process: u32,
+        steady: bool,
+        now: Millis,
+        rng: &mut fastrand::Rng,
+        effects: &mut Effects,
+    ) {
+        for (check, spec) in self.checks.iter().enumerate() {
             if !self.polled[check] {
                 continue;
             }
-            let offset = if steady {
-                self.rng.u64(0..spec.interval)
-            } else {
-                0
-            };
-            self.queue.schedule(
-                self.now + offset,
+            let offset = if steady { rng.u64(0..spec.interval) } else { 0 };
+            effects.schedule(
+                now + offset,
                 Event::PollStart {
                     pod: pod as u32,
                     check: check as u16,
@@ -277,48 +511,73 @@ impl Sim<'_> {
                     epoch: 0,
                 },
             );
-            self.poller_scheduled(pod, check, process, 0);
+            self.pollers.scheduled(pod, check, process, 0);
         }
     }
 
-    /// A poll begins: it calls the dependency, and the next poll is scheduled an interval
-    /// (with jitter) after this one started, or when it ends if it runs longer. Polls never
-    /// overlap.
-    pub(super) fn poll_start(&mut self, pod: usize, check: usize, process: u32, epoch: u32) {
-        let Some(lane) = self.current_poll(pod, check, process, epoch) else {
-            return;
-        };
-        let spec = &self.scenario.app.checks[check];
+    /// A poll event of `process` in `epoch` comes up: the poll it starts, if it is current.
+    pub(super) fn poll_due(
+        &mut self,
+        pod: usize,
+        check: usize,
+        process: u32,
+        epoch: u32,
+    ) -> Option<Poll> {
+        let lane = self.pollers.current(pod, check, process, epoch)?;
+        let spec = &self.checks[check];
         let CheckTarget::Dependency(dependency) = spec.target else {
-            return;
+            return None;
         };
-        let (interval, jitter, timeout) = (spec.interval, spec.jitter, spec.timeout);
         // A pool that cannot fail the call need not be looked at.
         let asks = (spec.uses_pool && !lane.pool_clear())
             .then_some((spec.pool_check, spec.acquire_budget));
-        let call = self.call_dependency(pod, dependency, asks, true);
+        Some(Poll {
+            dependency,
+            asks,
+            quiet: lane.quiet(),
+        })
+    }
+
+    /// The poll started at `now` made its call, which went as `call`. The next poll is
+    /// scheduled an interval (with jitter) after this one started, or when it ends if it
+    /// runs longer: polls never overlap. Its result is recorded when it comes in (at once,
+    /// for a call that took no time); a success that changes nothing leaves no event.
+    #[expect(
+        clippy::too_many_arguments,
+        reason = "the poll's event and what it met"
+    )]
+    pub(super) fn called(
+        &mut self,
+        pod: usize,
+        (check, process, epoch): (usize, u32, u32),
+        poll: Poll,
+        call: Call,
+        now: Millis,
+        rng: &mut fastrand::Rng,
+        effects: &mut Effects,
+    ) {
+        let spec = &self.checks[check];
+        let (interval, jitter, timeout) = (spec.interval, spec.jitter, spec.timeout);
         let (cost, success, local) = match timeout {
             Some(limit) if call.latency > limit => (limit, false, false),
             _ => (call.latency, call.answered, call.local),
         };
         let wait = if jitter > 0 {
-            let spread = self.rng.u64(0..=2 * jitter);
+            let spread = rng.u64(0..=2 * jitter);
             (interval + spread).saturating_sub(jitter)
         } else {
             interval
         };
-        let next = (self.now + wait).max(self.now + cost);
+        let next = (now + wait).max(now + cost);
         if cost == 0 {
-            self.poll_done(pod, check, process, success, local);
+            self.poll_done(pod, check, process, (success, local), now, effects);
         } else {
             // The result takes its place in the queue now, even if it never needs it.
-            let order = self.queue.reserve();
-            if !(success && lane.quiet())
-                && let Some(state) = self.pods[pod].process.as_mut()
-            {
-                state.checks[check].polling = true;
-                self.queue.schedule_in_order(
-                    self.now + cost,
+            let order = effects.reserve();
+            if !(success && poll.quiet) && self.process[pod] != 0 {
+                self.state_mut(pod, check).polling = true;
+                effects.schedule_in_order(
+                    now + cost,
                     order,
                     Event::PollDone {
                         pod: pod as u32,
@@ -328,11 +587,11 @@ impl Sim<'_> {
                         local,
                     },
                 );
-                self.refresh_poll_key(pod, check);
+                self.refresh(pod, check, None);
             }
         }
-        self.queue.schedule(
-            next.max(self.now + 1),
+        effects.schedule(
+            next.max(now + 1),
             Event::PollStart {
                 pod: pod as u32,
                 check: check as u16,
@@ -340,203 +599,142 @@ impl Sim<'_> {
                 epoch,
             },
         );
-        self.poller_scheduled(pod, check, process, epoch);
+        self.pollers.scheduled(pod, check, process, epoch);
     }
 
-    /// A poll's result: the hysteresis decides whether the check's state changes.
+    /// A poll's result at `now` (`success`, and `local`: a failure of the pod's own pool):
+    /// the hysteresis decides whether the check's state changes.
     pub(super) fn poll_done(
         &mut self,
         pod: usize,
         check: usize,
         process: u32,
-        success: bool,
-        local: bool,
+        (success, local): (bool, bool),
+        now: Millis,
+        effects: &mut Effects,
     ) {
-        let now = self.now;
-        let Some(state) = self.pods[pod].process.as_mut() else {
-            return;
-        };
-        if state.id != process {
+        if self.process[pod] != process {
             return;
         }
-        let check_state = &mut state.checks[check];
-        check_state.polling = false;
-        let changed = check_state.observe(success, local, now).is_some();
-        let repoll = std::mem::take(&mut check_state.repoll);
-        self.refresh_poll_key(pod, check);
+        let state = self.state_mut(pod, check);
+        state.polling = false;
+        let changed = state.observe(success, local, now).is_some();
+        let repoll = std::mem::take(&mut state.repoll);
+        self.refresh(pod, check, None);
         if changed {
-            self.check_state_changed(pod);
+            self.check_changed(pod, effects);
         }
         // A re-poll asked for during this poll runs as soon as it is recorded.
         if repoll {
-            self.repoll(pod, check);
+            effects.push(effects::Effect::Repoll { pod, check });
         }
     }
 
-    /// Polls now instead of at the next tick (probity's `wake`): a poll in flight finishes
-    /// first; the cadence then counts from the re-poll.
-    pub(super) fn repoll(&mut self, pod: usize, check: usize) {
-        if !self.polled[check] {
-            return;
-        }
-        let Some(state) = self.pods[pod].process.as_mut() else {
-            return;
-        };
-        let check_state = &mut state.checks[check];
-        if check_state.polling {
-            check_state.repoll = true;
-            self.refresh_poll_key(pod, check);
-            return;
-        }
-        check_state.poll_epoch += 1;
-        let (process, epoch) = (state.id, check_state.poll_epoch);
-        self.refresh_poll_key(pod, check);
-        self.poll_start(pod, check, process, epoch);
-    }
-
-    /// A call to an endpoint with a caller timeout: the time until the caller has an
-    /// answer, and whether it passed.
-    pub(super) fn respond_within(
-        &mut self,
-        pod: usize,
-        handler: Handler,
-        timeout: Millis,
-    ) -> (Millis, bool) {
-        let answer = self.respond(pod, handler);
-        super::probing::within(answer, timeout)
-    }
-
-    /// What the pod answers a call: `None` when the call hangs, else the latency and
-    /// whether the answer passes (2xx).
-    pub(super) fn respond(&mut self, pod: usize, handler: Handler) -> Option<(Millis, bool)> {
-        let now = self.now;
-        let state = &self.pods[pod];
-        let Some(process) = state.process.as_ref() else {
-            return Some((0, false)); // connection refused
-        };
-        if !state.has_container() || !process.listening {
-            return Some((0, false));
-        }
-        let Handler::Http { endpoint } = handler else {
-            // TCP: the kernel completes the handshake whatever the handlers do.
-            return Some((0, true));
-        };
-        if process.stalled {
+    /// Polls now instead of at the next tick (probity's `wake`): returns the process and
+    /// epoch of the poll to start now; a poll in flight finishes first, and the re-poll
+    /// runs when it is recorded. The cadence then counts from the re-poll.
+    pub(super) fn repoll(&mut self, pod: usize, check: usize) -> Option<(u32, u32)> {
+        let process = self.process[pod];
+        if !self.polled[check] || process == 0 {
             return None;
         }
-        let scenario = self.scenario;
-        let endpoint = &scenario.app.endpoints[endpoint];
-        if let Some(deadlocked_at) = process.deadlocked_at {
-            let detector = endpoint.checks.iter().find_map(|&check| {
-                let spec = &scenario.app.checks[check];
-                (spec.target == CheckTarget::Internal(InternalKind::Deadlock))
-                    .then_some(spec.detect_after)
-            });
-            return match detector {
-                // The detector's thread answers once it has seen the deadlock.
-                Some(detect) if now >= deadlocked_at + detect => Some((0, false)),
-                _ => None,
-            };
+        let state = self.state_mut(pod, check);
+        if state.polling {
+            state.repoll = true;
+            self.refresh(pod, check, None);
+            return None;
         }
-        let mut passed_all = true;
-        let mut total: Millis = 0;
-        let mut longest: Millis = 0;
-        for &check in &endpoint.checks {
-            let spec = &scenario.app.checks[check];
-            let entry = match spec.target {
-                CheckTarget::Internal(kind) => {
-                    let process = self.pods[pod].process.as_ref()?;
-                    let passed = match kind {
-                        InternalKind::Boot => process.booted,
-                        InternalKind::Shutdown => process.sigterm_at.is_none_or(|at| now < at),
-                        InternalKind::Deadlock
-                        | InternalKind::RuntimeStall
-                        | InternalKind::AppState => true,
-                    };
-                    immediate_entry(spec, check, passed)
-                }
-                CheckTarget::Dependency(dependency) => match endpoint.mode {
-                    EndpointMode::Cached => {
-                        let process = self.pods[pod].process.as_ref()?;
-                        cached_entry(&scenario.app.checks, &process.checks, check, now)
-                    }
-                    EndpointMode::Sync => {
-                        let timeout = endpoint.timeout.or(spec.timeout);
-                        let asks = spec
-                            .uses_pool
-                            .then_some((spec.pool_check, spec.acquire_budget));
-                        let call = self.call_dependency(pod, dependency, asks, true);
-                        let latency = call.latency;
-                        let (cost, passed) = match timeout {
-                            Some(limit) if latency > limit => (limit, false),
-                            _ => (latency, call.answered),
-                        };
-                        if timeout.is_none() && latency >= 1_000 {
-                            self.hold_inflight(pod, now + latency, dependency);
-                        }
-                        total += cost;
-                        longest = longest.max(cost);
-                        immediate_entry(spec, check, passed)
-                    }
-                },
-            };
-            if fails(&entry) {
-                passed_all = false;
-            }
-        }
-        Some((if endpoint.parallel { longest } else { total }, passed_all))
+        state.poll_epoch += 1;
+        let epoch = state.poll_epoch;
+        self.refresh(pod, check, None);
+        Some((process, epoch))
     }
 
-    /// Schedules a look at the pod's requests for when a verdict judged with a fallback may
-    /// next change by time alone (no poll marks that instant).
-    pub(super) fn schedule_reassessment(&mut self, pod: usize) {
-        let now = self.now;
-        let Some(process) = self.pods[pod].process.as_ref() else {
+    /// Passive reports of real failures in `pod`'s process fail check `check` at once at
+    /// `now`: returns whether it fell.
+    pub(super) fn force_unhealthy(
+        &mut self,
+        pod: usize,
+        check: usize,
+        now: Millis,
+        effects: &mut Effects,
+    ) -> bool {
+        // The forced result also counts as the latest result.
+        let fell = self.state_mut(pod, check).force_unhealthy(now).is_some();
+        self.refresh(pod, check, None);
+        self.check_changed(pod, effects);
+        fell
+    }
+
+    /// A check's state changed in `pod`: its probes may answer differently, and with
+    /// fallbacks its requests may fare differently too (the handlers read the snapshot to
+    /// serve from a fallback).
+    fn check_changed(&self, pod: usize, effects: &mut Effects) {
+        if self.fallbacks.any() {
+            effects.reweighed(pod);
+        } else {
+            effects.push(effects::Effect::Wake(pod));
+        }
+    }
+
+    /// The entry of check `check` in a `cached` endpoint's answer in `pod` at `now`.
+    pub(super) fn cached_entry(&self, pod: usize, check: usize, now: Millis) -> Entry {
+        cached_entry(self.checks, self.states(pod), check, now)
+    }
+
+    /// Whether check `check` fails in `pod` while its fallback serves in its place at `now`.
+    pub(super) fn served_by_fallback(&self, pod: usize, check: usize, now: Millis) -> bool {
+        served_by_fallback(self.checks, self.states(pod), check, now)
+    }
+
+    /// Whether any of `pod`'s checks fails while its fallback serves in its place at `now`.
+    pub(super) fn serves_degraded(&self, pod: usize, now: Millis) -> bool {
+        self.fallbacks
+            .of
+            .iter()
+            .flatten()
+            .any(|&(check, _, _)| self.served_by_fallback(pod, check, now))
+    }
+
+    /// Schedules a look at `pod`'s requests for when a verdict judged with a fallback may
+    /// next change by time alone after `now` (no poll marks that instant).
+    pub(super) fn schedule_reassessment(&mut self, pod: usize, now: Millis, effects: &mut Effects) {
+        let process = self.process[pod];
+        if process == 0 {
             return;
-        };
-        let checks = &self.scenario.app.checks;
+        }
+        let states = self.states(pod);
         let next = self
             .fallbacks
             .of
             .iter()
             .flatten()
-            .filter_map(|&(check, _, _)| {
-                verdict_changes_by_itself(checks, &process.checks, check, now)
-            })
+            .filter_map(|&(check, _, _)| verdict_changes_by_itself(self.checks, states, check, now))
             .min();
         let Some(next) = next else {
             return;
         };
         // One scheduled already at or before it looks again then, and schedules the next.
-        if process
-            .reassess_at
-            .is_some_and(|scheduled| scheduled > now && scheduled <= next)
-        {
+        if self.reassess_at[pod].is_some_and(|scheduled| scheduled > now && scheduled <= next) {
             return;
         }
-        let id = process.id;
-        if let Some(process) = self.pods[pod].process.as_mut() {
-            process.reassess_at = Some(next);
-        }
-        self.queue.schedule(
+        self.reassess_at[pod] = Some(next);
+        effects.schedule(
             next,
             Event::Reassess {
                 pod: pod as u32,
-                process: id,
+                process,
             },
         );
     }
 
-    /// A verdict judged with a fallback may have changed by time alone.
-    pub(super) fn reassess(&mut self, pod: usize, process: u32) {
-        let now = self.now;
-        let Some(state) = self.pods[pod].process.as_mut() else {
-            return;
-        };
-        if state.id != process || state.reassess_at != Some(now) {
-            return;
+    /// The reassessment of `process` in `pod` comes up at `now`: returns whether it is the
+    /// one scheduled (a verdict judged with a fallback may have changed by time alone).
+    pub(super) fn reassess(&mut self, pod: usize, process: u32, now: Millis) -> bool {
+        if self.process[pod] != process || self.reassess_at[pod] != Some(now) {
+            return false;
         }
-        state.reassess_at = None;
-        self.mark(pod);
+        self.reassess_at[pod] = None;
+        true
     }
 }

@@ -10,15 +10,19 @@
 //! current one and the poll reads nothing else; otherwise it checks the event against the
 //! poller's key (its process and epoch).
 
-use super::Sim;
-use crate::scenario::CheckTarget;
-
 /// The process and epoch a poller's current events carry.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub(super) struct PollKey {
     /// The process polling (0: none; container IDs start at 1).
     process: u32,
     epoch: u32,
+}
+
+impl PollKey {
+    /// The key of `process`'s poller in `epoch`.
+    pub(super) fn new(process: u32, epoch: u32) -> Self {
+        PollKey { process, epoch }
+    }
 }
 
 /// A poller's lane: three flags and a count of stale poll events, in two bytes.
@@ -76,24 +80,41 @@ impl PollLane {
     }
 }
 
-impl Sim<'_> {
-    fn poller_index(&self, pod: usize, check: usize) -> usize {
-        pod * self.scenario.app.checks.len() + check
+/// Every poller's key and lane, `checks` apiece by pod.
+#[derive(Debug)]
+pub(super) struct Pollers {
+    checks: usize,
+    keys: Vec<PollKey>,
+    lanes: Vec<PollLane>,
+}
+
+impl Pollers {
+    /// The pollers of `pods` pods with `checks` checks each, none polling.
+    pub(super) fn new(pods: usize, checks: usize) -> Self {
+        Pollers {
+            checks,
+            keys: vec![PollKey::default(); pods * checks],
+            lanes: vec![PollLane::default(); pods * checks],
+        }
+    }
+
+    fn index(&self, pod: usize, check: usize) -> usize {
+        pod * self.checks + check
     }
 
     /// The lane of the poller of `check` in `pod`, if a poll event of `process` in `epoch`
     /// is current; a stale event is counted out.
-    pub(super) fn current_poll(
+    pub(super) fn current(
         &mut self,
         pod: usize,
         check: usize,
         process: u32,
         epoch: u32,
     ) -> Option<PollLane> {
-        let index = self.poller_index(pod, check);
-        let lane = self.poll_lanes[index];
-        if lane.stale() > 0 && self.poll_keys[index] != (PollKey { process, epoch }) {
-            self.poll_lanes[index].stale_dropped();
+        let index = self.index(pod, check);
+        let lane = self.lanes[index];
+        if lane.stale() > 0 && self.keys[index] != (PollKey { process, epoch }) {
+            self.lanes[index].stale_dropped();
             return None;
         }
         Some(lane)
@@ -102,57 +123,36 @@ impl Sim<'_> {
     /// A poll event of `process` in `epoch` was scheduled: if that is the current key, the
     /// poller has a live event. A poller already live has not changed its key since its
     /// event in hand was found current (a change clears the flag): nothing to read then.
-    pub(super) fn poller_scheduled(&mut self, pod: usize, check: usize, process: u32, epoch: u32) {
-        let index = self.poller_index(pod, check);
-        if self.poll_lanes[index].0 & PollLane::LIVE != 0 {
+    pub(super) fn scheduled(&mut self, pod: usize, check: usize, process: u32, epoch: u32) {
+        let index = self.index(pod, check);
+        if self.lanes[index].0 & PollLane::LIVE != 0 {
             return;
         }
-        if self.poll_keys[index] == (PollKey { process, epoch }) {
-            self.poll_lanes[index].set(PollLane::LIVE, true);
+        if self.keys[index] == (PollKey { process, epoch }) {
+            self.lanes[index].set(PollLane::LIVE, true);
         }
     }
 
-    /// Refreshes the pollers of every check of `pod` after its process changed.
-    pub(super) fn refresh_poll_keys(&mut self, pod: usize) {
-        for check in 0..self.scenario.app.checks.len() {
-            self.refresh_poll_key(pod, check);
-        }
-    }
-
-    /// Refreshes the poller of one check after its state changed.
-    pub(super) fn refresh_poll_key(&mut self, pod: usize, check: usize) {
-        let (key, quiet, pool_clear) = match self.pods[pod].process.as_ref() {
-            None => (PollKey::default(), false, false),
-            Some(process) => {
-                let state = &process.checks[check];
-                let pool_clear = match self.scenario.app.checks[check].target {
-                    CheckTarget::Dependency(dependency) => {
-                        !process.pool_exhausted(dependency)
-                            && process.inflight.is_empty()
-                            && self.scenario.dependencies[dependency].pool.is_none()
-                            && self.scenario.app.pool_size != Some(0)
-                    }
-                    CheckTarget::Internal(_) => false,
-                };
-                let quiet = self.quiet_polls[check]
-                    && !state.polling
-                    && !state.repoll
-                    && state.success_changes_nothing();
-                let key = PollKey {
-                    process: process.id,
-                    epoch: state.poll_epoch,
-                };
-                (key, quiet, pool_clear)
-            }
-        };
-        let index = self.poller_index(pod, check);
-        let lane = &mut self.poll_lanes[index];
-        if self.poll_keys[index] != key {
+    /// The poller of `check` in `pod` now has `key`; a success would change nothing
+    /// (`quiet`), and, when known anew, the app's pool cannot fail its call (`pool_clear`).
+    pub(super) fn update(
+        &mut self,
+        pod: usize,
+        check: usize,
+        key: PollKey,
+        quiet: bool,
+        pool_clear: Option<bool>,
+    ) {
+        let index = self.index(pod, check);
+        let lane = &mut self.lanes[index];
+        if self.keys[index] != key {
             lane.key_changed();
-            self.poll_keys[index] = key;
+            self.keys[index] = key;
         }
         lane.set(PollLane::QUIET, quiet);
-        lane.set(PollLane::POOL_CLEAR, pool_clear);
+        if let Some(clear) = pool_clear {
+            lane.set(PollLane::POOL_CLEAR, clear);
+        }
     }
 }
 

@@ -10,11 +10,12 @@
 //! - `results_manager.go` `Set`: only a change of value has effects; a liveness or startup
 //!   Failure kills the container, a startup Success marks it Started.
 
+use super::Sim;
 use super::queue::Event;
-use super::{Sim, at};
 use crate::report::KillReason;
 use crate::scenario::ProbeSpec;
 use crate::time::Millis;
+use crate::time::at;
 use probity_contract::kube::prober::{
     self, Gate, ProbeResult, ProbeWorker, Response, SetResult, initial_result,
 };
@@ -51,6 +52,41 @@ pub(super) struct Ticker {
     pub(super) pending: bool,
     /// The worker skips its ticks in a steady state ([`super::steady`]).
     pub(super) quiet: Quiet,
+}
+
+/// The kubelet's probing of the fleet: the container's probes, and each pod's workers.
+#[derive(Debug)]
+pub(super) struct Probers {
+    /// The container's probes, by slot (an operator's fix may remove some).
+    specs: [Option<ProbeSpec>; 3],
+    /// Each pod's workers, tickers and results.
+    pub(super) pods: Vec<PodProbes>,
+}
+
+impl Probers {
+    /// The probes of a scenario's container, for `pods` pods that have seen no container.
+    pub(super) fn new(scenario: &crate::scenario::Scenario, pods: usize) -> Self {
+        let probes = &scenario.probes;
+        Probers {
+            specs: [probes.liveness, probes.readiness, probes.startup],
+            pods: (0..pods).map(|_| PodProbes::new()).collect(),
+        }
+    }
+
+    /// The container's probe of a kind, if it has one.
+    pub(super) fn spec(&self, kind: ProbeKind) -> Option<ProbeSpec> {
+        self.specs[slot(kind)]
+    }
+
+    /// An operator's fix removes the probe of a kind.
+    pub(super) fn remove(&mut self, kind: ProbeKind) {
+        self.specs[slot(kind)] = None;
+    }
+
+    /// `pod`'s workers have long watched container `container` pass.
+    pub(super) fn settled(&mut self, pod: usize, container: u32) {
+        self.pods[pod] = PodProbes::settled(container);
+    }
 }
 
 /// A pod's three probe workers, their tickers and the results manager's values.
@@ -110,13 +146,13 @@ impl PodProbes {
 impl Sim<'_> {
     /// The container's probe of a kind, if it has one (an operator's fix may remove some).
     pub(super) fn probe(&self, kind: ProbeKind) -> Option<ProbeSpec> {
-        self.probes[slot(kind)]
+        self.probers.spec(kind)
     }
 
     /// Schedules a worker's tick at `when`, in its ticker's current epoch.
     pub(super) fn schedule_probe_tick(&mut self, pod: usize, kind: ProbeKind, when: u64) {
-        let epoch = self.pods[pod].probes.tickers[slot(kind)].epoch;
-        self.queue.schedule(
+        let epoch = self.probers.pods[pod].tickers[slot(kind)].epoch;
+        self.effects.schedule(
             when,
             Event::ProbeTick {
                 pod: pod as u32,
@@ -132,28 +168,30 @@ impl Sim<'_> {
         let Some(period) = self.probe(kind).map(|probe| probe.period()) else {
             return;
         };
-        let ticker = self.pods[pod].probes.tickers[slot(kind)];
+        let ticker = self.probers.pods[pod].tickers[slot(kind)];
         if ticker.epoch != epoch {
             return;
         }
-        let order = self.queue.reserve();
+        let order = self.effects.reserve();
         let next = Event::ProbeTick {
             pod: pod as u32,
             slot: slot(kind) as u8,
             epoch,
         };
         if ticker.busy {
-            self.pods[pod].probes.tickers[slot(kind)].pending = true;
-            self.queue.schedule_in_order(self.now + period, order, next);
+            self.probers.pods[pod].tickers[slot(kind)].pending = true;
+            self.effects
+                .schedule_in_order(self.now + period, order, next);
             return;
         }
         let answered = self.run_probe(pod, kind);
-        if self.pods[pod].probes.tickers[slot(kind)].epoch != epoch {
+        if self.probers.pods[pod].tickers[slot(kind)].epoch != epoch {
             // Reset while probing: the tick scheduled before would never run.
             return;
         }
         if !self.go_quiet(pod, kind, answered) {
-            self.queue.schedule_in_order(self.now + period, order, next);
+            self.effects
+                .schedule_in_order(self.now + period, order, next);
         }
     }
 
@@ -164,12 +202,12 @@ impl Sim<'_> {
             return;
         };
         self.wake_worker(pod, kind, false);
-        let ticker = &mut self.pods[pod].probes.tickers[slot(kind)];
+        let ticker = &mut self.probers.pods[pod].tickers[slot(kind)];
         ticker.epoch += 1;
         let busy = ticker.busy;
         self.schedule_probe_tick(pod, kind, self.now + period);
         if busy {
-            self.pods[pod].probes.tickers[slot(kind)].pending = true;
+            self.probers.pods[pod].tickers[slot(kind)].pending = true;
         } else {
             let _ = self.run_probe(pod, kind);
         }
@@ -181,7 +219,7 @@ impl Sim<'_> {
         let probe = self.probe(kind)?;
         let view = self.container_view(pod);
         let gated =
-            self.pods[pod].probes.workers[slot(kind)].gate(&probe.timing, at(self.now), view);
+            self.probers.pods[pod].workers[slot(kind)].gate(&probe.timing, at(self.now), view);
         if let Some(set) = gated.set {
             self.set_result(pod, kind, set);
         }
@@ -201,8 +239,8 @@ impl Sim<'_> {
             self.record_probe(pod, kind, container, success);
             Some(success)
         } else {
-            self.pods[pod].probes.tickers[slot(kind)].busy = true;
-            self.queue.schedule(
+            self.probers.pods[pod].tickers[slot(kind)].busy = true;
+            self.effects.schedule(
                 self.now + after,
                 Event::ProbeDone {
                     pod: pod as u32,
@@ -223,9 +261,9 @@ impl Sim<'_> {
         container: u32,
         success: bool,
     ) {
-        self.pods[pod].probes.tickers[slot(kind)].busy = false;
+        self.probers.pods[pod].tickers[slot(kind)].busy = false;
         self.record_probe(pod, kind, container, success);
-        let ticker = &mut self.pods[pod].probes.tickers[slot(kind)];
+        let ticker = &mut self.probers.pods[pod].tickers[slot(kind)];
         if ticker.pending {
             ticker.pending = false;
             let _ = self.run_probe(pod, kind);
@@ -236,7 +274,7 @@ impl Sim<'_> {
         let Some(probe) = self.probe(kind) else {
             return;
         };
-        let worker = &mut self.pods[pod].probes.workers[slot(kind)];
+        let worker = &mut self.probers.pods[pod].workers[slot(kind)];
         if worker.container() != Some(container) {
             return;
         }
@@ -247,11 +285,11 @@ impl Sim<'_> {
 
     /// The results manager: only a change of value has effects.
     fn set_result(&mut self, pod: usize, kind: ProbeKind, set: SetResult) {
-        let state = &mut self.pods[pod];
-        if set.container != state.container_id || state.probes.result(kind) == set.result {
+        let probes = &mut self.probers.pods[pod];
+        if set.container != self.pods[pod].container_id || probes.result(kind) == set.result {
             return;
         }
-        state.probes.results[slot(kind)] = set.result;
+        probes.results[slot(kind)] = set.result;
         match (kind, set.result) {
             (ProbeKind::Liveness, ProbeResult::Failure) => self.kill(pod, KillReason::Liveness),
             (ProbeKind::Startup, ProbeResult::Failure) => self.kill(pod, KillReason::Startup),
@@ -272,7 +310,7 @@ impl Sim<'_> {
         let state = &self.pods[pod];
         let readiness = self
             .probe(ProbeKind::Readiness)
-            .map(|_| state.probes.result(ProbeKind::Readiness));
+            .map(|_| self.probers.pods[pod].result(ProbeKind::Readiness));
         let running = state.has_container();
         let ready = prober::container_ready(running, state.started, readiness);
         if ready == state.pod_ready {
@@ -294,5 +332,5 @@ pub(super) fn within(answer: Option<(u64, bool)>, timeout: u64) -> (u64, bool) {
         },
     };
     let outcome = prober::outcome(response, at(timeout));
-    (super::millis(outcome.after), outcome.success)
+    (crate::time::millis(outcome.after), outcome.success)
 }

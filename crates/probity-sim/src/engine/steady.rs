@@ -5,7 +5,7 @@
 //! would have had), and the ticks it skips are counted by arithmetic when something about
 //! its pod changes, or at the end of the run. Anything that can change a probe's answer
 //! (the container, the process, a check's state) goes through [`Sim::mark`] or
-//! [`Sim::check_state_changed`], which wakes the pod's quiet workers: each schedules its next
+//! a change of a check's state ([`super::policy::Policy`]), which wakes the pod's quiet workers: each schedules its next
 //! tick, in the place among that millisecond's events it would have had (the queue remembers
 //! where each recent instant's schedules began). A fleet in a steady state thus costs its
 //! polls, not its probes.
@@ -38,11 +38,12 @@ impl Sim<'_> {
             return false;
         }
         let state = &self.pods[pod];
-        let ticker = state.probes.tickers[slot(kind)];
+        let probes = &self.probers.pods[pod];
+        let ticker = probes.tickers[slot(kind)];
         if ticker.busy || ticker.pending || !state.running() {
             return false;
         }
-        let worker = state.probes.worker(kind);
+        let worker = probes.worker(kind);
         if worker.on_hold() || worker.container() != Some(state.container_id) {
             return false;
         }
@@ -70,7 +71,7 @@ impl Sim<'_> {
             };
             let process = state.process.as_ref();
             if worker.result_run() < threshold
-                || state.probes.result(kind) != result
+                || probes.result(kind) != result
                 || (kind == ProbeKind::Readiness
                     && process.is_some_and(|process| process.answered_unready == passed))
             {
@@ -79,7 +80,7 @@ impl Sim<'_> {
             true
         };
         let now = self.now;
-        let ticker = &mut self.pods[pod].probes.tickers[slot(kind)];
+        let ticker = &mut self.probers.pods[pod].tickers[slot(kind)];
         ticker.quiet = Quiet {
             quiet: true,
             next_due: now + period,
@@ -122,7 +123,7 @@ impl Sim<'_> {
                     // time. So does a fallback's, which the check's answer reads.
                     let runs_out = |check: usize| {
                         let spec = &scenario.app.checks[check];
-                        let check_state = &process.checks[check];
+                        let check_state = &self.policy.states(pod)[check];
                         !check_state.hysteresis.is_healthy()
                             && spec.fail_open_for.is_some()
                             && check_state.unhealthy_since.is_some()
@@ -135,7 +136,7 @@ impl Sim<'_> {
                     {
                         return None;
                     }
-                    policy::cached_entry(&scenario.app.checks, &process.checks, check, self.now)
+                    self.policy.cached_entry(pod, check, self.now)
                 }
             };
             if policy::fails(&entry) {
@@ -145,21 +146,10 @@ impl Sim<'_> {
         Some(passed_all)
     }
 
-    /// A check's state changed in `pod`: its probes may answer differently.
-    pub(super) fn check_state_changed(&mut self, pod: usize) {
-        if self.fallbacks.any() {
-            // The handlers read the snapshot to serve from a fallback: the requests may fare
-            // differently.
-            self.mark(pod);
-        } else {
-            self.wake(pod);
-        }
-    }
-
     /// Something about `pod` changed: its quiet workers tick again.
     pub(super) fn wake(&mut self, pod: usize) {
         for kind in ProbeKind::ALL {
-            if self.pods[pod].probes.tickers[slot(kind)].quiet.quiet {
+            if self.probers.pods[pod].tickers[slot(kind)].quiet.quiet {
                 self.wake_worker(pod, kind, true);
             }
         }
@@ -168,11 +158,11 @@ impl Sim<'_> {
     /// Counts a quiet worker's skipped ticks up to now and, if `resume`, schedules its next
     /// tick in its place; the worker is no longer quiet.
     pub(super) fn wake_worker(&mut self, pod: usize, kind: ProbeKind, resume: bool) {
-        let quiet = self.pods[pod].probes.tickers[slot(kind)].quiet;
+        let quiet = self.probers.pods[pod].tickers[slot(kind)].quiet;
         if !quiet.quiet {
             return;
         }
-        self.pods[pod].probes.tickers[slot(kind)].quiet = Quiet::default();
+        self.probers.pods[pod].tickers[slot(kind)].quiet = Quiet::default();
         let Some(period) = self.probe(kind).map(|probe| probe.period()) else {
             return;
         };
@@ -198,15 +188,15 @@ impl Sim<'_> {
             self.measure.probe_requests += skipped;
         }
         if resume {
-            let epoch = self.pods[pod].probes.tickers[slot(kind)].epoch;
+            let epoch = self.probers.pods[pod].tickers[slot(kind)].epoch;
             let event = Event::ProbeTick {
                 pod: pod as u32,
                 slot: slot(kind) as u8,
                 epoch,
             };
             match self.tick_order(due, period) {
-                Some(order) => self.queue.schedule_in_order(due, order, event),
-                None => self.queue.schedule(due, event),
+                Some(order) => self.effects.schedule_in_order(due, order, event),
+                None => self.effects.schedule(due, event),
             }
         }
     }
@@ -214,14 +204,14 @@ impl Sim<'_> {
     /// The place of a tick at `due`: as scheduled at the start of the instant one period
     /// before, by the tick that would have run then.
     fn tick_order(&self, due: Millis, period: Millis) -> Option<Order> {
-        self.queue.order_at(due.checked_sub(period)?)
+        self.effects.order_at(due.checked_sub(period)?)
     }
 
     /// The run ends: every quiet worker's skipped ticks before the end count.
     pub(super) fn count_quiet_ticks(&mut self, end: Millis) {
         for pod in 0..self.pods.len() {
             for kind in ProbeKind::ALL {
-                let quiet = self.pods[pod].probes.tickers[slot(kind)].quiet;
+                let quiet = self.probers.pods[pod].tickers[slot(kind)].quiet;
                 let Some(period) = self.probe(kind).map(|probe| probe.period()) else {
                     continue;
                 };

@@ -2,7 +2,7 @@
 //!
 //! The same random sequence of poll results and passive failures goes to probity's
 //! hysteresis, published the way the runtime's store publishes it, and to a simulated pod's
-//! poller (through [`Sim::poll_done`], as the event loop delivers results). The two must
+//! poller (through [`super::Policy::poll_done`], as the event loop delivers results). The two must
 //! rise and fall at the same observations, and the pod's cached endpoint must answer what
 //! probity's verdict answers at every instant a probe asks in between. With a fallback, the
 //! same holds for a pair of checks (a hard one naming the other as its fallback, failures
@@ -159,14 +159,12 @@ proptest! {
         sequence in observations(),
     ) {
         let scenario = scenario(settings);
-        let mut sim = super::Sim::new(&scenario, 1);
+        let mut sim = crate::engine::Sim::new(&scenario, 1);
         sim.init_fleet();
         let spec = &scenario.app.checks[0];
         let mut runtime = Runtime::new(settings);
         if settings.fresh {
-            if let Some(process) = sim.pods[0].process.as_mut() {
-                process.checks[0] = CheckState::fresh(spec);
-            }
+            *sim.policy.state_for_test(0, 0) = CheckState::fresh(spec);
         } else {
             // A settled check has passed a full rise, the last at 0.
             for _ in 0..settings.rise {
@@ -176,12 +174,7 @@ proptest! {
         let process = sim.pods[0].process.as_ref().map(|process| process.id);
         prop_assert!(process.is_some());
         let process = process.unwrap_or_default();
-        let healthy = |sim: &super::Sim<'_>| {
-            sim.pods[0]
-                .process
-                .as_ref()
-                .is_some_and(|process| process.checks[0].hysteresis.is_healthy())
-        };
+        let healthy = |sim: &crate::engine::Sim<'_>| sim.policy.states(0)[0].hysteresis.is_healthy();
 
         let mut now: Millis = 0;
         let mut simulated = Vec::new();
@@ -190,17 +183,12 @@ proptest! {
             now += gap;
             sim.now = now;
             let was_healthy = healthy(&sim);
-            let skippable = sim.pods[0]
-                .process
-                .as_ref()
-                .is_some_and(|process| process.checks[0].success_changes_nothing());
+            let skippable = sim.policy.states(0)[0].success_changes_nothing();
             let before = (runtime.machine.is_healthy(), runtime.machine.consecutive_failures());
             match observation {
-                Observation::Poll(success) => sim.poll_done(0, 0, process, success, false),
+                Observation::Poll(success) => sim.deliver_poll(0, 0, process, (success, false)),
                 Observation::Passive => {
-                    if let Some(process) = sim.pods[0].process.as_mut() {
-                        process.checks[0].force_unhealthy(now);
-                    }
+                    sim.policy.state_for_test(0, 0).force_unhealthy(now);
                 }
             }
             if let Some(transition) = runtime.record(observation, now) {
@@ -350,7 +338,7 @@ proptest! {
         };
         let (db, cache) = (index("db"), index("cache"));
         prop_assert_eq!(scenario.app.checks[db].fallback, Some(cache));
-        let mut sim = super::Sim::new(&scenario, 1);
+        let mut sim = crate::engine::Sim::new(&scenario, 1);
         sim.init_fleet();
         let mut runtime_db = Runtime::new(settings.db);
         let mut runtime_cache = Runtime::new(settings.cache);
@@ -361,10 +349,8 @@ proptest! {
         // probity's registry resolves the fallback to the cache's index among the checks.
         runtime_db.evidence.fallback = Some(1);
         if settings.db.fresh {
-            if let Some(process) = sim.pods[0].process.as_mut() {
-                process.checks[db] = CheckState::fresh(&scenario.app.checks[db]);
-                process.checks[cache] = CheckState::fresh(&scenario.app.checks[cache]);
-            }
+            *sim.policy.state_for_test(0, db) = CheckState::fresh(&scenario.app.checks[db]);
+            *sim.policy.state_for_test(0, cache) = CheckState::fresh(&scenario.app.checks[cache]);
         } else {
             for _ in 0..settings.db.rise {
                 runtime_db.record(Observation::Poll(true), 0);
@@ -389,11 +375,11 @@ proptest! {
             sim.now = now;
             match observation {
                 PairObservation::Poll { db: true, ok, local } => {
-                    sim.poll_done(0, db, process, ok, local);
+                    sim.deliver_poll(0, db, process, (ok, local));
                     runtime_db.record_sample(Some(ok), local, now);
                 }
                 PairObservation::Poll { db: false, ok, local } => {
-                    sim.poll_done(0, cache, process, ok, local);
+                    sim.deliver_poll(0, cache, process, (ok, local));
                     runtime_cache.record_sample(Some(ok), local, now);
                 }
                 PairObservation::Passive => {
@@ -403,9 +389,7 @@ proptest! {
                         .last
                         .as_ref()
                         .is_some_and(|last| !last.ok && last.local);
-                    if let Some(process) = sim.pods[0].process.as_mut() {
-                        process.checks[db].force_unhealthy(now);
-                    }
+                    sim.policy.state_for_test(0, db).force_unhealthy(now);
                     runtime_db.record_sample(None, kept, now);
                 }
             }
@@ -435,9 +419,7 @@ proptest! {
                     "readiness at {} ms after observation {}", asked, step
                 );
                 let served = checks[0].verdict_among(&checks, |evidence| evidence, at).served_by;
-                let simulated = sim.pods[0].process.as_ref().is_some_and(|state| {
-                    super::served_by_fallback(&scenario.app.checks, &state.checks, db, asked)
-                });
+                let simulated = sim.policy.served_by_fallback(0, db, asked);
                 prop_assert_eq!(
                     simulated,
                     served == Some(1),
