@@ -10,9 +10,14 @@ use std::time::Duration;
 /// Arguments of `probity inspect`.
 #[derive(Debug, clap::Args)]
 #[command(
-    after_help = "A URL with a path is one endpoint (http://127.0.0.1:8080/readyz); a bare origin \
-                  (http://127.0.0.1:8080) is every conventional health path that answers.\n\
-                  Exit status: 0 no finding at warning or above, 1 findings, 2 error."
+    after_help = "A URL with a path is one endpoint (http://127.0.0.1:8080/readyz); a URL whose \
+                  path ends in / (http://127.0.0.1:8080, http://127.0.0.1:1337/parse/) is a base: \
+                  the health paths of the common frameworks under it are tried once each \
+                  (/healthz, /livez, /readyz, /health, /actuator/health, /q/health, /ping, \
+                  /status, …), and each that answers other than 404 or a catch-all is inspected.\n\
+                  Exit status: 0 no finding at warning or above, 1 findings, 2 error (bad input, \
+                  or an endpoint that never answered: refused, timed out, TLS mismatch, headers \
+                  too large)."
 )]
 pub(crate) struct Args {
     /// Endpoints or origins to inspect.
@@ -24,7 +29,7 @@ pub(crate) struct Args {
     requests: usize,
 
     /// Longest one request may take before it counts as a timeout.
-    #[arg(long, value_name = "DURATION", default_value = "5s", value_parser = humantime_duration)]
+    #[arg(long, value_name = "DURATION", default_value = "5s", value_parser = request_timeout)]
     timeout: Duration,
 
     /// A Kubernetes manifest whose probes call these endpoints.
@@ -40,8 +45,8 @@ pub(crate) struct Args {
     json: bool,
 }
 
-fn humantime_duration(text: &str) -> Result<Duration, String> {
-    let duration = probity_agent::config::parse_duration(text)?;
+fn request_timeout(text: &str) -> Result<Duration, String> {
+    let duration = probity_contract::duration::parse(text).map_err(|error| error.to_string())?;
     if duration.is_zero() || duration > Duration::from_secs(60) {
         return Err(format!("`{text}`: between 1ms and 60s"));
     }
@@ -64,10 +69,16 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
         .enable_all()
         .build()
         .context("cannot start the async runtime")?;
-    let report = runtime.block_on(async {
-        let urls = inspect::endpoints(&args.urls, args.timeout).await?;
-        inspect::inspect(&urls, &options).await
-    })?;
+    // A URL given on the command line may hold control characters: the error shows them
+    // written out.
+    let report = runtime
+        .block_on(inspect::inspect(&args.urls, &options))
+        .map_err(|error| {
+            anyhow::anyhow!(
+                "{}",
+                probity_contract::text::escape_control(&error.to_string())
+            )
+        })?;
     let mut stdout = std::io::stdout().lock();
     if args.json {
         write!(stdout, "{}", inspect::render_json(&report))?;
@@ -75,6 +86,13 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
         write!(stdout, "{}", inspect::render_human(&report))?;
     }
     stdout.flush()?;
+    let unanswered = report.unanswered();
+    if !unanswered.is_empty() {
+        anyhow::bail!(
+            "{}",
+            probity_contract::text::escape_control(&unanswered.join("\n  "))
+        );
+    }
     Ok(if report.has_findings() {
         ExitCode::from(1)
     } else {

@@ -1,9 +1,18 @@
 //! The probes of a Kubernetes manifest, for `probity inspect --manifest`: each container's
 //! `httpGet` probes with the path, port and timeout the kubelet will use.
+//!
+//! Each probe is read as probity-contract's [`ProbeSpec`] — the Kubernetes model `probity lint`
+//! and `probity simulate` read — and resolved with the API server's validation and defaults
+//! (`SetDefaults_Probe`: `timeoutSeconds` 1 when unset or 0), so a probe the API server would
+//! reject is an error naming the object, the container and the field.
 
 use super::Role;
+use probity_contract::ProbeKind;
+use probity_contract::kube::probe::{Handler, IntOrString, ProbeSpec, Scheme};
+use serde::Deserialize;
 use serde_json::Value;
 use std::path::Path;
+use std::time::Duration;
 
 /// One `httpGet` probe of a manifest.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -12,23 +21,27 @@ pub struct ManifestProbe {
     pub container: String,
     /// Which probe.
     pub role: Role,
-    /// `httpGet.path` (default `/`).
+    /// `httpGet.path`, defaulted.
     pub path: String,
     /// `httpGet.port` as written: a number or a port name.
     pub port: String,
     /// The port number, when the name resolves.
     pub port_number: Option<u16>,
-    /// `timeoutSeconds` (default 1).
-    pub timeout_seconds: u32,
+    /// `httpGet.scheme`, defaulted: `http` or `https`.
+    pub scheme: &'static str,
+    /// `timeoutSeconds`, defaulted.
+    pub timeout: Duration,
 }
 
 impl ManifestProbe {
-    /// Whether the probe's port is the URL's (a port name that does not resolve matches any).
-    pub(crate) fn port_matches(&self, url: &reqwest::Url) -> bool {
-        match (self.port_number, url.port_or_known_default()) {
-            (Some(probe), Some(port)) => probe == port,
-            _ => true,
-        }
+    /// Whether the probe calls `url`: the same path, and the same port (a port name that does
+    /// not resolve matches any).
+    pub(crate) fn calls(&self, url: &reqwest::Url) -> bool {
+        self.path == url.path()
+            && match (self.port_number, url.port_or_known_default()) {
+                (Some(probe), Some(port)) => probe == port,
+                _ => true,
+            }
     }
 }
 
@@ -43,13 +56,37 @@ pub struct ManifestError {
 /// Largest manifest read.
 const MAX_MANIFEST_BYTES: u64 = 8 << 20;
 
+/// The fields of a container `inspect` reads; the others are left to `probity lint`.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Container {
+    #[serde(default)]
+    name: Option<String>,
+    #[serde(default)]
+    ports: Vec<ContainerPort>,
+    #[serde(default)]
+    liveness_probe: Option<Value>,
+    #[serde(default)]
+    readiness_probe: Option<Value>,
+    #[serde(default)]
+    startup_probe: Option<Value>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct ContainerPort {
+    #[serde(default)]
+    name: Option<String>,
+    container_port: i64,
+}
+
 /// Reads every `httpGet` probe of every container (init containers included) in a
 /// multi-document manifest.
 pub fn read_manifest(path: &Path) -> Result<Vec<ManifestProbe>, ManifestError> {
     use std::io::Read;
     let error = |message: String| ManifestError {
-        file: path.display().to_string(),
-        message,
+        file: probity_contract::text::escape_control(&path.display().to_string()).into_owned(),
+        message: probity_contract::text::escape_control(&message).into_owned(),
     };
     let file = std::fs::File::open(path).map_err(|e| error(e.to_string()))?;
     let mut text = String::new();
@@ -63,15 +100,27 @@ pub fn read_manifest(path: &Path) -> Result<Vec<ManifestProbe>, ManifestError> {
         .map_err(|e| error(e.without_snippet().to_string()))?;
     let mut probes = Vec::new();
     for document in &documents {
+        let object = format!(
+            "{}/{}",
+            document.get("kind").and_then(Value::as_str).unwrap_or("?"),
+            document
+                .pointer("/metadata/name")
+                .and_then(Value::as_str)
+                .unwrap_or("?")
+        );
         for spec in pod_specs(document) {
             for field in ["containers", "initContainers"] {
-                for container in spec
+                for (index, container) in spec
                     .get(field)
                     .and_then(Value::as_array)
                     .into_iter()
                     .flatten()
+                    .enumerate()
                 {
-                    collect(container, &mut probes);
+                    let container: Container = serde_json::from_value(container.clone())
+                        .map_err(|e| error(format!("{object}: {field}[{index}]: {e}")))?;
+                    collect(&container, &mut probes)
+                        .map_err(|message| error(format!("{object}: {message}")))?;
                 }
             }
         }
@@ -79,85 +128,81 @@ pub fn read_manifest(path: &Path) -> Result<Vec<ManifestProbe>, ManifestError> {
     Ok(probes)
 }
 
+/// The pod specs of a workload: a Pod's own, a controller's template, a CronJob's job's.
 fn pod_specs(document: &Value) -> Vec<&Value> {
-    let spec = document.get("spec");
     [
-        spec,
-        spec.and_then(|spec| spec.get("template"))
-            .and_then(|t| t.get("spec")),
-        spec.and_then(|spec| spec.get("jobTemplate"))
-            .and_then(|t| t.get("spec"))
-            .and_then(|s| s.get("template"))
-            .and_then(|t| t.get("spec")),
+        "/spec",
+        "/spec/template/spec",
+        "/spec/jobTemplate/spec/template/spec",
     ]
     .into_iter()
-    .flatten()
+    .filter_map(|pointer| document.pointer(pointer))
     .filter(|spec| spec.get("containers").is_some())
     .collect()
 }
 
-fn collect(container: &Value, probes: &mut Vec<ManifestProbe>) {
-    let name = container
-        .get("name")
-        .and_then(Value::as_str)
-        .unwrap_or("?")
-        .to_owned();
-    let ports: Vec<(String, u16)> = container
-        .get("ports")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-        .filter_map(|port| {
-            Some((
-                port.get("name")?.as_str()?.to_owned(),
-                u16::try_from(port.get("containerPort")?.as_u64()?).ok()?,
-            ))
-        })
-        .collect();
-    for (field, role) in [
-        ("livenessProbe", Role::Liveness),
-        ("readinessProbe", Role::Readiness),
-        ("startupProbe", Role::Startup),
+fn collect(container: &Container, probes: &mut Vec<ManifestProbe>) -> Result<(), String> {
+    let name = container.name.clone().unwrap_or_else(|| "?".to_owned());
+    for (field, value, kind, role) in [
+        (
+            "livenessProbe",
+            &container.liveness_probe,
+            ProbeKind::Liveness,
+            Role::Liveness,
+        ),
+        (
+            "readinessProbe",
+            &container.readiness_probe,
+            ProbeKind::Readiness,
+            Role::Readiness,
+        ),
+        (
+            "startupProbe",
+            &container.startup_probe,
+            ProbeKind::Startup,
+            Role::Startup,
+        ),
     ] {
-        let Some(probe) = container.get(field) else {
+        let Some(value) = value else {
             continue;
         };
-        let Some(http) = probe.get("httpGet") else {
+        let at = |message: String| format!("container {name}: {field}: {message}");
+        let spec: ProbeSpec =
+            serde_json::from_value(value.clone()).map_err(|e| at(e.to_string()))?;
+        let probe = spec
+            .resolve(kind)
+            .map_err(|violation| at(violation.to_string()))?;
+        let Handler::HttpGet {
+            path, port, scheme, ..
+        } = probe.handler
+        else {
             continue;
         };
-        let path = http
-            .get("path")
-            .and_then(Value::as_str)
-            .unwrap_or("/")
-            .to_owned();
-        let (port, port_number) = match http.get("port") {
-            Some(Value::Number(number)) => (
-                number.to_string(),
-                number.as_u64().and_then(|n| u16::try_from(n).ok()),
-            ),
-            Some(Value::String(text)) => (
-                text.clone(),
-                text.parse().ok().or_else(|| {
-                    ports
-                        .iter()
-                        .find(|(port, _)| port == text)
-                        .map(|(_, number)| *number)
-                }),
-            ),
-            _ => ("?".to_owned(), None),
+        // The kubelet resolves a port name among the container's own ports
+        // (pkg/kubelet/prober/prober.go, `findPortByName`).
+        let port_number = match &port {
+            IntOrString::Int(number) => u16::try_from(*number).ok(),
+            IntOrString::String(text) => container
+                .ports
+                .iter()
+                .find(|port| port.name.as_deref() == Some(text.as_str()))
+                .and_then(|port| u16::try_from(port.container_port).ok()),
         };
-        let timeout_seconds = probe
-            .get("timeoutSeconds")
-            .and_then(Value::as_u64)
-            .and_then(|seconds| u32::try_from(seconds).ok())
-            .unwrap_or(1);
         probes.push(ManifestProbe {
             container: name.clone(),
             role,
             path,
-            port,
+            port: match &port {
+                IntOrString::Int(number) => number.to_string(),
+                IntOrString::String(name) => name.clone(),
+            },
             port_number,
-            timeout_seconds,
+            scheme: match scheme {
+                Scheme::Http => "http",
+                Scheme::Https => "https",
+            },
+            timeout: probe.timing.timeout,
         });
     }
+    Ok(())
 }
