@@ -19,7 +19,8 @@
 //! - [`duration`]: one parser and formatter for durations as Go and Kubernetes write them
 //!   (`1m30s`, `500ms`, `2h`).
 //! - [`probe`]: the probe kinds.
-//! - [`text`]: names that came from input, made safe to print ([`text::escape_control`]).
+//! - [`text`]: names that came from input, made safe to print on a terminal
+//!   ([`text::escape_control`]) and in XML or HTML ([`text::escape_markup`]).
 //!
 //! ```
 //! use probity_contract::kube::probe::ProbeSpec;

@@ -44,6 +44,33 @@ pub fn escape_control(text: &str) -> Cow<'_, str> {
     Cow::Owned(escaped)
 }
 
+/// `text` made safe inside an XML or HTML document, as element text or a quoted attribute:
+/// `&`, `<`, `>`, `"` and `'` written as entities. Borrowed when there is nothing to escape.
+///
+/// ```
+/// use probity_contract::text::escape_markup;
+///
+/// assert_eq!(escape_markup("checkout-1"), "checkout-1");
+/// assert_eq!(escape_markup(r#"<a href="x">&'"#), "&lt;a href=&quot;x&quot;&gt;&amp;&#39;");
+/// ```
+pub fn escape_markup(text: &str) -> Cow<'_, str> {
+    if !text.contains(['&', '<', '>', '"', '\'']) {
+        return Cow::Borrowed(text);
+    }
+    let mut escaped = String::with_capacity(text.len() + 16);
+    for c in text.chars() {
+        match c {
+            '&' => escaped.push_str("&amp;"),
+            '<' => escaped.push_str("&lt;"),
+            '>' => escaped.push_str("&gt;"),
+            '"' => escaped.push_str("&quot;"),
+            '\'' => escaped.push_str("&#39;"),
+            c => escaped.push(c),
+        }
+    }
+    Cow::Owned(escaped)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -56,5 +83,14 @@ mod tests {
             "x\\u{1b}[2J\\u{9b}y\\u{202e}z\\u{7f}"
         );
         assert_eq!(escape_control("é ✓ 日本"), "é ✓ 日本");
+    }
+
+    #[test]
+    fn markup_characters_become_entities() {
+        assert!(matches!(escape_markup("db outage ✓"), Cow::Borrowed(_)));
+        assert_eq!(
+            escape_markup("<script>alert(\"x\")</script> & 'q'"),
+            "&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt; &amp; &#39;q&#39;"
+        );
     }
 }

@@ -4,6 +4,7 @@
 //! per instance. SVG, or a self-contained HTML page (no scripts, no network).
 
 use crate::report::{FaultSummary, LaneState, Report};
+use probity_contract::text::escape_markup as escape;
 use std::fmt::Write as _;
 
 /// Width of a chart, in pixels.
@@ -169,22 +170,9 @@ pub fn chart_height(report: &Report) -> u32 {
     layout(report).height
 }
 
-fn escape(text: &str) -> String {
-    text.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-        .replace('"', "&quot;")
-}
-
+/// A time on the chart, to the second.
 fn format_time(seconds: f64) -> String {
-    let whole = seconds.round() as u64;
-    if whole >= 3600 {
-        format!("{}h{:02}m", whole / 3600, (whole % 3600) / 60)
-    } else if whole >= 60 {
-        format!("{}m{:02}s", whole / 60, whole % 60)
-    } else {
-        format!("{whole}s")
-    }
+    crate::report::rounded_seconds(seconds, 1.0)
 }
 
 fn percent_label(rate: f64) -> String {

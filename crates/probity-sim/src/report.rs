@@ -212,13 +212,23 @@ fn seconds(value: Option<f64>) -> String {
     }
 }
 
-/// Seconds in words: `7.1s`, or `26m09s` past two minutes.
+/// Seconds in words, written as every probity tool writes a duration
+/// ([`probity_contract::duration::format`], which the scenario's own spans are read with): to
+/// a tenth of a second below two minutes (`7.1s`), to the second past them (`26m9s`).
 pub fn human_seconds(seconds: f64) -> String {
-    if seconds >= 120.0 {
-        format!("{:.0}m{:02.0}s", (seconds / 60.0).floor(), seconds % 60.0)
+    let step = if seconds >= 120.0 { 1.0 } else { 0.1 };
+    rounded_seconds(seconds, step)
+}
+
+/// Seconds in words to the nearest `step` seconds, in the one duration grammar.
+pub(crate) fn rounded_seconds(seconds: f64, step: f64) -> String {
+    let seconds = if seconds.is_finite() {
+        seconds.max(0.0)
     } else {
-        format!("{seconds:.1}s")
-    }
+        0.0
+    };
+    let millis = ((seconds / step).round() * step * 1000.0).round();
+    probity_contract::duration::format(std::time::Duration::from_millis(millis as u64))
 }
 
 impl Report {
@@ -395,4 +405,31 @@ pub fn compare_text(before: &Report, after: &Report) -> String {
         let _ = writeln!(out, "{label:<22} {a:<width$}  {b}");
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::human_seconds;
+    use probity_contract::duration;
+    use std::time::Duration;
+
+    #[test]
+    fn times_are_written_in_the_one_duration_grammar() {
+        assert_eq!(human_seconds(7.14), "7.1s");
+        assert_eq!(human_seconds(7.0), "7s");
+        assert_eq!(human_seconds(0.0), "0s");
+        assert_eq!(human_seconds(119.96), "2m");
+        assert_eq!(human_seconds(1569.4), "26m9s");
+        assert_eq!(human_seconds(179.6), "3m", "never 2m60s");
+        assert_eq!(human_seconds(3600.0), "1h");
+        assert_eq!(human_seconds(f64::NAN), "0s");
+        for seconds in [0.3, 7.1, 61.5, 1569.0, 5400.0] {
+            let written = human_seconds(seconds);
+            let read = duration::parse(&written).unwrap();
+            assert!(
+                read.abs_diff(Duration::from_secs_f64(seconds)) < Duration::from_millis(51),
+                "{written}"
+            );
+        }
+    }
 }

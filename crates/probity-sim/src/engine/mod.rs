@@ -8,8 +8,7 @@
 //! |---|---|
 //! | [`queue`] | the event queue |
 //! | [`pod`] | pod lifecycle: containers, boots, kills, CrashLoopBackOff |
-//! | [`probing`] | the kubelet's probe workers and the pod's Ready condition |
-//! | [`steady`] | probe workers that skip their ticks while nothing can change |
+//! | [`probing`] | the kubelet's probe workers and the pod's Ready condition; workers that skip their ticks while nothing can change |
 //! | [`policy`] | the app's health policy: endpoints, pollers, hysteresis |
 //! | [`poll_lane`] | what a steady poll needs to know, kept beside the pods |
 //! | [`passive`] | passive reports from real requests |
@@ -25,7 +24,7 @@
 //! each instant only those pods are re-evaluated (their failure fraction, their membership,
 //! their passive runs). A fault on a shared dependency changes every pod, and re-evaluates
 //! every pod once. A probe worker in a steady state skips its ticks until its pod changes
-//! ([`steady`]), and a poll that cannot change its check leaves no event for its result.
+//! ([`probing`]), and a poll that cannot change its check leaves no event for its result.
 
 mod answer;
 mod dependencies;
@@ -41,7 +40,6 @@ mod pool;
 mod probing;
 mod queue;
 mod router;
-mod steady;
 mod traffic;
 
 use crate::report::Report;
@@ -206,7 +204,8 @@ impl<'a> Sim<'a> {
         if self.unsettled {
             self.settle();
         }
-        self.count_quiet_ticks(end);
+        self.probers.count_quiet_ticks(end);
+        self.measure.probe_requests += self.probers.sent();
         self.advance(end);
         self.now = end;
         for pod in 0..self.pods.len() {
@@ -386,6 +385,9 @@ impl<'a> Sim<'a> {
             Effect::BootsChanged => self.refresh_boots(),
             Effect::Wake(pod) => self.wake(pod),
             Effect::Repoll { pod, check } => self.repoll(pod, check),
+            Effect::Kill { pod, reason } => self.probe_verdict(pod, Some(reason)),
+            Effect::Started(pod) => self.probe_verdict(pod, None),
+            Effect::ReadinessResult(pod) => self.update_pod_ready(pod),
         }
     }
 
@@ -430,9 +432,11 @@ impl<'a> Sim<'a> {
             }
             FaultKind::ManualFix { remove_probes } => {
                 // The skipped ticks so far count with the probes they had.
+                let clock = (self.now, self.current_order);
                 for pod in 0..self.pods.len() {
                     for kind in ProbeKind::ALL {
-                        self.wake_worker(pod, kind, false);
+                        self.probers
+                            .wake_worker(pod, kind, false, clock, &mut self.effects);
                     }
                 }
                 for kind in remove_probes {
@@ -474,18 +478,6 @@ impl<'a> Sim<'a> {
         if let Some((process, epoch)) = self.policy.repoll(pod, check) {
             self.poll(pod, check, process, epoch);
         }
-    }
-
-    /// The router checks a pod: the pod answers, within the check's timeout.
-    fn router_check(&mut self, pod: usize, epoch: u32) {
-        let Some(check) = self.rotation.check_due(pod, epoch) else {
-            return;
-        };
-        let answer = self.respond_within(pod, check.handler, check.timeout);
-        self.measure.probe_requests += u64::from(check.checkers);
-        let (now, effects) = (self.now, &mut self.effects);
-        self.rotation.checked(pod, check, answer, now, effects);
-        self.apply_effects();
     }
 
     /// Records the pod's state after a change (see [`measure::Measurements::record_state`]);

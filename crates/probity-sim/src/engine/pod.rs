@@ -6,9 +6,10 @@
 //! `killContainer` ([`StopSequence`]).
 
 use super::Sim;
+use super::probing::Seen;
 use super::queue::Event;
 use crate::report::{KillReason, LaneState};
-use crate::scenario::{BackoffRequeue, ProbeSpec};
+use crate::scenario::BackoffRequeue;
 use crate::time::Millis;
 use crate::time::{at, millis};
 use probity_contract::kube::backoff::{
@@ -46,8 +47,6 @@ pub(super) struct Pod {
     /// The restart decided in the sync that killed the container.
     pub(super) restart_after_kill: Option<RestartDecision>,
     pub(super) process: Option<Process>,
-    /// The pod's Ready condition.
-    pub(super) pod_ready: bool,
     /// An operator took it out of rotation.
     pub(super) manual_drained: bool,
     /// Its process exits this long after each start (a crash-on-start fault).
@@ -67,7 +66,6 @@ impl Pod {
             start_epoch: 0,
             restart_after_kill: None,
             process: None,
-            pod_ready: false,
             manual_drained: false,
             crashes_after: None,
         }
@@ -120,6 +118,26 @@ impl Pod {
         self.running()
             && self.process.as_ref().is_some_and(|process| process.booted)
             && !self.manual_drained
+    }
+
+    /// What the kubelet sees of it.
+    pub(super) fn seen(&self) -> Seen {
+        Seen {
+            view: (self.container_id > 0).then(|| ContainerView {
+                id: self.container_id,
+                running: self.container != Container::Waiting,
+                started_at: at(self.started_at),
+                started: self.started,
+            }),
+            container: self.container_id,
+            running: self.running(),
+            started_at: self.started_at,
+            started: self.started,
+            answered_unready: self
+                .process
+                .as_ref()
+                .map(|process| process.answered_unready),
+        }
     }
 
     /// Whether its app is still booting.
@@ -202,20 +220,6 @@ impl BootProgress {
 }
 
 impl Sim<'_> {
-    /// What the kubelet knows of the pod's container.
-    pub(super) fn container_view(&self, pod: usize) -> Option<ContainerView> {
-        let state = &self.pods[pod];
-        if state.container_id == 0 {
-            return None;
-        }
-        Some(ContainerView {
-            id: state.container_id,
-            running: state.container != Container::Waiting,
-            started_at: at(state.started_at),
-            started: state.started,
-        })
-    }
-
     /// A pod that has run for a long time: booted, started, ready, its probe tickers at
     /// random phases (pods are admitted at different times; the worker probes at admission,
     /// then every period).
@@ -226,17 +230,11 @@ impl Sim<'_> {
         state.container_id = 1;
         state.started_at = 0;
         state.started = true;
-        state.pod_ready = true;
         state.process = Some(Process::settled(1));
-        self.probers.settled(pod, 1);
         self.policy.new_process(pod, 1, true);
         self.rotation.router.endpoint_update(pod, true);
-        for kind in ProbeKind::ALL {
-            if let Some(period) = self.probe(kind).as_ref().map(ProbeSpec::period) {
-                let phase = self.rng.u64(0..period);
-                self.schedule_probe_tick(pod, kind, phase);
-            }
-        }
+        self.probers
+            .settled(pod, 1, &mut self.rng, &mut self.effects);
         let (now, rng, effects) = (self.now, &mut self.rng, &mut self.effects);
         self.policy.start_pollers(pod, 1, true, now, rng, effects);
     }
@@ -244,11 +242,7 @@ impl Sim<'_> {
     /// A new pod at `when`: its probe workers start (first probe at once, then every
     /// period) and its first container starts.
     pub(super) fn add_pod(&mut self, pod: usize, when: Millis) {
-        for kind in ProbeKind::ALL {
-            if self.probe(kind).is_some() {
-                self.schedule_probe_tick(pod, kind, when);
-            }
-        }
+        self.probers.add(pod, when, &mut self.effects);
         let epoch = self.pods[pod].start_epoch;
         self.effects.schedule(
             when,
@@ -306,7 +300,7 @@ impl Sim<'_> {
     fn start_container(&mut self, pod: usize) {
         let now = self.now;
         let app = &self.scenario.app;
-        let started = self.probe(ProbeKind::Startup).is_none();
+        let started = self.probers.spec(ProbeKind::Startup).is_none();
         self.passive.new_process(pod);
         let state = &mut self.pods[pod];
         if state.container_id > 0 {
@@ -318,7 +312,7 @@ impl Sim<'_> {
         state.started_at = now;
         state.restart_after_kill = None;
         state.started = started;
-        self.probers.pods[pod].new_container();
+        self.probers.new_container(pod);
         let state = &mut self.pods[pod];
         state.process = Some(Process {
             id,
@@ -461,8 +455,8 @@ impl Sim<'_> {
         }
         self.measure.record_kill(pod, now, reason);
         let probe_grace = match reason {
-            KillReason::Liveness => self.probe(ProbeKind::Liveness),
-            KillReason::Startup => self.probe(ProbeKind::Startup),
+            KillReason::Liveness => self.probers.spec(ProbeKind::Liveness),
+            KillReason::Startup => self.probers.spec(ProbeKind::Startup),
             _ => None,
         }
         .and_then(|probe| probe.termination_grace)
@@ -552,8 +546,10 @@ impl Sim<'_> {
 
     /// An operator replaces a pod: a new pod, with fresh probe workers and backoff.
     pub(super) fn replace_pod(&mut self, pod: usize) {
+        let clock = (self.now, self.current_order);
         for kind in ProbeKind::ALL {
-            self.wake_worker(pod, kind, false);
+            self.probers
+                .wake_worker(pod, kind, false, clock, &mut self.effects);
         }
         if self.pods[pod].booting() {
             self.boot_ended(pod);
@@ -570,7 +566,7 @@ impl Sim<'_> {
         state.start_epoch += 1;
         // Not a restart of the old container: the new pod's first container.
         state.container_id += 1;
-        self.probers.pods[pod].replace();
+        self.probers.replace(pod);
         let record = &mut self.measure.pods[pod];
         record.restarts = record.restarts.saturating_sub(1);
         self.update_pod_ready(pod);
