@@ -215,7 +215,7 @@ impl Sim<'_> {
                         let asks = spec
                             .uses_pool
                             .then_some((spec.pool_check, spec.acquire_budget));
-                        let call = self.call_dependency(pod, dependency, asks, true);
+                        let call = self.call_dependency(pod, dependency, asks);
                         let latency = call.latency;
                         let (cost, passed) = match timeout {
                             Some(limit) if latency > limit => (limit, false),

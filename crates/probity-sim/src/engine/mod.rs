@@ -46,6 +46,7 @@ use crate::report::Report;
 use crate::scenario::{FaultKind, Scenario, Start};
 use crate::time::Millis;
 use effects::{Effect, Effects};
+use policy::Fare;
 use probity_contract::probe::ProbeKind;
 use queue::{Event, Order};
 use router::{CheckResult, Rotation};
@@ -62,7 +63,7 @@ pub(crate) fn run(scenario: &Scenario, seed: u64, progress: &mut dyn FnMut(Milli
         routing: sim.rotation.router.name(),
         onset: sim.faults.first_onset,
         reference_end: sim.faults.reference_end,
-        dependency_calls: &sim.dependencies.calls,
+        dependency_calls: sim.dependencies.calls(),
         fallbacks: sim.policy.fallbacks().any(),
         traffic: &sim.traffic,
     })
@@ -99,7 +100,7 @@ struct Sim<'a> {
     pods: Vec<pod::Pod>,
     probers: probing::Probers,
     rotation: Rotation,
-    dependencies: dependencies::Dependencies,
+    dependencies: dependencies::Dependencies<'a>,
     faults: faults::Faults<'a>,
     traffic: Traffic,
     measure: measure::Measurements,
@@ -143,7 +144,7 @@ impl<'a> Sim<'a> {
             pods: (0..pods).map(|_| pod::Pod::new()).collect(),
             probers: probing::Probers::new(scenario, pods),
             rotation: Rotation::new(scenario, seed),
-            dependencies: dependencies::Dependencies::new(scenario.dependencies.len()),
+            dependencies: dependencies::Dependencies::new(scenario),
             faults: faults::Faults::new(scenario),
             traffic: Traffic::new(pods, scenario.requests.rate),
             measure: measure::Measurements::new(
@@ -458,7 +459,7 @@ impl<'a> Sim<'a> {
         let Some(poll) = self.policy.poll_due(pod, check, process, epoch) else {
             return;
         };
-        let call = self.call_dependency(pod, poll.dependency, poll.asks, true);
+        let call = self.call_dependency(pod, poll.dependency, poll.asks);
         let (now, rng, effects) = (self.now, &mut self.rng, &mut self.effects);
         self.policy
             .called(pod, (check, process, epoch), poll, call, now, rng, effects);
@@ -471,6 +472,150 @@ impl<'a> Sim<'a> {
         self.policy
             .poll_done(pod, check, process, result, now, effects);
         self.apply_effects();
+    }
+
+    /// A call `pod`'s health check makes to `dependency` (asking `asks` of a pool modelled
+    /// as a queue): the dependencies answer it, seeing the pod's pool when it may fail the
+    /// call.
+    fn call_dependency(
+        &mut self,
+        pod: usize,
+        dependency: usize,
+        asks: Option<(crate::scenario::PoolCheck, Millis)>,
+    ) -> policy::Call {
+        let caller =
+            asks.and(self.pods[pod].process.as_ref())
+                .map(|process| dependencies::Caller {
+                    exhausted: process.pool_exhausted(dependency),
+                    hung: process
+                        .inflight
+                        .iter()
+                        .filter(|(_, on)| usize::from(*on) == dependency)
+                        .count() as u32,
+                    share: self.traffic.share(pod),
+                });
+        let (faults, now, rng) = (&self.faults, self.now, &mut self.rng);
+        self.dependencies
+            .call((pod, dependency), asks, caller, faults, now, rng)
+    }
+
+    /// What becomes of `pod`'s requests right now.
+    fn pod_outcome(&self, pod: usize) -> traffic::Outcome {
+        self.dependencies.pod_outcome(
+            (pod, self.pods[pod].serving()),
+            &self.policy,
+            self.traffic.share(pod),
+            &self.faults,
+            self.now,
+        )
+    }
+
+    /// Whether any of the pod's checks fails while its fallback serves in its place now.
+    fn serves_degraded(&self, pod: usize) -> bool {
+        self.pods[pod].serving().is_some() && self.policy.serves_degraded(pod, self.now)
+    }
+
+    /// Brings `pod`'s passive runs up to date with its conditions now: how many of its real
+    /// requests reach each checked dependency, what fraction of those calls fail and how
+    /// long a failure takes to be reported.
+    fn update_passive(&mut self, pod: usize) {
+        let now = self.now;
+        let rate_per_ms = self.scenario.requests.rate / 1000.0;
+        let process = self.pods[pod].process.as_ref().map(|process| process.id);
+        let conditions = |dependency: usize| {
+            let share = self.traffic.share(pod);
+            let call = |process: &pod::Process, need: usize| {
+                self.dependencies
+                    .request_call((pod, process), need, share, &self.faults, now)
+            };
+            self.pods[pod].serving().map(|process| {
+                // Requests call their dependencies in turn and stop at the first failure.
+                let mut reaching = 0.0;
+                for class in &self.scenario.requests.mix {
+                    let mut reach = 1.0;
+                    for &need in &class.needs {
+                        match self.policy.fare(pod, class, need, now) {
+                            Fare::Direct => {
+                                if need == dependency {
+                                    reaching += class.share * reach;
+                                    break;
+                                }
+                                reach *= call(process, need).0;
+                            }
+                            // The handler answers from the fallback and does not call
+                            // `need`; the rest it refuses.
+                            Fare::Fallback {
+                                dependency: instead,
+                                share,
+                            } => {
+                                if instead == dependency {
+                                    reaching += class.share * reach * share;
+                                    break;
+                                }
+                                if need == dependency {
+                                    break;
+                                }
+                                reach *= share * call(process, instead).0;
+                            }
+                        }
+                    }
+                }
+                let (available, delay) = call(process, dependency);
+                (available, delay, rate_per_ms * reaching)
+            })
+        };
+        self.passive.update(
+            (pod, process),
+            &conditions,
+            &self.traffic,
+            now,
+            &mut self.effects,
+        );
+    }
+
+    /// Reports of the conditions a passive run entered start to arrive.
+    fn passive_resume(&mut self, pod: usize, passive: usize, process: u32, epoch: u32) {
+        let current = self.pods[pod].process.as_ref().map(|state| state.id);
+        let run = (process, epoch);
+        if self
+            .passive
+            .resume((pod, passive), run, current, &self.traffic)
+        {
+            self.schedule_passive_due();
+        }
+    }
+
+    /// Schedules the real time of the earliest passive run due.
+    fn schedule_passive_due(&mut self) {
+        let pods = &self.pods;
+        let process_of = |pod: usize| pods[pod].process.as_ref().map(|state| state.id);
+        let clock = (self.now, self.scenario.duration);
+        self.passive
+            .schedule_due(&process_of, &self.traffic, clock, &mut self.effects);
+    }
+
+    /// The earliest passive run is due: the threshold-th failure in a row was reported.
+    /// probity's `Reporter::failure` records a forced failure (unhealthy at once, the rise
+    /// count starts over) and wakes the poller when that turns the check unhealthy.
+    fn passive_due(&mut self, epoch: u32) {
+        let pods = &self.pods;
+        let process_of = |pod: usize| pods[pod].process.as_ref().map(|state| state.id);
+        let Some(due) = self.passive.due(epoch, &process_of, &self.traffic) else {
+            return;
+        };
+        if let Some((pod, passive, check)) = due {
+            let fell = self
+                .policy
+                .force_unhealthy(pod, check, self.now, &mut self.effects);
+            self.apply_effects();
+            if let Some(process) = self.pods[pod].process.as_ref().map(|state| state.id) {
+                self.passive.time_run(pod, passive, process, &self.traffic);
+            }
+            if fell {
+                self.repoll(pod, check);
+            }
+        }
+        self.schedule_passive_due();
     }
 
     /// Polls `check` in `pod` now instead of at the next tick (probity's `wake`).

@@ -369,38 +369,19 @@ impl Sim<'_> {
         }
     }
 
-    /// The boot's warm-up stalls while a dependency it needs is down, and slows down while
-    /// too many pods warm up against it at once (the herd model).
-    fn boot_rate(&self, pod: usize) -> f64 {
-        let mut rate: f64 = 1.0;
-        for &dependency in &self.scenario.app.boot_needs {
-            if self.faults.down(pod, dependency, self.now) {
-                return 0.0;
-            }
-            if let Some(herd) = self.scenario.dependencies[dependency].herd {
-                let booting = self.dependencies.booting_on[dependency];
-                if booting > herd.max_concurrent_boots {
-                    rate = rate.min(f64::from(herd.max_concurrent_boots) / f64::from(booting));
-                }
-            }
-        }
-        rate
-    }
-
     /// Re-times every boot in progress after the conditions it depends on changed.
     pub(super) fn refresh_boots(&mut self) {
         if self.scenario.app.boot_needs.is_empty() {
             return;
         }
-        let booting: Vec<usize> = self.dependencies.booting.iter().copied().collect();
-        for pod in booting {
+        for pod in self.dependencies.booting() {
             self.reschedule_boot(pod);
         }
     }
 
     fn reschedule_boot(&mut self, pod: usize) {
         let now = self.now;
-        let rate = self.boot_rate(pod);
+        let rate = self.dependencies.boot_rate(pod, &self.faults, self.now);
         let Some(process) = self.pods[pod].process.as_mut() else {
             return;
         };
@@ -594,26 +575,46 @@ impl Sim<'_> {
 
     /// A boot that warms up against its dependencies began.
     fn boot_started(&mut self, pod: usize) {
-        if self.scenario.app.boot_needs.is_empty() {
-            return;
-        }
-        self.dependencies.booting.insert(pod);
-        for &dependency in &self.scenario.app.boot_needs {
-            self.dependencies.booting_on[dependency] += 1;
-            self.herd_changed(dependency);
-        }
+        self.dependencies.boot_started(pod, &mut self.effects);
+        self.apply_effects();
     }
 
     /// A boot ended (done, or the container went away).
     fn boot_ended(&mut self, pod: usize) {
-        if self.scenario.app.boot_needs.is_empty() {
+        self.dependencies.boot_ended(pod, &mut self.effects);
+        self.apply_effects();
+    }
+
+    /// A health-check call that hangs until `until` holds a pool connection (and memory):
+    /// past `max_inflight_checks` the process is killed for running out of memory.
+    pub(super) fn hold_inflight(&mut self, pod: usize, until: Millis, dependency: usize) {
+        let now = self.now;
+        let limit = self.scenario.app.max_inflight_checks;
+        let pool = self.scenario.app.pool_size.is_some();
+        let Some(process) = self.pods[pod].process.as_mut() else {
             return;
+        };
+        process.inflight.retain(|(end, _)| *end > now);
+        process.inflight.push((until, dependency as u16));
+        let count = process.inflight.len() as u32;
+        let (id, exhausted) = (process.id, process.pool_exhausted);
+        self.policy.pool_changed(pod, exhausted, true);
+        self.measure.max_inflight = self.measure.max_inflight.max(count);
+        if pool {
+            self.effects.schedule(
+                until,
+                Event::HungEnd {
+                    pod: pod as u32,
+                    process: id,
+                },
+            );
+            self.mark(pod);
         }
-        self.dependencies.booting.remove(&pod);
-        for &dependency in &self.scenario.app.boot_needs {
-            let count = &mut self.dependencies.booting_on[dependency];
-            *count = count.saturating_sub(1);
-            self.herd_changed(dependency);
+        if let Some(limit) = limit
+            && count > limit
+        {
+            self.measure.oom_kills += 1;
+            self.crash(pod, KillReason::OutOfMemory);
         }
     }
 }
