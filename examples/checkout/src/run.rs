@@ -106,8 +106,9 @@ pub async fn run(config: Config, metrics: PrometheusHandle) -> anyhow::Result<()
     service.db.prepare()?;
     let health = service.health.clone();
     health.start().context("cannot start the health pollers")?;
+    // SIGTERM or SIGINT starts the drain; a second one exits at once, even while the runtime
+    // is stalled (the signals are counted off it).
     health.shutdown_on_signals();
-    exit_on_second_signal(&health)?;
     spawn_metrics_upkeep(metrics.clone());
 
     let state = AppState {
@@ -233,33 +234,6 @@ fn log_report(report: &ShutdownReport) {
     } else {
         tracing::warn!(%drained, %in_flight, "shutdown complete: in-flight deadline reached, requests abandoned");
     }
-}
-
-/// Signals are counted on a thread of their own, off the runtime: the first starts the
-/// shutdown (as the runtime's own handler does too), a second SIGINT or SIGTERM exits at once,
-/// for a person at a terminal who does not want to wait — even while the runtime is stalled,
-/// when nothing on it would run.
-fn exit_on_second_signal(health: &Health) -> anyhow::Result<()> {
-    use signal_hook::consts::{SIGINT, SIGTERM};
-    let mut signals = signal_hook::iterator::Signals::new([SIGINT, SIGTERM])
-        .context("cannot listen for signals")?;
-    let health = health.clone();
-    std::thread::Builder::new()
-        .name("checkout-signals".into())
-        .spawn(move || {
-            let mut received = 0;
-            for _signal in signals.forever() {
-                received += 1;
-                if received == 1 {
-                    health.shutdown();
-                } else {
-                    tracing::warn!("second signal: exiting without finishing the drain");
-                    std::process::exit(130);
-                }
-            }
-        })
-        .context("cannot start the signal thread")?;
-    Ok(())
 }
 
 fn spawn_metrics_upkeep(metrics: PrometheusHandle) {

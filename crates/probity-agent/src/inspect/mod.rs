@@ -329,7 +329,13 @@ pub async fn inspect(urls: &[String], options: &Options) -> Result<Report, Inspe
         judge::endpoint(endpoint, options.timeout, &mut findings);
     }
     judge::compare_liveness_readiness(&client, &endpoints, &mut findings).await;
-    let urls: Vec<reqwest::Url> = targets.into_iter().map(|(url, _)| url).collect();
+    // The contract is looked for where something answered.
+    let urls: Vec<reqwest::Url> = targets
+        .into_iter()
+        .zip(&endpoints)
+        .filter(|(_, endpoint)| endpoint.answered())
+        .map(|((url, _), _)| url)
+        .collect();
     let contracts = judge::contracts(&client, &urls, options, &mut findings).await;
     judge::liveness_dependencies(&endpoints, &contracts, &mut findings);
     findings.sort_by(|a, b| {

@@ -36,7 +36,7 @@ pub fn render_human(report: &Report) -> String {
         let failed: usize = endpoint.failures.values().sum();
         let _ = writeln!(
             out,
-            "  {} requests: {}{}; p50 {}, p99 {}",
+            "  {} requests: {}{}{}",
             endpoint.requests,
             if statuses.is_empty() {
                 "no answer".to_owned()
@@ -51,8 +51,11 @@ pub fn render_human(report: &Report) -> String {
             } else {
                 String::new()
             },
-            ms(endpoint.p50_ms),
-            ms(endpoint.p99_ms)
+            if endpoint.answered() {
+                format!("; p50 {}, p99 {}", ms(endpoint.p50_ms), ms(endpoint.p99_ms))
+            } else {
+                String::new()
+            }
         );
         if endpoint.answered() {
             let _ = writeln!(

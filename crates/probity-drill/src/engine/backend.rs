@@ -5,16 +5,21 @@
 //! staging cluster: Chaos Mesh resources for the paths, pod deletion for a rollout, the
 //! container runtime for a crash, EndpointSlices for rotation, pod status and events for the
 //! record; `docs/drill.md`, "Past one machine") drills the same drill files into the same
-//! report. [`LocalFleet`](super::LocalFleet) — processes on this machine, a fault proxy per
-//! instance per dependency, a kubelet per pod, HAProxy — is its one implementation.
+//! report. [`Fleet`] — processes on this machine, a fault proxy per instance per dependency, a
+//! kubelet per pod, HAProxy — is its one implementation. (The health-check cost's bare and
+//! control fleets, [`super::cost`], are built locally beside it.)
 
 use super::events::Events;
+use super::fleet::{self, Fleet};
+use super::pod::Frozen;
 use super::tcp::PathState;
 use crate::DrillError;
-use crate::file::Scope;
 use crate::file::placeholder::Placeholder;
+use crate::file::{AppChange, Scope};
 use std::future::Future;
 use std::net::SocketAddr;
+use std::time::Duration;
+use tokio::time::Instant;
 
 /// A fleet the engine can drill. Instances are numbered from 0; faults that act on one
 /// instance act on instance 0.
@@ -25,28 +30,22 @@ pub trait Backend {
     /// How many instances the fleet has.
     fn instances(&self) -> usize;
 
-    /// Instance `index`'s name (`SERVICE-N`).
-    fn name(&self, index: usize) -> &str;
-
     /// Where the traffic goes: the balancer (on a cluster, the ingress).
     fn frontend(&self) -> SocketAddr;
+
+    /// Instance `index`'s own traffic address, for load sent straight to it.
+    fn instance_address(&self, index: usize) -> SocketAddr;
 
     /// The record of what happened to each instance — probe failures, readiness and rotation
     /// changes, kills, exits, restarts, replacements — that every row is measured from.
     fn events(&self) -> &Events;
 
-    /// Starts instance `index`; returns once its process runs (not yet Ready).
-    fn start(&self, index: usize) -> impl Future<Output = std::io::Result<()>> + Send;
+    /// Starts every instance, each Ready within `timeout`, and waits until the balancer has
+    /// each in rotation.
+    fn start(&self, timeout: Duration) -> impl Future<Output = Result<(), DrillError>>;
 
-    /// Whether instance `index` is Ready (running, started, readiness passing, not
-    /// terminating) with no kill of it under way.
-    fn is_ready(&self, index: usize) -> bool;
-
-    /// Whether the balancer sends instance `index` traffic.
-    fn in_rotation(&self, index: usize) -> bool;
-
-    /// The end of instance `index`'s log, for an error message.
-    fn log_tail(&self, index: usize) -> String;
+    /// Whether every instance is Ready, with no kill of it under way, and in rotation.
+    fn whole(&self) -> bool;
 
     /// Puts the path to `dependency` of instance 0 (`Scope::One`) or of every instance
     /// (`Scope::All`) in `state`.
@@ -55,7 +54,7 @@ pub trait Backend {
         dependency: &str,
         scope: Scope,
         state: PathState,
-    ) -> impl Future<Output = std::io::Result<()>> + Send;
+    ) -> impl Future<Output = std::io::Result<()>>;
 
     /// Freezes every process of instance `index`.
     fn freeze(&self, index: usize) -> std::io::Result<Self::Frozen>;
@@ -71,28 +70,125 @@ pub trait Backend {
     /// Kills every process of instance `index` at once; its restart policy starts it again.
     fn crash(&self, index: usize) -> std::io::Result<()>;
 
+    /// Changes instance `index`'s program (environment, arguments) for the processes started
+    /// from now on (`None`: as the file has it).
+    fn set_change(&self, index: usize, change: Option<&AppChange>);
+
     /// The `http://host:port` of instance `index`'s port named `port` (`None`: the traffic
     /// port), for an app-assisted hook.
     fn base_url(&self, index: usize, port: Option<&str>) -> Option<String>;
 
-    /// What an instance placeholder (`{port}`, `{port.NAME}`, `{instance}`, `{name}`) means
-    /// for instance `index`.
+    /// What a placeholder means for instance `index` (`None` for one it does not fill).
     fn placeholder(&self, index: usize, placeholder: &Placeholder) -> Option<String>;
 
-    /// Stops everything the fleet runs.
-    fn shutdown(self) -> impl Future<Output = ()>;
+    /// `text` with instance `index`'s placeholders filled.
+    fn fill(&self, index: usize, text: &str) -> String;
 }
 
-/// Whether every instance is Ready, settled and in rotation.
-pub fn whole(fleet: &impl Backend) -> bool {
-    (0..fleet.instances()).all(|index| fleet.is_ready(index) && fleet.in_rotation(index))
+/// Waits until the fleet is whole and stays whole for [`fleet::STABLE`] (a crash or a kill
+/// takes effect a moment after the signal); returns when that stretch began, or `None` when it
+/// did not happen within `within`.
+pub async fn wait_whole(fleet: &impl Backend, within: Duration) -> Option<Instant> {
+    let deadline = Instant::now() + within;
+    let mut whole_since: Option<Instant> = None;
+    loop {
+        let now = Instant::now();
+        if fleet.whole() {
+            let since = *whole_since.get_or_insert(now);
+            if now.duration_since(since) >= fleet::STABLE {
+                return Some(since);
+            }
+        } else {
+            whole_since = None;
+        }
+        if now >= deadline + fleet::STABLE {
+            return None;
+        }
+        if now >= deadline && whole_since.is_none() {
+            return None;
+        }
+        tokio::time::sleep(fleet::ROTATION_POLL).await;
+    }
 }
 
-/// Why a fleet could not start.
-pub(crate) fn not_ready(fleet: &impl Backend, index: usize, reason: String) -> DrillError {
-    DrillError::InstanceFailed {
-        name: fleet.name(index).to_owned(),
-        reason,
-        log: fleet.log_tail(index),
+impl Backend for Fleet {
+    type Frozen = Frozen;
+
+    fn instances(&self) -> usize {
+        self.pods.len()
+    }
+
+    fn frontend(&self) -> SocketAddr {
+        self.balancer.frontend
+    }
+
+    fn instance_address(&self, index: usize) -> SocketAddr {
+        SocketAddr::from(([127, 0, 0, 1], self.pods[index].ports.app))
+    }
+
+    fn events(&self) -> &Events {
+        &self.events
+    }
+
+    async fn start(&self, timeout: Duration) -> Result<(), DrillError> {
+        Fleet::start(self, timeout).await
+    }
+
+    fn whole(&self) -> bool {
+        Fleet::whole(self)
+    }
+
+    async fn set_path(
+        &self,
+        dependency: &str,
+        scope: Scope,
+        state: PathState,
+    ) -> std::io::Result<()> {
+        Fleet::set_path(self, dependency, scope, state).await
+    }
+
+    fn freeze(&self, index: usize) -> std::io::Result<Frozen> {
+        self.pods[index].freeze()
+    }
+
+    fn thaw(&self, frozen: Frozen) {
+        frozen.thaw();
+    }
+
+    fn replace(&self, index: usize) -> impl Future<Output = std::io::Result<()>> + Send + 'static {
+        let pod = self.pods[index].clone();
+        async move { pod.replace().await }
+    }
+
+    fn crash(&self, index: usize) -> std::io::Result<()> {
+        self.pods[index].crash()
+    }
+
+    fn set_change(&self, index: usize, change: Option<&AppChange>) {
+        self.pods[index].set_change(change.map(|change| self.instances[index].change(change)));
+    }
+
+    fn base_url(&self, index: usize, port: Option<&str>) -> Option<String> {
+        let ports = &self.pods[index].ports;
+        let port = match port {
+            Some(name) => *ports.named.get(name)?,
+            None => ports.app,
+        };
+        Some(format!("http://127.0.0.1:{port}"))
+    }
+
+    fn placeholder(&self, index: usize, placeholder: &Placeholder) -> Option<String> {
+        let pod = &self.pods[index];
+        match placeholder {
+            Placeholder::Port => Some(pod.ports.app.to_string()),
+            Placeholder::NamedPort(name) => pod.ports.named.get(name).map(u16::to_string),
+            Placeholder::Instance => Some((index + 1).to_string()),
+            Placeholder::Name => Some(pod.name.clone()),
+            _ => None,
+        }
+    }
+
+    fn fill(&self, index: usize, text: &str) -> String {
+        self.instances[index].fill(text)
     }
 }

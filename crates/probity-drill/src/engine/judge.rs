@@ -114,7 +114,7 @@ pub fn judge(
     mode: BalancerMode,
     windows: Windows,
 ) {
-    let overrides = fault.targets;
+    let overrides = &fault.targets;
     let kind = fault.kind;
     let dependency = fault.dependency.clone().unwrap_or_default();
     let shared = kind.needs_dependency() && fault.scope == Scope::All;
@@ -712,6 +712,7 @@ mod tests {
             in_rotation_while_down: (kind == FaultKind::StartDuringOutage).then_some(false),
             checks: Vec::new(),
             diagnoses: Vec::new(),
+            figures: crate::engine::report::Figures::default(),
         }
     }
 
@@ -880,7 +881,7 @@ mod tests {
                 probe_timeouts: Some(5),
                 out_of_rotation_within: Some(Duration::from_secs(3)),
                 back_within: Some(Duration::from_secs(1)),
-                restarted_within: None,
+                ..TargetOverrides::default()
             },
             ..local(FaultKind::Blackhole)
         };

@@ -4,86 +4,133 @@
 //! A dependency is up, down (calls hang or are refused), slow, flickering (a fraction of
 //! calls fail) or overloaded by too many simultaneous cold starts (the herd model). The
 //! app's connection pool sits in front: a pool that leaked dry fails every call at once, and
-//! hung health-check calls hold connections until they end.
+//! hung health-check calls hold connections until they end. What the faults make of a
+//! dependency is theirs ([`Faults::condition`]); the herd, the pools and the calls are
+//! these.
 
-use super::Sim;
-use super::faults::Condition;
+use super::effects::Effects;
+use super::faults::{Condition, Faults};
 use super::pod::Process;
-use super::policy::Call;
+use super::policy::{Call, Fare, Policy};
 use super::pool;
-use super::queue::Event;
 use super::traffic::Outcome;
-use crate::report::KillReason;
-use crate::scenario::{OutageBehaviour, PoolCheck, RequestClass};
+use crate::scenario::{OutageBehaviour, PoolCheck, Scenario};
 use crate::time::Millis;
 use std::collections::BTreeSet;
 
-/// How a request reaches a dependency it needs.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub(super) enum Fare {
-    /// It calls the dependency.
-    Direct,
-    /// The dependency's check is served by its fallback: `share` of the requests are
-    /// answered from `dependency`, the rest refused at once.
-    Fallback { dependency: usize, share: f64 },
+/// What a health check's call finds of the pod that makes it, when the pod's pool may
+/// fail it.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Caller {
+    /// The pool to the dependency leaked dry.
+    pub(super) exhausted: bool,
+    /// Hung health-check calls to the dependency the process holds.
+    pub(super) hung: u32,
+    /// The pod's share of the traffic.
+    pub(super) share: f64,
 }
 
-/// The dependencies' shared state.
+/// The dependencies: the herd of boots warming up against them, and the calls they get.
 #[derive(Debug)]
-pub(super) struct Dependencies {
+pub(super) struct Dependencies<'a> {
+    scenario: &'a Scenario,
     /// Booting pods warming up against each dependency.
-    pub(super) booting_on: Vec<u32>,
+    booting_on: Vec<u32>,
     /// The pods whose app is booting (when the boot needs dependencies).
-    pub(super) booting: BTreeSet<usize>,
+    booting: BTreeSet<usize>,
     /// Whether the herd overloads each dependency.
     overloaded: Vec<bool>,
     /// Health-check calls made to each dependency.
-    pub(super) calls: Vec<u64>,
+    calls: Vec<u64>,
 }
 
-impl Dependencies {
-    /// `count` dependencies, called by no one yet.
-    pub(super) fn new(count: usize) -> Self {
+impl<'a> Dependencies<'a> {
+    /// A scenario's dependencies, called by no one yet.
+    pub(super) fn new(scenario: &'a Scenario) -> Self {
+        let count = scenario.dependencies.len();
         Dependencies {
+            scenario,
             booting_on: vec![0; count],
             booting: BTreeSet::new(),
             overloaded: vec![false; count],
             calls: vec![0; count],
         }
     }
-}
 
-impl Sim<'_> {
-    /// How `dependency` behaves now for `pod`, from the faults in force that reach it.
-    pub(super) fn condition(&self, pod: usize, dependency: usize) -> Condition {
-        self.faults.condition(pod, dependency, self.now)
+    /// Health-check calls made to each dependency.
+    pub(super) fn calls(&self) -> &[u64] {
+        &self.calls
     }
 
-    /// Whether `dependency` is down for `pod`.
-    pub(super) fn dependency_down(&self, pod: usize, dependency: usize) -> bool {
-        self.faults.down(pod, dependency, self.now)
+    /// The pods booting against the dependencies, in order.
+    pub(super) fn booting(&self) -> Vec<usize> {
+        self.booting.iter().copied().collect()
+    }
+
+    /// `pod` began a boot that warms up against its dependencies: the herd may overload
+    /// them, and every pod's requests fare differently then.
+    pub(super) fn boot_started(&mut self, pod: usize, effects: &mut Effects) {
+        if self.scenario.app.boot_needs.is_empty() {
+            return;
+        }
+        self.booting.insert(pod);
+        for &dependency in &self.scenario.app.boot_needs {
+            self.booting_on[dependency] += 1;
+            self.herd_changed(dependency, effects);
+        }
+    }
+
+    /// `pod`'s boot ended (done, or the container went away).
+    pub(super) fn boot_ended(&mut self, pod: usize, effects: &mut Effects) {
+        if self.scenario.app.boot_needs.is_empty() {
+            return;
+        }
+        self.booting.remove(&pod);
+        for &dependency in &self.scenario.app.boot_needs {
+            let count = &mut self.booting_on[dependency];
+            *count = count.saturating_sub(1);
+            self.herd_changed(dependency, effects);
+        }
+    }
+
+    /// How fast `pod`'s boot warms up at `now`: it stalls while a dependency it needs is
+    /// down, and slows down while too many pods warm up against it at once (the herd
+    /// model).
+    pub(super) fn boot_rate(&self, pod: usize, faults: &Faults<'_>, now: Millis) -> f64 {
+        let mut rate: f64 = 1.0;
+        for &dependency in &self.scenario.app.boot_needs {
+            if faults.down(pod, dependency, now) {
+                return 0.0;
+            }
+            if let Some(herd) = self.scenario.dependencies[dependency].herd {
+                let booting = self.booting_on[dependency];
+                if booting > herd.max_concurrent_boots {
+                    rate = rate.min(f64::from(herd.max_concurrent_boots) / f64::from(booting));
+                }
+            }
+        }
+        rate
     }
 
     /// The herd overloads `dependency` while more pods boot against it than it serves.
     fn herd_overloads(&self, dependency: usize) -> Option<Millis> {
         let herd = self.scenario.dependencies[dependency].herd?;
-        (self.dependencies.booting_on[dependency] > herd.max_concurrent_boots)
-            .then_some(herd.overload_latency)
+        (self.booting_on[dependency] > herd.max_concurrent_boots).then_some(herd.overload_latency)
     }
 
     /// The number of booting pods changed: if the herd started or stopped overloading the
     /// dependency, every pod's requests may fare differently.
-    pub(super) fn herd_changed(&mut self, dependency: usize) {
+    fn herd_changed(&mut self, dependency: usize, effects: &mut Effects) {
         let overloaded = self.herd_overloads(dependency).is_some();
-        if self.dependencies.overloaded[dependency] != overloaded {
-            self.dependencies.overloaded[dependency] = overloaded;
-            self.mark_all();
+        if self.overloaded[dependency] != overloaded {
+            self.overloaded[dependency] = overloaded;
+            effects.all_reweighed();
         }
     }
 
-    /// The load a pod's requests offer its pool to `dependency`, in connections' worth of
-    /// work (requests per millisecond reaching it × the hold time).
-    pub(super) fn pool_load(&self, pod: usize, dependency: usize) -> f64 {
+    /// The load a pod with `share` of the traffic offers its pool to `dependency`, in
+    /// connections' worth of work (requests per millisecond reaching it × the hold time).
+    fn pool_load(&self, share: f64, dependency: usize) -> f64 {
         let Some(pool) = self.scenario.dependencies[dependency].pool else {
             return 0.0;
         };
@@ -95,28 +142,29 @@ impl Sim<'_> {
             .filter(|class| class.needs.contains(&dependency))
             .map(|class| class.share)
             .sum();
-        self.scenario.requests.rate / 1000.0 * self.traffic.share(pod) * reaching * pool.hold as f64
+        self.scenario.requests.rate / 1000.0 * share * reaching * pool.hold as f64
     }
 
-    /// A call a health check makes to a dependency: its latency, whether it succeeds, and
-    /// whether a failure is the pod's own pool's (no connection to be had), which probity
-    /// reports as `exhausted` and no fallback covers. `asks` is what the check asks of a
-    /// pool modelled as a queue, and its acquire budget.
-    pub(super) fn call_dependency(
+    /// A call `pod`'s health check makes to `dependency` at `now`: its latency, whether it
+    /// succeeds, and whether a failure is the pod's own pool's (no connection to be had),
+    /// which probity reports as `exhausted` and no fallback covers. `asks` is what the check
+    /// asks of a pool modelled as a queue, and its acquire budget; `caller`, what the call
+    /// finds of the pod then (none: no process).
+    pub(super) fn call(
         &mut self,
-        pod: usize,
-        dependency: usize,
+        (pod, dependency): (usize, usize),
         asks: Option<(PoolCheck, Millis)>,
-        count: bool,
+        caller: Option<Caller>,
+        faults: &Faults<'_>,
+        now: Millis,
+        rng: &mut fastrand::Rng,
     ) -> Call {
-        if count {
-            self.dependencies.calls[dependency] += 1;
-        }
+        self.calls[dependency] += 1;
         let spec = &self.scenario.dependencies[dependency];
         if let Some((question, budget)) = asks
-            && let Some(process) = self.pods[pod].process.as_ref()
+            && let Some(caller) = caller
         {
-            if process.pool_exhausted(dependency) {
+            if caller.exhausted {
                 // A leaked pool: no connection is idle, and none comes back within any
                 // budget (an idle-connection check fails at once, an acquire at its budget).
                 let waited = if spec.pool.is_some() && question == PoolCheck::Acquire {
@@ -127,7 +175,7 @@ impl Sim<'_> {
                 return Call::local(waited);
             }
             if let Some(pool) = spec.pool {
-                let offered = self.pool_load(pod, dependency);
+                let offered = self.pool_load(caller.share, dependency);
                 let (failing, waited) = match question {
                     PoolCheck::IdleConnection => (pool::all_busy(pool.size, offered), 0),
                     PoolCheck::Acquire => (
@@ -135,17 +183,12 @@ impl Sim<'_> {
                         budget,
                     ),
                 };
-                if self.rng.f64() < failing {
+                if rng.f64() < failing {
                     return Call::local(waited);
                 }
             }
             if let Some(size) = self.scenario.app.pool_size
-                && process
-                    .inflight
-                    .iter()
-                    .filter(|(_, on)| usize::from(*on) == dependency)
-                    .count() as u32
-                    >= size
+                && caller.hung >= size
             {
                 return Call::local(spec.connect_timeout);
             }
@@ -153,16 +196,16 @@ impl Sim<'_> {
         // Transitive health: the dependency's own health endpoint fails when what it checks
         // is down.
         for &upstream in &spec.health_depends_on {
-            if self.dependency_down(pod, upstream) {
+            if faults.down(pod, upstream, now) {
                 return Call::answer(spec.latency, false);
             }
         }
-        let (latency, answered) = match self.condition(pod, dependency) {
+        let (latency, answered) = match faults.condition(pod, dependency, now) {
             Condition::Down(OutageBehaviour::Refuse) => (0, false),
             Condition::Down(OutageBehaviour::Hang) => (spec.connect_timeout, false),
             Condition::Slow(latency) => (latency, true),
             Condition::Flicker(probability) => {
-                let failed = self.rng.f64() < probability;
+                let failed = rng.f64() < probability;
                 (spec.latency, !failed)
             }
             Condition::Up => match self.herd_overloads(dependency) {
@@ -179,20 +222,22 @@ impl Sim<'_> {
     /// slow answer ends at the request timeout, or the connect timeout if shorter).
     pub(super) fn request_call(
         &self,
-        pod: usize,
-        process: &Process,
+        (pod, process): (usize, &Process),
         dependency: usize,
+        share: f64,
+        faults: &Faults<'_>,
+        now: Millis,
     ) -> (f64, Millis) {
         let timeout = self.scenario.requests.timeout;
         let spec = &self.scenario.dependencies[dependency];
         if process.pool_exhausted(dependency) {
             return (0.0, 0);
         }
-        let (available, delay) = self.dependency_call_fares(pod, process, dependency);
+        let (available, delay) = self.call_fares((pod, process), dependency, faults, now);
         match spec.pool {
             // Requests queue for a connection; those that wait past their timeout fail.
             Some(pool) if available > 0.0 => {
-                let offered = self.pool_load(pod, dependency);
+                let offered = self.pool_load(share, dependency);
                 let served = pool::served(pool.size, offered, pool.hold as f64, timeout as f64);
                 if served < 1.0 {
                     (available * served, timeout)
@@ -206,20 +251,21 @@ impl Sim<'_> {
 
     /// How a real call fares past the pool: the fraction that succeed, and how long a
     /// failing one takes.
-    fn dependency_call_fares(
+    fn call_fares(
         &self,
-        pod: usize,
-        process: &Process,
+        (pod, process): (usize, &Process),
         dependency: usize,
+        faults: &Faults<'_>,
+        now: Millis,
     ) -> (f64, Millis) {
         let timeout = self.scenario.requests.timeout;
         let spec = &self.scenario.dependencies[dependency];
         if let Some(size) = self.scenario.app.pool_size
-            && process.held(dependency, self.now) as u32 >= size
+            && process.held(dependency, now) as u32 >= size
         {
             return (0.0, spec.connect_timeout.min(timeout));
         }
-        match self.condition(pod, dependency) {
+        match faults.condition(pod, dependency, now) {
             Condition::Down(OutageBehaviour::Refuse) => (0.0, 0),
             Condition::Down(OutageBehaviour::Hang) => (0.0, spec.connect_timeout.min(timeout)),
             Condition::Slow(latency) if latency > timeout => (0.0, timeout),
@@ -232,32 +278,23 @@ impl Sim<'_> {
         }
     }
 
-    /// How a request of `class` fares at `need` in `pod`'s process, right now: it calls the
-    /// dependency, or, while the dependency's check is served by its fallback, the handler
-    /// answers [`RequestClass::served_by_fallback`] of them from the fallback's dependency
-    /// (probity's `HealthState::degraded`) and refuses the rest at once.
-    pub(super) fn need_fares(&self, pod: usize, class: &RequestClass, need: usize) -> Fare {
-        if let Some((check, _, fallback)) = self.policy.fallbacks().of[need]
-            && self.policy.served_by_fallback(pod, check, self.now)
-        {
-            return Fare::Fallback {
-                dependency: fallback,
-                share: class.served_by_fallback,
-            };
-        }
-        Fare::Direct
-    }
-
-    /// Whether any of the pod's checks fails while its fallback serves in its place now.
-    pub(super) fn serves_degraded(&self, pod: usize) -> bool {
-        self.pods[pod].serving().is_some() && self.policy.serves_degraded(pod, self.now)
-    }
-
-    /// What becomes of the pod's requests right now: the fractions that fail and that are
+    /// What becomes of `pod`'s requests right now, while its process serves (`serving`)
+    /// with `share` of the traffic under its `policy`: the fractions that fail and that are
     /// served degraded.
-    pub(super) fn pod_outcome(&self, pod: usize) -> Outcome {
-        let Some(process) = self.pods[pod].serving() else {
+    pub(super) fn pod_outcome(
+        &self,
+        (pod, serving): (usize, Option<&Process>),
+        policy: &Policy<'_>,
+        share: f64,
+        faults: &Faults<'_>,
+        now: Millis,
+    ) -> Outcome {
+        let Some(process) = serving else {
             return Outcome::failing(1.0);
+        };
+        let call = |dependency| {
+            self.request_call((pod, process), dependency, share, faults, now)
+                .0
         };
         let mut passing = 0.0;
         let mut degraded = 0.0;
@@ -266,11 +303,9 @@ impl Sim<'_> {
             let mut succeeds = 1.0;
             let mut direct = 1.0;
             for &dependency in &class.needs {
-                let (normal, instead) = match self.need_fares(pod, class, dependency) {
-                    Fare::Direct => (self.request_call(pod, process, dependency).0, 0.0),
-                    Fare::Fallback { dependency, share } => {
-                        (0.0, share * self.request_call(pod, process, dependency).0)
-                    }
+                let (normal, instead) = match policy.fare(pod, class, dependency, now) {
+                    Fare::Direct => (call(dependency), 0.0),
+                    Fare::Fallback { dependency, share } => (0.0, share * call(dependency)),
                 };
                 let available = normal + instead;
                 if available == 0.0 {
@@ -286,7 +321,7 @@ impl Sim<'_> {
         }
         // A pod sent more than it can serve slows down until the excess times out.
         if let Some(capacity) = self.scenario.app.capacity {
-            let load = self.scenario.requests.rate * self.traffic.share(pod);
+            let load = self.scenario.requests.rate * share;
             if load > capacity {
                 passing *= capacity / load;
                 degraded *= capacity / load;
@@ -295,39 +330,6 @@ impl Sim<'_> {
         Outcome {
             failure: (1.0 - passing).clamp(0.0, 1.0),
             degraded: degraded.clamp(0.0, 1.0),
-        }
-    }
-
-    /// A health-check call that hangs until `until` holds a pool connection (and memory):
-    /// past `max_inflight_checks` the process is killed for running out of memory.
-    pub(super) fn hold_inflight(&mut self, pod: usize, until: Millis, dependency: usize) {
-        let now = self.now;
-        let limit = self.scenario.app.max_inflight_checks;
-        let pool = self.scenario.app.pool_size.is_some();
-        let Some(process) = self.pods[pod].process.as_mut() else {
-            return;
-        };
-        process.inflight.retain(|(end, _)| *end > now);
-        process.inflight.push((until, dependency as u16));
-        let count = process.inflight.len() as u32;
-        let (id, exhausted) = (process.id, process.pool_exhausted);
-        self.policy.pool_changed(pod, exhausted, true);
-        self.measure.max_inflight = self.measure.max_inflight.max(count);
-        if pool {
-            self.effects.schedule(
-                until,
-                Event::HungEnd {
-                    pod: pod as u32,
-                    process: id,
-                },
-            );
-            self.mark(pod);
-        }
-        if let Some(limit) = limit
-            && count > limit
-        {
-            self.measure.oom_kills += 1;
-            self.crash(pod, KillReason::OutOfMemory);
         }
     }
 }

@@ -8,6 +8,7 @@
 //! change it waits its turn.
 
 use super::queue::{Event, EventQueue, Order};
+use crate::report::KillReason;
 use crate::time::Millis;
 
 /// One thing a part asks for, other than a schedule made while nothing waits.
@@ -37,6 +38,12 @@ pub(super) enum Effect {
     Wake(usize),
     /// Poll `check` in `pod` now (probity's `wake`).
     Repoll { pod: usize, check: usize },
+    /// The kubelet kills `pod`'s container (a liveness or startup probe failed).
+    Kill { pod: usize, reason: KillReason },
+    /// `pod`'s container is Started: the kubelet probes its readiness at once.
+    Started(usize),
+    /// `pod`'s readiness result changed: its Ready condition may follow.
+    ReadinessResult(usize),
 }
 
 /// The queue, and the effects of the handler running, in order. The engine lends it to each

@@ -8,8 +8,7 @@
 //! |---|---|
 //! | [`queue`] | the event queue |
 //! | [`pod`] | pod lifecycle: containers, boots, kills, CrashLoopBackOff |
-//! | [`probing`] | the kubelet's probe workers and the pod's Ready condition |
-//! | [`steady`] | probe workers that skip their ticks while nothing can change |
+//! | [`probing`] | the kubelet's probe workers and the pod's Ready condition; workers that skip their ticks while nothing can change |
 //! | [`policy`] | the app's health policy: endpoints, pollers, hysteresis |
 //! | [`poll_lane`] | what a steady poll needs to know, kept beside the pods |
 //! | [`passive`] | passive reports from real requests |
@@ -25,13 +24,14 @@
 //! each instant only those pods are re-evaluated (their failure fraction, their membership,
 //! their passive runs). A fault on a shared dependency changes every pod, and re-evaluates
 //! every pod once. A probe worker in a steady state skips its ticks until its pod changes
-//! ([`steady`]), and a poll that cannot change its check leaves no event for its result.
+//! ([`probing`]), and a poll that cannot change its check leaves no event for its result.
 
 mod answer;
 mod dependencies;
 mod effects;
 mod faults;
 mod keep_alive;
+mod lifecycle;
 mod measure;
 mod passive;
 mod pod;
@@ -41,13 +41,13 @@ mod pool;
 mod probing;
 mod queue;
 mod router;
-mod steady;
 mod traffic;
 
 use crate::report::Report;
-use crate::scenario::{FaultKind, Scenario, Start};
+use crate::scenario::{Scenario, Start};
 use crate::time::Millis;
 use effects::{Effect, Effects};
+use policy::Fare;
 use probity_contract::probe::ProbeKind;
 use queue::{Event, Order};
 use router::{CheckResult, Rotation};
@@ -64,7 +64,7 @@ pub(crate) fn run(scenario: &Scenario, seed: u64, progress: &mut dyn FnMut(Milli
         routing: sim.rotation.router.name(),
         onset: sim.faults.first_onset,
         reference_end: sim.faults.reference_end,
-        dependency_calls: &sim.dependencies.calls,
+        dependency_calls: sim.dependencies.calls(),
         fallbacks: sim.policy.fallbacks().any(),
         traffic: &sim.traffic,
     })
@@ -74,10 +74,10 @@ pub(crate) fn run(scenario: &Scenario, seed: u64, progress: &mut dyn FnMut(Milli
 const PROGRESS_EVERY: u32 = 1 << 16;
 
 /// What kube-proxy finds of each pod it sends a keep-alive connection to.
-fn reception(
-    pods: &[pod::Pod],
+fn reception<'p>(
+    pods: &'p pod::Pods<'_>,
     close_when_unready: bool,
-) -> impl Fn(usize) -> keep_alive::Reception + '_ {
+) -> impl Fn(usize) -> keep_alive::Reception + 'p {
     move |pod| {
         let state = &pods[pod];
         keep_alive::Reception {
@@ -98,10 +98,10 @@ struct Sim<'a> {
     now: Millis,
     /// The place of the event being handled among the events of its millisecond.
     current_order: Order,
-    pods: Vec<pod::Pod>,
+    pods: pod::Pods<'a>,
     probers: probing::Probers,
     rotation: Rotation,
-    dependencies: dependencies::Dependencies,
+    dependencies: dependencies::Dependencies<'a>,
     faults: faults::Faults<'a>,
     traffic: Traffic,
     measure: measure::Measurements,
@@ -142,10 +142,10 @@ impl<'a> Sim<'a> {
             rng: fastrand::Rng::with_seed(seed),
             now: 0,
             current_order: 0,
-            pods: (0..pods).map(|_| pod::Pod::new()).collect(),
+            pods: pod::Pods::new(scenario),
             probers: probing::Probers::new(scenario, pods),
             rotation: Rotation::new(scenario, seed),
-            dependencies: dependencies::Dependencies::new(scenario.dependencies.len()),
+            dependencies: dependencies::Dependencies::new(scenario),
             faults: faults::Faults::new(scenario),
             traffic: Traffic::new(pods, scenario.requests.rate),
             measure: measure::Measurements::new(
@@ -206,7 +206,8 @@ impl<'a> Sim<'a> {
         if self.unsettled {
             self.settle();
         }
-        self.count_quiet_ticks(end);
+        self.probers.count_quiet_ticks(end);
+        self.measure.probe_requests += self.probers.sent();
         self.advance(end);
         self.now = end;
         for pod in 0..self.pods.len() {
@@ -386,65 +387,9 @@ impl<'a> Sim<'a> {
             Effect::BootsChanged => self.refresh_boots(),
             Effect::Wake(pod) => self.wake(pod),
             Effect::Repoll { pod, check } => self.repoll(pod, check),
-        }
-    }
-
-    /// A fault began in a pod, or an operator acts on pods.
-    fn pod_fault(&mut self, index: usize) {
-        match self.scenario.faults[index].kind.clone() {
-            FaultKind::PoolExhausted {
-                instance,
-                dependency,
-            } => {
-                if let Some(process) = self.pods[instance].process.as_mut() {
-                    process.pool_exhausted |= 1 << dependency;
-                    let holds = !process.inflight.is_empty();
-                    self.policy
-                        .pool_changed(instance, process.pool_exhausted, holds);
-                }
-                self.mark(instance);
-            }
-            FaultKind::Deadlock {
-                instance,
-                ignores_sigterm,
-            } => {
-                if let Some(process) = self.pods[instance].process.as_mut() {
-                    process.deadlocked_at = Some(self.now);
-                    process.ignores_sigterm = ignores_sigterm;
-                }
-                self.mark(instance);
-            }
-            FaultKind::RuntimeStall { instance } => {
-                if let Some(process) = self.pods[instance].process.as_mut() {
-                    process.stalled = true;
-                }
-                self.mark(instance);
-            }
-            FaultKind::CrashOnStart { instance, after } => {
-                self.pods[instance].crashes_after = Some(after);
-                self.schedule_crash(instance);
-            }
-            FaultKind::ManualDrain { instance } => {
-                self.pods[instance].manual_drained = true;
-                self.pod_changed(instance);
-            }
-            FaultKind::ManualFix { remove_probes } => {
-                // The skipped ticks so far count with the probes they had.
-                for pod in 0..self.pods.len() {
-                    for kind in ProbeKind::ALL {
-                        self.wake_worker(pod, kind, false);
-                    }
-                }
-                for kind in remove_probes {
-                    self.probers.remove(kind);
-                }
-                for pod in 0..self.pods.len() {
-                    self.replace_pod(pod);
-                }
-            }
-            FaultKind::DependencyOutage { .. }
-            | FaultKind::SlowDependency { .. }
-            | FaultKind::FlappingDependency { .. } => {}
+            Effect::Kill { pod, reason } => self.kill(pod, reason),
+            Effect::Started(pod) => self.container_started(pod),
+            Effect::ReadinessResult(pod) => self.update_pod_ready(pod),
         }
     }
 
@@ -454,7 +399,7 @@ impl<'a> Sim<'a> {
         let Some(poll) = self.policy.poll_due(pod, check, process, epoch) else {
             return;
         };
-        let call = self.call_dependency(pod, poll.dependency, poll.asks, true);
+        let call = self.call_dependency(pod, poll.dependency, poll.asks);
         let (now, rng, effects) = (self.now, &mut self.rng, &mut self.effects);
         self.policy
             .called(pod, (check, process, epoch), poll, call, now, rng, effects);
@@ -469,23 +414,155 @@ impl<'a> Sim<'a> {
         self.apply_effects();
     }
 
+    /// A call `pod`'s health check makes to `dependency` (asking `asks` of a pool modelled
+    /// as a queue): the dependencies answer it, seeing the pod's pool when it may fail the
+    /// call.
+    fn call_dependency(
+        &mut self,
+        pod: usize,
+        dependency: usize,
+        asks: Option<(crate::scenario::PoolCheck, Millis)>,
+    ) -> policy::Call {
+        let caller =
+            asks.and(self.pods[pod].process.as_ref())
+                .map(|process| dependencies::Caller {
+                    exhausted: process.pool_exhausted(dependency),
+                    hung: process
+                        .inflight
+                        .iter()
+                        .filter(|(_, on)| usize::from(*on) == dependency)
+                        .count() as u32,
+                    share: self.traffic.share(pod),
+                });
+        let (faults, now, rng) = (&self.faults, self.now, &mut self.rng);
+        self.dependencies
+            .call((pod, dependency), asks, caller, faults, now, rng)
+    }
+
+    /// What becomes of `pod`'s requests right now.
+    fn pod_outcome(&self, pod: usize) -> traffic::Outcome {
+        self.dependencies.pod_outcome(
+            (pod, self.pods[pod].serving()),
+            &self.policy,
+            self.traffic.share(pod),
+            &self.faults,
+            self.now,
+        )
+    }
+
+    /// Whether any of the pod's checks fails while its fallback serves in its place now.
+    fn serves_degraded(&self, pod: usize) -> bool {
+        self.pods[pod].serving().is_some() && self.policy.serves_degraded(pod, self.now)
+    }
+
+    /// Brings `pod`'s passive runs up to date with its conditions now: how many of its real
+    /// requests reach each checked dependency, what fraction of those calls fail and how
+    /// long a failure takes to be reported.
+    fn update_passive(&mut self, pod: usize) {
+        let now = self.now;
+        let rate_per_ms = self.scenario.requests.rate / 1000.0;
+        let process = self.pods[pod].process.as_ref().map(|process| process.id);
+        let conditions = |dependency: usize| {
+            let share = self.traffic.share(pod);
+            let call = |process: &pod::Process, need: usize| {
+                self.dependencies
+                    .request_call((pod, process), need, share, &self.faults, now)
+            };
+            self.pods[pod].serving().map(|process| {
+                // Requests call their dependencies in turn and stop at the first failure.
+                let mut reaching = 0.0;
+                for class in &self.scenario.requests.mix {
+                    let mut reach = 1.0;
+                    for &need in &class.needs {
+                        match self.policy.fare(pod, class, need, now) {
+                            Fare::Direct => {
+                                if need == dependency {
+                                    reaching += class.share * reach;
+                                    break;
+                                }
+                                reach *= call(process, need).0;
+                            }
+                            // The handler answers from the fallback and does not call
+                            // `need`; the rest it refuses.
+                            Fare::Fallback {
+                                dependency: instead,
+                                share,
+                            } => {
+                                if instead == dependency {
+                                    reaching += class.share * reach * share;
+                                    break;
+                                }
+                                if need == dependency {
+                                    break;
+                                }
+                                reach *= share * call(process, instead).0;
+                            }
+                        }
+                    }
+                }
+                let (available, delay) = call(process, dependency);
+                (available, delay, rate_per_ms * reaching)
+            })
+        };
+        self.passive.update(
+            (pod, process),
+            &conditions,
+            &self.traffic,
+            now,
+            &mut self.effects,
+        );
+    }
+
+    /// Reports of the conditions a passive run entered start to arrive.
+    fn passive_resume(&mut self, pod: usize, passive: usize, process: u32, epoch: u32) {
+        let current = self.pods[pod].process.as_ref().map(|state| state.id);
+        let run = (process, epoch);
+        if self
+            .passive
+            .resume((pod, passive), run, current, &self.traffic)
+        {
+            self.schedule_passive_due();
+        }
+    }
+
+    /// Schedules the real time of the earliest passive run due.
+    fn schedule_passive_due(&mut self) {
+        let pods = &self.pods;
+        let process_of = |pod: usize| pods[pod].process.as_ref().map(|state| state.id);
+        let clock = (self.now, self.scenario.duration);
+        self.passive
+            .schedule_due(&process_of, &self.traffic, clock, &mut self.effects);
+    }
+
+    /// The earliest passive run is due: the threshold-th failure in a row was reported.
+    /// probity's `Reporter::failure` records a forced failure (unhealthy at once, the rise
+    /// count starts over) and wakes the poller when that turns the check unhealthy.
+    fn passive_due(&mut self, epoch: u32) {
+        let pods = &self.pods;
+        let process_of = |pod: usize| pods[pod].process.as_ref().map(|state| state.id);
+        let Some(due) = self.passive.due(epoch, &process_of, &self.traffic) else {
+            return;
+        };
+        if let Some((pod, passive, check)) = due {
+            let fell = self
+                .policy
+                .force_unhealthy(pod, check, self.now, &mut self.effects);
+            self.apply_effects();
+            if let Some(process) = self.pods[pod].process.as_ref().map(|state| state.id) {
+                self.passive.time_run(pod, passive, process, &self.traffic);
+            }
+            if fell {
+                self.repoll(pod, check);
+            }
+        }
+        self.schedule_passive_due();
+    }
+
     /// Polls `check` in `pod` now instead of at the next tick (probity's `wake`).
     fn repoll(&mut self, pod: usize, check: usize) {
         if let Some((process, epoch)) = self.policy.repoll(pod, check) {
             self.poll(pod, check, process, epoch);
         }
-    }
-
-    /// The router checks a pod: the pod answers, within the check's timeout.
-    fn router_check(&mut self, pod: usize, epoch: u32) {
-        let Some(check) = self.rotation.check_due(pod, epoch) else {
-            return;
-        };
-        let answer = self.respond_within(pod, check.handler, check.timeout);
-        self.measure.probe_requests += u64::from(check.checkers);
-        let (now, effects) = (self.now, &mut self.effects);
-        self.rotation.checked(pod, check, answer, now, effects);
-        self.apply_effects();
     }
 
     /// Records the pod's state after a change (see [`measure::Measurements::record_state`]);

@@ -14,10 +14,9 @@
 //! failure is a point on that clock, kept in a heap, and only the earliest is turned into a
 //! real time.
 
-use super::Sim;
-use super::dependencies::Fare;
+use super::effects::Effects;
 use super::queue::Event;
-use super::traffic::Split;
+use super::traffic::{Split, Traffic};
 use crate::scenario::CheckTarget;
 use crate::time::Millis;
 use std::cmp::Ordering;
@@ -240,68 +239,28 @@ impl Passive {
     fn run_epoch(&self, pod: usize, passive: usize) -> u32 {
         self.runs[pod * self.checks.len() + passive].epoch
     }
-}
 
-impl Sim<'_> {
-    /// The share clocks now.
-    fn share_clocks(&self) -> (f64, f64) {
-        self.traffic.share_clocks()
-    }
-
-    /// Brings a pod's passive runs up to date with its conditions now: how many of its real
-    /// requests reach each checked dependency, what fraction of those calls fail and how
-    /// long a failure takes to be reported.
-    pub(super) fn update_passive(&mut self, pod: usize) {
-        if self.passive.checks.is_empty() || self.pods[pod].process.is_none() {
+    /// Brings `pod`'s runs up to date at `now` with its conditions: for each checked
+    /// dependency, the fraction of calls to it that succeed, how long a failure takes to be
+    /// reported and the reports per millisecond per unit of share (`conditions`; none while
+    /// the pod does not serve: nothing runs its handlers). `process` is the pod's (none: no
+    /// process, no runs).
+    pub(super) fn update(
+        &mut self,
+        (pod, process): (usize, Option<u32>),
+        conditions: &dyn Fn(usize) -> Option<(f64, Millis, f64)>,
+        traffic: &Traffic,
+        now: Millis,
+        effects: &mut Effects,
+    ) {
+        let Some(process) = process.filter(|_| !self.checks.is_empty()) else {
             return;
-        }
-        let (unit, everyone) = self.share_clocks();
-        let now = self.now;
-        let rate_per_ms = self.scenario.requests.rate / 1000.0;
-        let weight = self.traffic.flows[pod].weight;
-        for passive in 0..self.passive.checks.len() {
-            let dependency = self.passive.checks[passive].dependency;
-            // Nothing runs the handlers of a pod that does not serve: no reports.
-            let conditions = self.pods[pod].serving().map(|process| {
-                // Requests call their dependencies in turn and stop at the first failure.
-                let mut reaching = 0.0;
-                for class in &self.scenario.requests.mix {
-                    let mut reach = 1.0;
-                    for &need in &class.needs {
-                        match self.need_fares(pod, class, need) {
-                            Fare::Direct => {
-                                if need == dependency {
-                                    reaching += class.share * reach;
-                                    break;
-                                }
-                                reach *= self.request_call(pod, process, need).0;
-                            }
-                            // The handler answers from the fallback and does not call
-                            // `need`; the rest it refuses.
-                            Fare::Fallback {
-                                dependency: instead,
-                                share,
-                            } => {
-                                if instead == dependency {
-                                    reaching += class.share * reach * share;
-                                    break;
-                                }
-                                if need == dependency {
-                                    break;
-                                }
-                                reach *= share * self.request_call(pod, process, instead).0;
-                            }
-                        }
-                    }
-                }
-                let (available, delay) = self.request_call(pod, process, dependency);
-                (available, delay, rate_per_ms * reaching)
-            });
-            let Some(process) = self.pods[pod].process.as_ref() else {
-                return;
-            };
-            let id = process.id;
-            let run = self.passive.run(pod, passive);
+        };
+        let (unit, everyone) = traffic.share_clocks();
+        let weight = traffic.flows[pod].weight;
+        for passive in 0..self.checks.len() {
+            let conditions = conditions(self.checks[passive].dependency);
+            let run = self.run(pod, passive);
             run.account(unit, everyone);
             match conditions {
                 Some((available, delay, reach)) => {
@@ -319,49 +278,53 @@ impl Sim<'_> {
             run.epoch += 1;
             if run.waiting {
                 let (from, epoch) = (run.from, run.epoch);
-                self.effects.schedule(
+                effects.schedule(
                     from,
                     Event::PassiveResume {
                         pod: pod as u32,
                         check: passive as u16,
-                        process: id,
+                        process,
                         epoch,
                     },
                 );
             } else {
-                self.time_passive_run(pod, passive);
+                self.time_run(pod, passive, process, traffic);
             }
         }
     }
 
-    /// Reports of the conditions a run entered start to arrive.
-    pub(super) fn passive_resume(&mut self, pod: usize, passive: usize, process: u32, epoch: u32) {
-        let (unit, everyone) = self.share_clocks();
-        let Some(state) = self.pods[pod].process.as_ref() else {
-            return;
+    /// Reports of the conditions a run of `process` entered start to arrive; `current` is
+    /// the pod's process now. Returns whether the run resumed (the schedule of the runs due
+    /// is then out of date).
+    pub(super) fn resume(
+        &mut self,
+        (pod, passive): (usize, usize),
+        (process, epoch): (u32, u32),
+        current: Option<u32>,
+        traffic: &Traffic,
+    ) -> bool {
+        let (unit, everyone) = traffic.share_clocks();
+        let Some(current) = current else {
+            return false;
         };
-        let run = self.passive.run(pod, passive);
-        if state.id != process || run.epoch != epoch || !run.waiting {
-            return;
+        let run = self.run(pod, passive);
+        if current != process || run.epoch != epoch || !run.waiting {
+            return false;
         }
         run.waiting = false;
         run.unit_mark = unit;
         run.everyone_mark = everyone;
-        self.time_passive_run(pod, passive);
-        self.schedule_passive_due();
+        self.time_run(pod, passive, current, traffic);
+        true
     }
 
-    /// Puts a run's next failure on the share clock in force (none while no call fails or no
-    /// request reaches the pod).
-    fn time_passive_run(&mut self, pod: usize, passive: usize) {
-        let threshold = self.passive.checks[passive].threshold;
-        let (unit, everyone) = self.share_clocks();
-        let everyone_mode = self.traffic.split() == Split::Everyone;
-        let Some(state) = self.pods[pod].process.as_ref() else {
-            return;
-        };
-        let process = state.id;
-        let run = self.passive.run(pod, passive);
+    /// Puts the next failure of `pod`'s run (of `process`) on the share clock in force (none
+    /// while no call fails or no request reaches the pod).
+    pub(super) fn time_run(&mut self, pod: usize, passive: usize, process: u32, traffic: &Traffic) {
+        let threshold = self.checks[passive].threshold;
+        let (unit, everyone) = traffic.share_clocks();
+        let everyone_mode = traffic.split() == Split::Everyone;
+        let run = self.run(pod, passive);
         if run.waiting {
             return;
         }
@@ -380,7 +343,7 @@ impl Sim<'_> {
             return;
         }
         let epoch = run.epoch;
-        self.passive.due.push(Due {
+        self.due.push(Due {
             clock: clock + needed / per_clock,
             pod: pod as u32,
             passive: passive as u16,
@@ -389,83 +352,75 @@ impl Sim<'_> {
         });
     }
 
-    /// Schedules the real time of the earliest run due, at the share clock's current rate.
-    pub(super) fn schedule_passive_due(&mut self) {
-        while let Some(top) = self.passive.due.peek() {
-            let current = self.pods[top.pod as usize]
-                .process
-                .as_ref()
-                .is_some_and(|state| {
-                    state.id == top.process
-                        && self
-                            .passive
-                            .run_epoch(top.pod as usize, usize::from(top.passive))
-                            == top.epoch
-                });
+    /// Schedules the real time of the earliest run due at `now`, at the share clock's
+    /// current rate (none past `end`); `process_of` tells each pod's process now.
+    pub(super) fn schedule_due(
+        &mut self,
+        process_of: &dyn Fn(usize) -> Option<u32>,
+        traffic: &Traffic,
+        (now, end): (Millis, Millis),
+        effects: &mut Effects,
+    ) {
+        while let Some(top) = self.due.peek() {
+            let current = process_of(top.pod as usize) == Some(top.process)
+                && self.run_epoch(top.pod as usize, usize::from(top.passive)) == top.epoch;
             if current {
                 break;
             }
-            self.passive.due.pop();
+            self.due.pop();
         }
-        let due_at = self.passive.due.peek().and_then(|top| {
-            let (clock, rate) = self.traffic.share_clock_now();
+        let due_at = self.due.peek().and_then(|top| {
+            let (clock, rate) = traffic.share_clock_now();
             (rate > 0.0).then(|| {
                 let wait = ((top.clock - clock) / rate).max(0.0).ceil();
                 if wait.is_finite() && wait < (u64::MAX / 2) as f64 {
-                    self.now + wait as Millis
+                    now + wait as Millis
                 } else {
                     Millis::MAX
                 }
             })
         });
-        if due_at == self.passive.scheduled {
+        if due_at == self.scheduled {
             return;
         }
-        self.passive.scheduled = due_at;
-        self.passive.epoch += 1;
-        if let Some(due_at) = due_at.filter(|due_at| *due_at < self.scenario.duration) {
-            let epoch = self.passive.epoch;
-            self.effects.schedule(due_at, Event::PassiveDue { epoch });
+        self.scheduled = due_at;
+        self.epoch += 1;
+        if let Some(due_at) = due_at.filter(|due_at| *due_at < end) {
+            effects.schedule(due_at, Event::PassiveDue { epoch: self.epoch });
         }
     }
 
-    /// The earliest run is due: the threshold-th failure in a row was reported. probity's
-    /// `Reporter::failure` records a forced failure (unhealthy at once, the rise count starts
-    /// over) and wakes the poller when that turns the check unhealthy.
-    pub(super) fn passive_due(&mut self, epoch: u32) {
-        if epoch != self.passive.epoch {
-            return;
+    /// The earliest run is due (the [`Event::PassiveDue`] of `epoch`): the threshold-th
+    /// failure in a row was reported. Returns the pod, the passive check and its check when
+    /// the run is still current (`process_of` tells each pod's process now): probity's
+    /// `Reporter::failure` then records a forced failure. `None` for a stale event, which
+    /// leaves the schedule alone (`Some(None)` otherwise).
+    pub(super) fn due(
+        &mut self,
+        epoch: u32,
+        process_of: &dyn Fn(usize) -> Option<u32>,
+        traffic: &Traffic,
+    ) -> Option<Option<(usize, usize, usize)>> {
+        if epoch != self.epoch {
+            return None;
         }
-        self.passive.scheduled = None;
-        let Some(top) = self.passive.due.pop() else {
-            return;
-        };
+        self.scheduled = None;
+        let top = self.due.pop()?;
         let (pod, passive) = (top.pod as usize, usize::from(top.passive));
-        let check = self.passive.checks[passive].check;
-        let (unit, everyone) = self.share_clocks();
-        let now = self.now;
-        let current = self.pods[pod].process.as_ref().is_some_and(|state| {
-            state.id == top.process && self.passive.run_epoch(pod, passive) == top.epoch
-        });
-        if current {
-            let run = self.passive.run(pod, passive);
-            run.account(unit, everyone);
-            run.reset = false;
-            if run.available <= 0.0 {
-                run.run = run.run.max(run.target);
-            } else {
-                run.run = 0.0;
-            }
-            run.epoch += 1;
-            let fell = self
-                .policy
-                .force_unhealthy(pod, check, now, &mut self.effects);
-            self.apply_effects();
-            self.time_passive_run(pod, passive);
-            if fell {
-                self.repoll(pod, check);
-            }
+        let check = self.checks[passive].check;
+        let (unit, everyone) = traffic.share_clocks();
+        if process_of(pod) != Some(top.process) || self.run_epoch(pod, passive) != top.epoch {
+            return Some(None);
         }
-        self.schedule_passive_due();
+        let run = self.run(pod, passive);
+        run.account(unit, everyone);
+        run.reset = false;
+        if run.available <= 0.0 {
+            run.run = run.run.max(run.target);
+        } else {
+            run.run = 0.0;
+        }
+        run.epoch += 1;
+        Some(Some((pod, passive, check)))
     }
 }

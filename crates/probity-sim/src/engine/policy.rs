@@ -13,7 +13,9 @@
 use super::effects::{self, Effects};
 use super::poll_lane::{PollKey, Pollers};
 use super::queue::Event;
-use crate::scenario::{Check, CheckTarget, EndpointMode, InternalKind, PoolCheck, Scenario};
+use crate::scenario::{
+    Check, CheckTarget, EndpointMode, InternalKind, PoolCheck, RequestClass, Scenario,
+};
 use crate::time::{Millis, at};
 use probity_contract::Tier;
 use probity_contract::hysteresis::{Hysteresis, Transition};
@@ -286,6 +288,16 @@ impl Call {
             local: true,
         }
     }
+}
+
+/// How a request reaches a dependency it needs.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(super) enum Fare {
+    /// It calls the dependency.
+    Direct,
+    /// The dependency's check is served by its fallback: `share` of the requests are
+    /// answered from `dependency`, the rest refused at once.
+    Fallback { dependency: usize, share: f64 },
 }
 
 /// Where each dependency's fallback is, for the requests.
@@ -685,6 +697,22 @@ impl<'a> Policy<'a> {
     /// Whether check `check` fails in `pod` while its fallback serves in its place at `now`.
     pub(super) fn served_by_fallback(&self, pod: usize, check: usize, now: Millis) -> bool {
         served_by_fallback(self.checks, self.states(pod), check, now)
+    }
+
+    /// How a request of `class` fares at `need` in `pod`'s process at `now`: it calls the
+    /// dependency, or, while the dependency's check is served by its fallback, the handler
+    /// answers [`RequestClass::served_by_fallback`] of them from the fallback's dependency
+    /// (probity's `HealthState::degraded`) and refuses the rest at once.
+    pub(super) fn fare(&self, pod: usize, class: &RequestClass, need: usize, now: Millis) -> Fare {
+        if let Some((check, _, fallback)) = self.fallbacks.of[need]
+            && self.served_by_fallback(pod, check, now)
+        {
+            return Fare::Fallback {
+                dependency: fallback,
+                share: class.served_by_fallback,
+            };
+        }
+        Fare::Direct
     }
 
     /// Whether any of `pod`'s checks fails while its fallback serves in its place at `now`.

@@ -10,14 +10,15 @@
 //! - `results_manager.go` `Set`: only a change of value has effects; a liveness or startup
 //!   Failure kills the container, a startup Success marks it Started.
 
-use super::Sim;
-use super::queue::Event;
+mod steady;
+
+use super::effects::{Effect, Effects};
+use super::queue::{Event, Order};
 use crate::report::KillReason;
 use crate::scenario::ProbeSpec;
-use crate::time::Millis;
-use crate::time::at;
+use crate::time::{Millis, at};
 use probity_contract::kube::prober::{
-    self, Gate, ProbeResult, ProbeWorker, Response, SetResult, initial_result,
+    self, ContainerView, Gate, ProbeResult, ProbeWorker, Response, SetResult, initial_result,
 };
 use probity_contract::probe::ProbeKind;
 
@@ -30,7 +31,7 @@ pub(super) fn slot(kind: ProbeKind) -> usize {
     }
 }
 
-/// A worker skipping its ticks in a steady state ([`super::steady`]).
+/// A worker skipping its ticks in a steady state ([`steady`]).
 #[derive(Debug, Clone, Copy, Default)]
 pub(super) struct Quiet {
     /// The worker skips its ticks.
@@ -50,17 +51,40 @@ pub(super) struct Ticker {
     pub(super) busy: bool,
     /// A tick arrived while busy: probe again when the result is in.
     pub(super) pending: bool,
-    /// The worker skips its ticks in a steady state ([`super::steady`]).
+    /// The worker skips its ticks in a steady state ([`steady`]).
     pub(super) quiet: Quiet,
 }
 
-/// The kubelet's probing of the fleet: the container's probes, and each pod's workers.
+/// What the kubelet sees of a pod's container when one of its workers acts.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Seen {
+    /// The container as the prober takes it (none before the first).
+    pub(super) view: Option<ContainerView>,
+    /// The current container's ID.
+    pub(super) container: u32,
+    /// Running: neither waiting nor terminating.
+    pub(super) running: bool,
+    /// When it started.
+    pub(super) started_at: Millis,
+    /// `ContainerStatus.Started`.
+    pub(super) started: bool,
+    /// Whether its process answered the last readiness probe with a failure (none: no
+    /// process).
+    pub(super) answered_unready: Option<bool>,
+}
+
+/// The kubelet's probing of the fleet: the container's probes, each pod's workers, and the
+/// pods' Ready conditions.
 #[derive(Debug)]
 pub(super) struct Probers {
     /// The container's probes, by slot (an operator's fix may remove some).
     specs: [Option<ProbeSpec>; 3],
     /// Each pod's workers, tickers and results.
-    pub(super) pods: Vec<PodProbes>,
+    pods: Vec<PodProbes>,
+    /// Each pod's Ready condition.
+    ready: Vec<bool>,
+    /// Probes sent so far (those a quiet worker skipped counted when it wakes).
+    sent: u64,
 }
 
 impl Probers {
@@ -70,6 +94,8 @@ impl Probers {
         Probers {
             specs: [probes.liveness, probes.readiness, probes.startup],
             pods: (0..pods).map(|_| PodProbes::new()).collect(),
+            ready: vec![false; pods],
+            sent: 0,
         }
     }
 
@@ -83,15 +109,307 @@ impl Probers {
         self.specs[slot(kind)] = None;
     }
 
-    /// `pod`'s workers have long watched container `container` pass.
-    pub(super) fn settled(&mut self, pod: usize, container: u32) {
+    /// Probes sent so far.
+    pub(super) fn sent(&self) -> u64 {
+        self.sent
+    }
+
+    /// `pod` has long been running container `container`: its workers have watched it
+    /// pass, it is Ready, and its tickers run at random phases (pods are admitted at
+    /// different times; the worker probes at admission, then every period).
+    pub(super) fn settled(
+        &mut self,
+        pod: usize,
+        container: u32,
+        rng: &mut fastrand::Rng,
+        effects: &mut Effects,
+    ) {
         self.pods[pod] = PodProbes::settled(container);
+        self.ready[pod] = true;
+        for kind in ProbeKind::ALL {
+            if let Some(period) = self.spec(kind).as_ref().map(ProbeSpec::period) {
+                let phase = rng.u64(0..period);
+                self.schedule_tick(pod, kind, phase, effects);
+            }
+        }
+    }
+
+    /// A new pod at `when`: its workers start, probing at once and then every period.
+    pub(super) fn add(&mut self, pod: usize, when: Millis, effects: &mut Effects) {
+        for kind in ProbeKind::ALL {
+            if self.spec(kind).is_some() {
+                self.schedule_tick(pod, kind, when, effects);
+            }
+        }
+    }
+
+    /// `pod` has a new container: readiness starts failing, liveness passing, startup
+    /// unknown.
+    pub(super) fn new_container(&mut self, pod: usize) {
+        self.pods[pod].new_container();
+    }
+
+    /// A new pod replaces `pod`: new workers; the old tickers stop.
+    pub(super) fn replace(&mut self, pod: usize) {
+        self.pods[pod].replace();
+    }
+
+    /// The worker of `kind` in `pod`.
+    pub(super) fn worker(&self, pod: usize, kind: ProbeKind) -> &ProbeWorker {
+        self.pods[pod].worker(kind)
+    }
+
+    /// The ticker of `kind` in `pod`.
+    pub(super) fn ticker(&mut self, pod: usize, kind: ProbeKind) -> &mut Ticker {
+        &mut self.pods[pod].tickers[slot(kind)]
+    }
+
+    /// The results manager's value for `kind` in `pod`.
+    pub(super) fn result(&self, pod: usize, kind: ProbeKind) -> ProbeResult {
+        self.pods[pod].result(kind)
+    }
+
+    /// Schedules a worker's tick at `when`, in its ticker's current epoch.
+    fn schedule_tick(&mut self, pod: usize, kind: ProbeKind, when: Millis, effects: &mut Effects) {
+        let epoch = self.ticker(pod, kind).epoch;
+        effects.schedule(
+            when,
+            Event::ProbeTick {
+                pod: pod as u32,
+                slot: slot(kind) as u8,
+                epoch,
+            },
+        );
+    }
+
+    /// A worker's ticker fires at `now`. The next tick takes its place in the queue now, as
+    /// the kubelet's ticker does; returns that place when the worker probes now (the engine
+    /// runs the probe, then [`Probers::ticked`] schedules the next tick, unless the worker
+    /// goes quiet).
+    pub(super) fn tick(
+        &mut self,
+        pod: usize,
+        kind: ProbeKind,
+        epoch: u32,
+        now: Millis,
+        effects: &mut Effects,
+    ) -> Option<Order> {
+        let period = self.spec(kind)?.period();
+        let ticker = *self.ticker(pod, kind);
+        if ticker.epoch != epoch {
+            return None;
+        }
+        let order = effects.reserve();
+        if ticker.busy {
+            self.ticker(pod, kind).pending = true;
+            let next = tick_event(pod, kind, epoch);
+            effects.schedule_in_order(now + period, order, next);
+            return None;
+        }
+        Some(order)
+    }
+
+    /// The tick of `epoch` probed (`answered`: whether it passed, when its result was
+    /// recorded at once): its next tick takes the place `order`, unless the worker goes
+    /// quiet ([`Probers::go_quiet`]).
+    #[expect(
+        clippy::too_many_arguments,
+        reason = "the tick, what it met, and the pod"
+    )]
+    pub(super) fn ticked(
+        &mut self,
+        (pod, kind, epoch): (usize, ProbeKind, u32),
+        order: Order,
+        answered: Option<bool>,
+        seen: &Seen,
+        steady: &dyn Fn(crate::scenario::Handler) -> Option<bool>,
+        now: Millis,
+        effects: &mut Effects,
+    ) {
+        let Some(period) = self.spec(kind).map(|probe| probe.period()) else {
+            return;
+        };
+        if self.ticker(pod, kind).epoch != epoch {
+            // Reset while probing: the tick scheduled before would never run.
+            return;
+        }
+        if !self.go_quiet(pod, kind, answered, seen, steady, now) {
+            effects.schedule_in_order(now + period, order, tick_event(pod, kind, epoch));
+        }
+    }
+
+    /// A manual trigger from `UpdatePodStatus` at `now`: the readiness ticker resets.
+    /// Returns whether to probe readiness now (a probe in flight probes again when its
+    /// result is in).
+    pub(super) fn trigger_readiness(
+        &mut self,
+        pod: usize,
+        now: Millis,
+        current_order: Order,
+        effects: &mut Effects,
+    ) -> bool {
+        let kind = ProbeKind::Readiness;
+        let Some(period) = self.spec(kind).map(|probe| probe.period()) else {
+            return false;
+        };
+        self.wake_worker(pod, kind, false, (now, current_order), effects);
+        let ticker = self.ticker(pod, kind);
+        ticker.epoch += 1;
+        let busy = ticker.busy;
+        self.schedule_tick(pod, kind, now + period, effects);
+        if busy {
+            self.ticker(pod, kind).pending = true;
+        }
+        !busy
+    }
+
+    /// A worker of `kind` in `pod` is about to probe at `now`: its gate decides (and may set
+    /// a result). Returns the probe to send, if it probes.
+    pub(super) fn gate(
+        &mut self,
+        pod: usize,
+        kind: ProbeKind,
+        seen: &Seen,
+        now: Millis,
+        effects: &mut Effects,
+    ) -> Option<ProbeSpec> {
+        let probe = self.spec(kind)?;
+        let gated = self.pods[pod].workers[slot(kind)].gate(&probe.timing, at(now), seen.view);
+        if let Some(set) = gated.set {
+            self.set_result(pod, kind, set, seen.container, effects);
+        }
+        (gated.gate == Gate::Probe).then_some(probe)
+    }
+
+    /// The probe was sent to container `container` and met `(after, success)` (with its
+    /// timeout applied). Returns whether it passed, when its result is recorded at once.
+    pub(super) fn probed(
+        &mut self,
+        (pod, kind): (usize, ProbeKind),
+        (after, success): (Millis, bool),
+        container: u32,
+        now: Millis,
+        effects: &mut Effects,
+    ) -> Option<bool> {
+        self.sent += 1;
+        if after == 0 {
+            self.record(pod, kind, (container, success), container, effects);
+            Some(success)
+        } else {
+            self.ticker(pod, kind).busy = true;
+            effects.schedule(
+                now + after,
+                Event::ProbeDone {
+                    pod: pod as u32,
+                    slot: slot(kind) as u8,
+                    container,
+                    success,
+                },
+            );
+            None
+        }
+    }
+
+    /// A probe's result for container `container` is in; `current` is the pod's container
+    /// now.
+    pub(super) fn probe_done(
+        &mut self,
+        (pod, kind): (usize, ProbeKind),
+        result: (u32, bool),
+        current: u32,
+        effects: &mut Effects,
+    ) {
+        self.ticker(pod, kind).busy = false;
+        self.record(pod, kind, result, current, effects);
+    }
+
+    /// Whether a tick arrived while the probe was in flight: the worker probes again now.
+    pub(super) fn take_pending(&mut self, pod: usize, kind: ProbeKind) -> bool {
+        std::mem::take(&mut self.ticker(pod, kind).pending)
+    }
+
+    fn record(
+        &mut self,
+        pod: usize,
+        kind: ProbeKind,
+        (container, success): (u32, bool),
+        current: u32,
+        effects: &mut Effects,
+    ) {
+        let Some(probe) = self.spec(kind) else {
+            return;
+        };
+        let worker = &mut self.pods[pod].workers[slot(kind)];
+        if worker.container() != Some(container) {
+            return;
+        }
+        if let Some(set) = worker.record(&probe.timing, success) {
+            self.set_result(pod, kind, set, current, effects);
+        }
+    }
+
+    /// The results manager: only a change of value has effects (the pod's container now is
+    /// `current`).
+    fn set_result(
+        &mut self,
+        pod: usize,
+        kind: ProbeKind,
+        set: SetResult,
+        current: u32,
+        effects: &mut Effects,
+    ) {
+        let probes = &mut self.pods[pod];
+        if set.container != current || probes.result(kind) == set.result {
+            return;
+        }
+        probes.results[slot(kind)] = set.result;
+        match (kind, set.result) {
+            (ProbeKind::Liveness, ProbeResult::Failure) => effects.push(Effect::Kill {
+                pod,
+                reason: KillReason::Liveness,
+            }),
+            (ProbeKind::Startup, ProbeResult::Failure) => effects.push(Effect::Kill {
+                pod,
+                reason: KillReason::Startup,
+            }),
+            (ProbeKind::Startup, ProbeResult::Success) => effects.push(Effect::Started(pod)),
+            (ProbeKind::Readiness, _) => effects.push(Effect::ReadinessResult(pod)),
+            _ => {}
+        }
+    }
+
+    /// The pod's Ready condition (`prober::container_ready`) for a container that exists
+    /// (`running`) and is `started`: returns it when it changed.
+    pub(super) fn update_ready(
+        &mut self,
+        pod: usize,
+        running: bool,
+        started: bool,
+    ) -> Option<bool> {
+        let readiness = self
+            .spec(ProbeKind::Readiness)
+            .map(|_| self.result(pod, ProbeKind::Readiness));
+        let ready = prober::container_ready(running, started, readiness);
+        if ready == self.ready[pod] {
+            return None;
+        }
+        self.ready[pod] = ready;
+        Some(ready)
+    }
+}
+
+/// The tick event of `kind`'s worker in `pod`, in `epoch`.
+pub(super) fn tick_event(pod: usize, kind: ProbeKind, epoch: u32) -> Event {
+    Event::ProbeTick {
+        pod: pod as u32,
+        slot: slot(kind) as u8,
+        epoch,
     }
 }
 
 /// A pod's three probe workers, their tickers and the results manager's values.
 #[derive(Debug)]
-pub(super) struct PodProbes {
+struct PodProbes {
     workers: [ProbeWorker; 3],
     pub(super) tickers: [Ticker; 3],
     results: [ProbeResult; 3],
@@ -140,184 +458,6 @@ impl PodProbes {
     /// The results manager's value for a kind.
     pub(super) fn result(&self, kind: ProbeKind) -> ProbeResult {
         self.results[slot(kind)]
-    }
-}
-
-impl Sim<'_> {
-    /// The container's probe of a kind, if it has one (an operator's fix may remove some).
-    pub(super) fn probe(&self, kind: ProbeKind) -> Option<ProbeSpec> {
-        self.probers.spec(kind)
-    }
-
-    /// Schedules a worker's tick at `when`, in its ticker's current epoch.
-    pub(super) fn schedule_probe_tick(&mut self, pod: usize, kind: ProbeKind, when: u64) {
-        let epoch = self.probers.pods[pod].tickers[slot(kind)].epoch;
-        self.effects.schedule(
-            when,
-            Event::ProbeTick {
-                pod: pod as u32,
-                slot: slot(kind) as u8,
-                epoch,
-            },
-        );
-    }
-
-    /// A worker's ticker fires. The next tick takes its place in the queue now, as the
-    /// kubelet's ticker does, but is left unscheduled if the worker goes quiet.
-    pub(super) fn probe_tick(&mut self, pod: usize, kind: ProbeKind, epoch: u32) {
-        let Some(period) = self.probe(kind).map(|probe| probe.period()) else {
-            return;
-        };
-        let ticker = self.probers.pods[pod].tickers[slot(kind)];
-        if ticker.epoch != epoch {
-            return;
-        }
-        let order = self.effects.reserve();
-        let next = Event::ProbeTick {
-            pod: pod as u32,
-            slot: slot(kind) as u8,
-            epoch,
-        };
-        if ticker.busy {
-            self.probers.pods[pod].tickers[slot(kind)].pending = true;
-            self.effects
-                .schedule_in_order(self.now + period, order, next);
-            return;
-        }
-        let answered = self.run_probe(pod, kind);
-        if self.probers.pods[pod].tickers[slot(kind)].epoch != epoch {
-            // Reset while probing: the tick scheduled before would never run.
-            return;
-        }
-        if !self.go_quiet(pod, kind, answered) {
-            self.effects
-                .schedule_in_order(self.now + period, order, next);
-        }
-    }
-
-    /// A manual trigger from `UpdatePodStatus`: probe readiness now and reset its ticker.
-    pub(super) fn manual_readiness_trigger(&mut self, pod: usize) {
-        let kind = ProbeKind::Readiness;
-        let Some(period) = self.probe(kind).map(|probe| probe.period()) else {
-            return;
-        };
-        self.wake_worker(pod, kind, false);
-        let ticker = &mut self.probers.pods[pod].tickers[slot(kind)];
-        ticker.epoch += 1;
-        let busy = ticker.busy;
-        self.schedule_probe_tick(pod, kind, self.now + period);
-        if busy {
-            self.probers.pods[pod].tickers[slot(kind)].pending = true;
-        } else {
-            let _ = self.run_probe(pod, kind);
-        }
-    }
-
-    /// Runs a probe if the worker's gate lets it. Returns whether it passed, when its result
-    /// was recorded at once.
-    fn run_probe(&mut self, pod: usize, kind: ProbeKind) -> Option<bool> {
-        let probe = self.probe(kind)?;
-        let view = self.container_view(pod);
-        let gated =
-            self.probers.pods[pod].workers[slot(kind)].gate(&probe.timing, at(self.now), view);
-        if let Some(set) = gated.set {
-            self.set_result(pod, kind, set);
-        }
-        if gated.gate != Gate::Probe {
-            return None;
-        }
-        let answer = self.respond(pod, probe.handler);
-        if kind == ProbeKind::Readiness
-            && let Some((_, passed)) = answer
-        {
-            self.readiness_answered(pod, passed);
-        }
-        let (after, success) = within(answer, probe.timeout());
-        self.measure.probe_requests += 1;
-        let container = self.pods[pod].container_id;
-        if after == 0 {
-            self.record_probe(pod, kind, container, success);
-            Some(success)
-        } else {
-            self.probers.pods[pod].tickers[slot(kind)].busy = true;
-            self.effects.schedule(
-                self.now + after,
-                Event::ProbeDone {
-                    pod: pod as u32,
-                    slot: slot(kind) as u8,
-                    container,
-                    success,
-                },
-            );
-            None
-        }
-    }
-
-    /// A probe's result is in.
-    pub(super) fn probe_done(
-        &mut self,
-        pod: usize,
-        kind: ProbeKind,
-        container: u32,
-        success: bool,
-    ) {
-        self.probers.pods[pod].tickers[slot(kind)].busy = false;
-        self.record_probe(pod, kind, container, success);
-        let ticker = &mut self.probers.pods[pod].tickers[slot(kind)];
-        if ticker.pending {
-            ticker.pending = false;
-            let _ = self.run_probe(pod, kind);
-        }
-    }
-
-    fn record_probe(&mut self, pod: usize, kind: ProbeKind, container: u32, success: bool) {
-        let Some(probe) = self.probe(kind) else {
-            return;
-        };
-        let worker = &mut self.probers.pods[pod].workers[slot(kind)];
-        if worker.container() != Some(container) {
-            return;
-        }
-        if let Some(set) = worker.record(&probe.timing, success) {
-            self.set_result(pod, kind, set);
-        }
-    }
-
-    /// The results manager: only a change of value has effects.
-    fn set_result(&mut self, pod: usize, kind: ProbeKind, set: SetResult) {
-        let probes = &mut self.probers.pods[pod];
-        if set.container != self.pods[pod].container_id || probes.result(kind) == set.result {
-            return;
-        }
-        probes.results[slot(kind)] = set.result;
-        match (kind, set.result) {
-            (ProbeKind::Liveness, ProbeResult::Failure) => self.kill(pod, KillReason::Liveness),
-            (ProbeKind::Startup, ProbeResult::Failure) => self.kill(pod, KillReason::Startup),
-            (ProbeKind::Startup, ProbeResult::Success) if self.pods[pod].running() => {
-                self.pods[pod].started = true;
-                self.manual_readiness_trigger(pod);
-                self.update_pod_ready(pod);
-                self.pod_changed(pod);
-            }
-            (ProbeKind::Readiness, _) => self.update_pod_ready(pod),
-            _ => {}
-        }
-    }
-
-    /// The pod's Ready condition (`prober::container_ready`), pushed to the endpoints when
-    /// it changes.
-    pub(super) fn update_pod_ready(&mut self, pod: usize) {
-        let state = &self.pods[pod];
-        let readiness = self
-            .probe(ProbeKind::Readiness)
-            .map(|_| self.probers.pods[pod].result(ProbeKind::Readiness));
-        let running = state.has_container();
-        let ready = prober::container_ready(running, state.started, readiness);
-        if ready == state.pod_ready {
-            return;
-        }
-        self.pods[pod].pod_ready = ready;
-        self.readiness_changed(pod, ready);
     }
 }
 
