@@ -1,31 +1,30 @@
 //! The discrete-event model of a fleet.
 //!
 //! Time is whole milliseconds. Events sit in a queue ordered by time and then by the order
-//! they were scheduled, so a run is a pure function of the scenario and the seed. Each
-//! concept has its module:
+//! they were scheduled, so a run is a pure function of the scenario and the seed.
 //!
-//! | module | models |
+//! Each concept is a part that owns its state and its handlers:
+//!
+//! | part | models |
 //! |---|---|
-//! | [`queue`] | the event queue |
-//! | [`pod`] | pod lifecycle: containers, boots, kills, CrashLoopBackOff |
-//! | [`probing`] | the kubelet's probe workers and the pod's Ready condition; workers that skip their ticks while nothing can change |
-//! | [`policy`] | the app's health policy: endpoints, pollers, hysteresis |
-//! | [`poll_lane`] | what a steady poll needs to know, kept beside the pods |
-//! | [`passive`] | passive reports from real requests |
-//! | [`dependencies`] | how calls to each dependency fare, and the app's pool |
-//! | [`pool`] | a pod's connection pool as a bounded queue |
-//! | [`faults`] | faults and operator actions on the timeline |
-//! | [`traffic`] | requests as a fluid, split over the pods |
-//! | [`keep_alive`] | keep-alive client connections pinned to pods |
-//! | [`router`] | the load balancers, one module each |
-//! | [`measure`] | what is measured, and the report |
+//! | [`pod::Pods`] | pod lifecycle: containers, boots, kills, CrashLoopBackOff |
+//! | [`probing::Probers`] | the kubelet's probe workers, the results manager and the pod's Ready condition; workers that skip their ticks while nothing can change |
+//! | [`policy::Policy`] | the app's health policy: check states, pollers ([`poll_lane`]), fallbacks, on probity's own hysteresis and verdict |
+//! | [`dependencies::Dependencies`] | how calls to each dependency fare, the herd, the app's pool ([`pool`]) |
+//! | [`faults::Faults`] | faults and operator actions on the timeline, and what they make of each dependency |
+//! | [`passive::Passive`] | passive reports from real requests |
+//! | [`router::Rotation`] | the load balancers, one module each |
+//! | [`traffic::Traffic`], [`keep_alive::Connections`] | requests as a fluid split over the pods; keep-alive connections pinned to them |
+//! | [`measure::Measurements`] | what is measured, and the report |
 //!
-//! Work is proportional to what changes. Events mark the pods they change; at the end of
-//! each instant only those pods are re-evaluated (their failure fraction, their membership,
-//! their passive runs). A fault on a shared dependency changes every pod, and re-evaluates
-//! every pod once. A probe worker in a steady state skips its ticks until its pod changes
-//! ([`probing`]), and a poll that cannot change its check leaves no event for its result.
-
+//! The engine ([`Sim`]) pops each event and hands it to the part it belongs to, with what
+//! that part needs to know of the others. A handler returns what it asks of the rest as
+//! [`effects::Effects`] (events to schedule, a pod that changed, a container to kill, a
+//! check to re-poll); the engine carries them out in order, each as a call made in place
+//! would have. The flows that cross parts are the engine's: a call to a pod's endpoint and
+//! its answer ([`answer`]), a container starting, exiting or being replaced
+//! ([`lifecycle`]), and the settling of each instant's traffic (here).
+//!
 mod answer;
 mod dependencies;
 mod effects;
