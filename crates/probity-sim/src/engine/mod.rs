@@ -90,6 +90,67 @@ fn reception<'p>(
     }
 }
 
+/// The pods changed in the instant running, to re-evaluate before time moves on.
+#[derive(Debug)]
+struct Changes {
+    /// The pods marked, in the order they were.
+    pods: Vec<usize>,
+    /// Whether each pod is marked.
+    marked: Vec<bool>,
+    /// Every pod changed (a shared dependency's condition did).
+    all: bool,
+    /// Something changed in this instant.
+    unsettled: bool,
+}
+
+impl Changes {
+    /// Before the first instant: every pod is to be evaluated.
+    fn new(pods: usize) -> Self {
+        Changes {
+            pods: Vec::new(),
+            marked: vec![false; pods],
+            all: true,
+            unsettled: true,
+        }
+    }
+
+    /// `pod` changed.
+    fn mark(&mut self, pod: usize) {
+        self.unsettled = true;
+        if !self.marked[pod] {
+            self.marked[pod] = true;
+            self.pods.push(pod);
+        }
+    }
+
+    /// Every pod changed.
+    fn mark_all(&mut self) {
+        self.unsettled = true;
+        self.all = true;
+    }
+
+    /// Takes the instant's changes: the pods to re-evaluate in order (all `count` of them
+    /// when every pod changed), and whether every pod did.
+    fn take(&mut self, count: usize) -> (Vec<usize>, bool) {
+        let all = std::mem::take(&mut self.all);
+        let pods = if all {
+            for pod in self.pods.drain(..) {
+                self.marked[pod] = false;
+            }
+            (0..count).collect()
+        } else {
+            let mut pods = std::mem::take(&mut self.pods);
+            for &pod in &pods {
+                self.marked[pod] = false;
+            }
+            pods.sort_unstable();
+            pods
+        };
+        self.unsettled = false;
+        (pods, all)
+    }
+}
+
 /// The simulation's state.
 struct Sim<'a> {
     scenario: &'a Scenario,
@@ -107,13 +168,8 @@ struct Sim<'a> {
     passive: passive::Passive,
     connections: Option<keep_alive::Connections>,
     policy: policy::Policy<'a>,
-    /// Pods changed in this instant, to re-evaluate before time moves on.
-    changed: Vec<usize>,
-    changed_flag: Vec<bool>,
-    /// Every pod changed (a shared dependency's condition did).
-    all_changed: bool,
-    /// Something changed in this instant.
-    unsettled: bool,
+    /// What changed in this instant, to re-evaluate before time moves on.
+    changes: Changes,
     /// A pod's failures depend on its share of traffic (a pool modelled as a queue, a pod's
     /// capacity), which any change of members moves.
     share_dependent: bool,
@@ -155,10 +211,7 @@ impl<'a> Sim<'a> {
             passive,
             connections,
             policy,
-            changed: Vec::new(),
-            changed_flag: vec![false; pods],
-            all_changed: true,
-            unsettled: true,
+            changes: Changes::new(pods),
             share_dependent: scenario.app.capacity.is_some()
                 || scenario
                     .dependencies
@@ -180,7 +233,7 @@ impl<'a> Sim<'a> {
         let end = self.scenario.duration;
         let mut until_progress = PROGRESS_EVERY;
         while let Some(next) = self.effects.queue().next_time() {
-            if self.unsettled && next > self.traffic.last {
+            if self.changes.unsettled && next > self.traffic.last {
                 // The instant is over: settle it before time moves on. Settling may schedule
                 // something now, so look at the queue again.
                 self.settle();
@@ -202,7 +255,7 @@ impl<'a> Sim<'a> {
                 progress(time);
             }
         }
-        if self.unsettled {
+        if self.changes.unsettled {
             self.settle();
         }
         self.probers.count_quiet_ticks(end);
@@ -381,7 +434,7 @@ impl<'a> Sim<'a> {
             Effect::PodChanged(pod) => self.pod_changed(pod),
             Effect::Reweighed(pod) => self.mark(pod),
             Effect::AllReweighed => self.mark_all(),
-            Effect::Resplit => self.unsettled = true,
+            Effect::Resplit => self.changes.unsettled = true,
             Effect::PodFault(index) => self.pod_fault(index),
             Effect::BootsChanged => self.refresh_boots(),
             Effect::Wake(pod) => self.wake(pod),
@@ -633,17 +686,12 @@ impl<'a> Sim<'a> {
     /// The pod changed in a way its traffic may feel: re-evaluate it before time moves on.
     fn mark(&mut self, pod: usize) {
         self.wake(pod);
-        self.unsettled = true;
-        if !self.changed_flag[pod] {
-            self.changed_flag[pod] = true;
-            self.changed.push(pod);
-        }
+        self.changes.mark(pod);
     }
 
     /// Every pod may fare differently now.
     fn mark_all(&mut self) {
-        self.unsettled = true;
-        self.all_changed = true;
+        self.changes.mark_all();
     }
 
     /// The pod changed: mark it and record its state.
@@ -673,23 +721,9 @@ impl<'a> Sim<'a> {
             for pod in 0..self.pods.len() {
                 self.record_pod_state(pod);
             }
-            self.all_changed = true;
+            self.changes.all = true;
         }
-        let all = std::mem::take(&mut self.all_changed);
-        let mut pods: Vec<usize> = if all {
-            for pod in self.changed.drain(..) {
-                self.changed_flag[pod] = false;
-            }
-            (0..self.pods.len()).collect()
-        } else {
-            let mut pods = std::mem::take(&mut self.changed);
-            for &pod in &pods {
-                self.changed_flag[pod] = false;
-            }
-            pods.sort_unstable();
-            pods
-        };
-        self.unsettled = false;
+        let (mut pods, all) = self.changes.take(self.pods.len());
         let members_before = self.traffic.members();
         let mut reweighted = Vec::new();
         for &pod in &pods {
