@@ -25,6 +25,8 @@
 //! its answer ([`answer`]), a container starting, exiting or being replaced
 //! ([`lifecycle`]), and the settling of each instant's traffic (here).
 //!
+#[cfg(test)]
+mod agreement;
 mod answer;
 mod dependencies;
 mod effects;
