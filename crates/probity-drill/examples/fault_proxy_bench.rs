@@ -42,12 +42,7 @@ fn main() -> std::io::Result<()> {
         let spec = LoadSpec {
             concurrency: 32,
             duration: segment,
-            request: LoadRequest {
-                method: reqwest::Method::GET,
-                path: "/".into(),
-                body: None,
-                headers: Vec::new(),
-            },
+            request: LoadRequest::get("/"),
             ..LoadSpec::default()
         };
         // Warm both paths.

@@ -44,19 +44,155 @@ pub struct LoadRequest {
     pub body: Option<String>,
     /// Request headers.
     pub headers: Vec<(String, String)>,
+    /// Its class in the mix: every [`Sample`] of it carries the number.
+    pub class: u16,
+    /// When not empty, the path is made of these parts instead of `path`: text, and values
+    /// other requests captured ([`Capture`]). Until a value has been captured, another request
+    /// of the mix is sent in its place.
+    pub template: Vec<PathPart>,
+    /// Keep a header of each successful answer, for other requests' paths.
+    pub capture: Option<Capture>,
+    /// Count the answers that carry this header (a staleness mark, say).
+    pub marker: Option<Marker>,
+}
+
+/// A part of a request's path.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PathPart {
+    /// As written.
+    Text(String),
+    /// One of the values captured into this slot, picked at random.
+    Captured(usize),
+}
+
+/// Which header of an answer to keep, and where.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Capture {
+    /// The header (a `Location`, say; a URL is kept as its path).
+    pub header: String,
+    /// The slot it goes to.
+    pub slot: usize,
+}
+
+/// A header that marks an answer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Marker {
+    /// The header's name.
+    pub header: String,
+    /// Its value, or any value.
+    pub value: Option<String>,
+}
+
+impl Marker {
+    fn marks(&self, headers: &reqwest::header::HeaderMap) -> bool {
+        headers.get_all(self.header.as_str()).iter().any(|value| {
+            self.value
+                .as_ref()
+                .is_none_or(|expected| value.as_bytes() == expected.as_bytes())
+        })
+    }
+}
+
+/// The most values kept per capture slot: the newest replace the oldest.
+pub const MAX_CAPTURED: usize = 4096;
+
+/// Values captured from answers, per slot, shared by every connection of a load.
+#[derive(Debug, Clone, Default)]
+pub struct Captures(Arc<Mutex<Vec<std::collections::VecDeque<String>>>>);
+
+impl Captures {
+    fn keep(&self, slot: usize, value: String) {
+        let mut slots = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        if slots.len() <= slot {
+            slots.resize_with(slot + 1, Default::default);
+        }
+        let values = &mut slots[slot];
+        if values.len() >= MAX_CAPTURED {
+            values.pop_front();
+        }
+        values.push_back(value);
+    }
+
+    fn pick(&self, slot: usize, rng: &mut fastrand::Rng) -> Option<String> {
+        let slots = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        let values = slots.get(slot)?;
+        if values.is_empty() {
+            return None;
+        }
+        values.get(rng.usize(..values.len())).cloned()
+    }
+
+    /// How many values slot `slot` holds.
+    pub fn len(&self, slot: usize) -> usize {
+        self.0
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(slot)
+            .map_or(0, |values| values.len())
+    }
+
+    /// Whether no value was captured at all.
+    pub fn is_empty(&self) -> bool {
+        self.0
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .iter()
+            .all(|values| values.is_empty())
+    }
+
+    /// The path of `request` with its captured parts filled, or `None` while a slot it needs
+    /// is empty.
+    fn path(&self, request: &LoadRequest, rng: &mut fastrand::Rng) -> Option<String> {
+        if request.template.is_empty() {
+            return Some(request.path.clone());
+        }
+        let mut path = String::new();
+        for part in &request.template {
+            match part {
+                PathPart::Text(text) => path.push_str(text),
+                PathPart::Captured(slot) => path.push_str(&self.pick(*slot, rng)?),
+            }
+        }
+        Some(path)
+    }
+}
+
+/// A captured header value as a path: a URL's path and query, anything else as it is.
+fn as_path(value: &str) -> String {
+    for scheme in ["http://", "https://"] {
+        if let Some(rest) = value.strip_prefix(scheme) {
+            return rest
+                .find('/')
+                .map_or_else(|| "/".to_owned(), |at| rest[at..].to_owned());
+        }
+    }
+    value.to_owned()
 }
 
 impl LoadRequest {
-    /// checkout's `POST /orders` with a one-item order: a write that needs a pooled connection.
+    /// A `GET` of `path`, class 0.
+    pub fn get(path: &str) -> Self {
+        LoadRequest {
+            method: reqwest::Method::GET,
+            path: path.to_owned(),
+            body: None,
+            headers: Vec::new(),
+            class: 0,
+            template: Vec::new(),
+            capture: None,
+            marker: None,
+        }
+    }
+
+    /// A `POST /orders` with a one-item order as JSON: a write that needs a pooled connection.
     pub fn order() -> Self {
         LoadRequest {
             method: reqwest::Method::POST,
-            path: "/orders".to_owned(),
             body: Some(
                 r#"{"customer":"drill","items":[{"sku":"book-1","quantity":1,"price_cents":1299}]}"#
                     .to_owned(),
             ),
-            headers: Vec::new(),
+            ..LoadRequest::get("/orders")
         }
     }
 }
@@ -130,6 +266,10 @@ pub struct Sample {
     pub latency: Duration,
     /// How it ended.
     pub outcome: Outcome,
+    /// The class of its request ([`LoadRequest::class`]).
+    pub class: u16,
+    /// Whether the answer carried its request's [`Marker`].
+    pub marked: bool,
 }
 
 impl Sample {
@@ -429,6 +569,7 @@ pub struct LoadHandle {
     workers: Vec<JoinHandle<()>>,
     timeline: Timeline,
     started: Instant,
+    sending: Arc<std::sync::atomic::AtomicBool>,
 }
 
 impl LoadHandle {
@@ -447,6 +588,17 @@ impl LoadHandle {
         for worker in &self.workers {
             worker.abort();
         }
+    }
+
+    /// Sends no new request, and waits for the ones in flight to be answered (or to time out)
+    /// and recorded: what was sent is all accounted for.
+    pub async fn drain(mut self) -> Timeline {
+        self.sending
+            .store(false, std::sync::atomic::Ordering::Release);
+        for worker in std::mem::take(&mut self.workers) {
+            let _ = worker.await;
+        }
+        self.timeline.clone()
     }
 
     /// Waits for every connection to finish its duration and its last request.
@@ -487,6 +639,18 @@ pub fn start_mix(
     mix: &[(LoadRequest, u32)],
     timeline: Timeline,
 ) -> LoadHandle {
+    start_captured(target, spec, mix, timeline, Captures::default())
+}
+
+/// [`start_mix`], keeping captured values in `captures` (shared with other loads, so a load
+/// started again finds what the last one captured).
+pub fn start_captured(
+    target: SocketAddr,
+    spec: &LoadSpec,
+    mix: &[(LoadRequest, u32)],
+    timeline: Timeline,
+    captures: Captures,
+) -> LoadHandle {
     let mix: Vec<(LoadRequest, u32)> = mix
         .iter()
         .filter(|(_, weight)| *weight > 0)
@@ -502,6 +666,7 @@ pub fn start_mix(
         .rate
         .map(|rate| Duration::from_secs_f64(f64::from(concurrency) / f64::from(rate.max(1))));
     let base = format!("http://{target}");
+    let sending = Arc::new(std::sync::atomic::AtomicBool::new(true));
     let workers = (0..concurrency)
         .map(|connection| {
             // One client per connection: each keeps its own keep-alive connection, as N
@@ -514,6 +679,8 @@ pub fn start_mix(
                 .unwrap_or_default();
             let mix = mix.clone();
             let timeline = timeline.clone();
+            let captures = captures.clone();
+            let sending = sending.clone();
             let base = base.clone();
             let mut rng = fastrand::Rng::with_seed(u64::from(connection) + 1);
             tokio::spawn(async move {
@@ -528,26 +695,49 @@ pub fn start_mix(
                         ticker.tick().await;
                     }
                     let sent = Instant::now();
-                    if sent >= deadline || total_weight == 0 {
+                    if sent >= deadline
+                        || total_weight == 0
+                        || !sending.load(std::sync::atomic::Ordering::Acquire)
+                    {
                         break;
                     }
-                    let mut pick = rng.u32(0..total_weight);
-                    let request = mix
-                        .iter()
-                        .find(|(_, weight)| {
-                            if pick < *weight {
-                                return true;
-                            }
-                            pick -= weight;
-                            false
-                        })
-                        .map_or(&mix[0].0, |(request, _)| request);
-                    let url = format!("{base}{}", request.path);
-                    let outcome = send(&client, &url, request).await;
+                    // A request whose captured values are not there yet gives way to another:
+                    // drawn again a few times, then the first that needs none.
+                    let mut chosen = None;
+                    for _ in 0..8 {
+                        let mut pick = rng.u32(0..total_weight);
+                        let request = mix
+                            .iter()
+                            .find(|(_, weight)| {
+                                if pick < *weight {
+                                    return true;
+                                }
+                                pick -= weight;
+                                false
+                            })
+                            .map_or(&mix[0].0, |(request, _)| request);
+                        if let Some(path) = captures.path(request, &mut rng) {
+                            chosen = Some((request, path));
+                            break;
+                        }
+                    }
+                    let chosen = chosen.or_else(|| {
+                        mix.iter()
+                            .find(|(request, _)| request.template.is_empty())
+                            .map(|(request, _)| (request, request.path.clone()))
+                    });
+                    let Some((request, path)) = chosen else {
+                        tokio::time::sleep(Duration::from_millis(50)).await;
+                        continue;
+                    };
+                    let url = format!("{base}{path}");
+                    let (outcome, marked) = send(&client, &url, request, &captures).await;
                     timeline.push(Sample {
                         sent,
                         latency: sent.elapsed(),
                         outcome,
+                        class: request.class,
+                        marked,
                     });
                 }
             })
@@ -557,6 +747,7 @@ pub fn start_mix(
         workers,
         timeline,
         started,
+        sending,
     }
 }
 
@@ -565,7 +756,12 @@ const BALANCER_PAGE: &[u8] = b"<html><body><h1>";
 /// What HAProxy's own `503` says.
 const NO_SERVER: &[u8] = b"No server is available";
 
-async fn send(client: &reqwest::Client, url: &str, request: &LoadRequest) -> Outcome {
+async fn send(
+    client: &reqwest::Client,
+    url: &str,
+    request: &LoadRequest,
+    captures: &Captures,
+) -> (Outcome, bool) {
     let mut builder = client.request(request.method.clone(), url);
     for (name, value) in &request.headers {
         builder = builder.header(name.as_str(), value.as_str());
@@ -582,9 +778,17 @@ async fn send(client: &reqwest::Client, url: &str, request: &LoadRequest) -> Out
     }
     let response = match builder.send().await {
         Ok(response) => response,
-        Err(error) => return transport_outcome(&error),
+        Err(error) => return (transport_outcome(&error), false),
     };
     let status = response.status().as_u16();
+    let marked = request
+        .marker
+        .as_ref()
+        .is_some_and(|marker| marker.marks(response.headers()));
+    let captured = request.capture.as_ref().and_then(|capture| {
+        let value = response.headers().get(capture.header.as_str())?;
+        Some((capture.slot, as_path(value.to_str().ok()?)))
+    });
     let html = response
         .headers()
         .get("content-type")
@@ -592,15 +796,20 @@ async fn send(client: &reqwest::Client, url: &str, request: &LoadRequest) -> Out
     // The body is read to the end so the connection can carry the next request.
     let body = match response.bytes().await {
         Ok(body) => body,
-        Err(error) => return transport_outcome(&error),
+        Err(error) => return (transport_outcome(&error), false),
     };
     if html && status >= 500 && body.starts_with(BALANCER_PAGE) {
         if status == 503 && contains(&body, NO_SERVER) {
-            return Outcome::RefusedByBalancer;
+            return (Outcome::RefusedByBalancer, false);
         }
-        return Outcome::BalancerError(status);
+        return (Outcome::BalancerError(status), false);
     }
-    Outcome::Status(status)
+    if let Some((slot, value)) = captured
+        && (200..300).contains(&status)
+    {
+        captures.keep(slot, value);
+    }
+    (Outcome::Status(status), marked)
 }
 
 fn contains(haystack: &[u8], needle: &[u8]) -> bool {
@@ -637,7 +846,36 @@ mod tests {
             sent: start + Duration::from_millis(millis),
             latency: Duration::from_millis(millis % 7 + 1),
             outcome,
+            class: 0,
+            marked: false,
         }
+    }
+
+    #[test]
+    fn captured_values_fill_paths_and_a_url_is_kept_as_its_path() {
+        assert_eq!(as_path("http://127.0.0.1:9/orders/7?x=1"), "/orders/7?x=1");
+        assert_eq!(as_path("https://host"), "/");
+        assert_eq!(as_path("/orders/7"), "/orders/7");
+        let captures = Captures::default();
+        let read = LoadRequest {
+            template: vec![PathPart::Text("/x".into()), PathPart::Captured(1)],
+            ..LoadRequest::get("/x{captured.write}")
+        };
+        let mut rng = fastrand::Rng::with_seed(1);
+        assert_eq!(captures.path(&read, &mut rng), None, "nothing captured yet");
+        for n in 0..(MAX_CAPTURED + 10) {
+            captures.keep(1, format!("/{n}"));
+        }
+        assert_eq!(captures.len(1), MAX_CAPTURED, "bounded");
+        let path = captures.path(&read, &mut rng).unwrap();
+        let n: usize = path.trim_start_matches("/x/").parse().unwrap();
+        assert!(n >= 10, "the oldest were dropped: {path}");
+        assert_eq!(
+            captures
+                .path(&LoadRequest::get("/plain"), &mut rng)
+                .as_deref(),
+            Some("/plain")
+        );
     }
 
     #[test]
@@ -692,6 +930,8 @@ mod tests {
                 sent: start + Duration::from_millis(i),
                 latency: Duration::from_millis(i + 1),
                 outcome: Outcome::Status(201),
+                class: 0,
+                marked: false,
             })
             .collect();
         for outcome in [
@@ -704,6 +944,8 @@ mod tests {
                 sent: start,
                 latency: Duration::from_millis(1000),
                 outcome,
+                class: 0,
+                marked: false,
             });
         }
         let report = LoadReport::from_samples(&samples, Duration::from_secs(2));

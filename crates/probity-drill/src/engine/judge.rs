@@ -76,7 +76,7 @@ fn opt_secs(value: Option<f64>) -> String {
 
 /// The targets of `fault` and a diagnosis for every miss, written into `row`.
 pub fn judge(row: &mut Row, fault: &Fault, pod: &ResolvedPod, windows: Windows) {
-    let overrides = fault.targets;
+    let overrides = &fault.targets;
     let kind = fault.kind;
     let dependency = fault.dependency.clone().unwrap_or_default();
     let shared = kind.needs_dependency() && fault.scope == Scope::All;

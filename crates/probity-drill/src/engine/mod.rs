@@ -13,37 +13,36 @@
 //! onto Kubernetes resources).
 
 pub mod balancer;
+pub mod cost;
+pub mod delivery;
 pub mod events;
+pub mod figures;
+pub mod fleet;
 pub mod judge;
 pub mod pod;
 pub mod report;
+pub mod targets;
 pub mod tcp;
+pub mod traffic;
 
 use crate::DrillError;
-use crate::file::placeholder::{self, DependencyPart, Placeholder};
-use crate::file::pod::{ProbeAction, ResolvedPod};
+use crate::file::placeholder::{self, Placeholder};
+use crate::file::pod::ResolvedPod;
 use crate::file::{BalancerMode, Fault, FaultKind, Loaded, Scope};
-use crate::load::{self, LoadRequest, LoadSpec, Outcome, Timeline};
+use crate::load::{LoadSpec, Outcome, Timeline};
 use crate::run::Progress;
 use events::{EventKind, Events};
-use pod::{Pod, Ports, Program};
+use fleet::{Fleet, Variant};
 use report::{Failed, FileReport, Row};
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use tcp::{PathState, TcpFaultProxy};
-use tokio::task::JoinHandle;
+use tcp::PathState;
 use tokio::time::Instant;
 
 /// How the fleet settles before each fault.
 const WARMUP: Duration = Duration::from_secs(2);
-/// How often rotation is read from HAProxy.
-const ROTATION_POLL: Duration = Duration::from_millis(100);
-/// How long the fleet must stay whole to count as back.
-const STABLE: Duration = Duration::from_secs(2);
 /// When a `start-during-outage` fault replaces its instance.
 const REPLACE_AFTER: Duration = Duration::from_secs(2);
 
@@ -83,88 +82,6 @@ impl Drop for WorkDir {
             let _ = std::fs::remove_dir_all(&self.path);
         }
     }
-}
-
-/// A running fleet.
-struct Fleet {
-    pods: Vec<Arc<Pod>>,
-    /// Per instance, per dependency.
-    proxies: Vec<BTreeMap<String, TcpFaultProxy>>,
-    balancer: Arc<balancer::Balancer>,
-    rotation: Arc<Mutex<Vec<bool>>>,
-    tasks: Vec<JoinHandle<()>>,
-}
-
-impl Fleet {
-    fn whole(&self) -> bool {
-        let rotation = self.rotation.lock().unwrap_or_else(|e| e.into_inner());
-        self.pods.iter().all(|pod| pod.is_ready())
-            && rotation.iter().all(|in_rotation| *in_rotation)
-    }
-
-    /// Waits until the fleet is whole and stays whole for [`STABLE`] (a crash or a kill takes
-    /// effect a moment after the signal); returns when that stretch began, or `None` when it
-    /// did not happen within `within`.
-    async fn wait_whole(&self, within: Duration) -> Option<Instant> {
-        let deadline = Instant::now() + within;
-        let mut whole_since: Option<Instant> = None;
-        loop {
-            let now = Instant::now();
-            if self.whole() {
-                let since = *whole_since.get_or_insert(now);
-                if now.duration_since(since) >= STABLE {
-                    return Some(since);
-                }
-            } else {
-                whole_since = None;
-            }
-            if now >= deadline + STABLE {
-                return None;
-            }
-            if now >= deadline && whole_since.is_none() {
-                return None;
-            }
-            tokio::time::sleep(ROTATION_POLL).await;
-        }
-    }
-
-    async fn set_path(
-        &self,
-        dependency: &str,
-        scope: Scope,
-        state: PathState,
-    ) -> std::io::Result<()> {
-        for (index, proxies) in self.proxies.iter().enumerate() {
-            if scope == Scope::One && index != 0 {
-                continue;
-            }
-            if let Some(proxy) = proxies.get(dependency) {
-                proxy.set(state).await?;
-            }
-        }
-        Ok(())
-    }
-
-    async fn shutdown(self) {
-        for task in &self.tasks {
-            task.abort();
-        }
-        for pod in &self.pods {
-            pod.shutdown().await;
-        }
-    }
-}
-
-fn tail(path: &Path) -> String {
-    let text = std::fs::read_to_string(path).unwrap_or_default();
-    let lines: Vec<&str> = text.lines().collect();
-    lines[lines.len().saturating_sub(20)..].join("\n")
-}
-
-fn free_port() -> std::io::Result<u16> {
-    Ok(std::net::TcpListener::bind("127.0.0.1:0")?
-        .local_addr()?
-        .port())
 }
 
 /// Runs `faults` against the fleet `loaded` describes, with the probes of `pod`.
@@ -223,142 +140,20 @@ pub async fn run(
         _ => None,
     };
 
+    let run_name = format!("drill-{}-{:08x}", std::process::id(), fastrand::u32(..));
     let work = WorkDir {
-        path: std::env::temp_dir().join(format!(
-            "probity-drill-{}-{}-{}",
-            file.service,
-            std::process::id(),
-            fastrand::u32(..)
-        )),
+        path: std::env::temp_dir().join(format!("probity-{run_name}-{}", file.service)),
         keep: true,
     };
     std::fs::create_dir_all(&work.path)?;
-    let events = Events::default();
-
-    // The pods, each with its ports and its proxies.
-    let mut pods = Vec::new();
-    let mut proxies = Vec::new();
-    for index in 0..file.instances as usize {
-        let name = format!("{}-{}", file.service, index + 1);
-        let ports = Ports {
-            app: free_port()?,
-            named: file
-                .app
-                .ports
-                .keys()
-                .map(|port| Ok((port.clone(), free_port()?)))
-                .collect::<std::io::Result<_>>()?,
-            agent: agent_config.as_ref().map(|_| free_port()).transpose()?,
-        };
-        let mut own = BTreeMap::new();
-        for (dependency, address) in &targets {
-            own.insert(dependency.clone(), TcpFaultProxy::start(*address).await?);
-        }
-        let dir = work.path.join(&name);
-        std::fs::create_dir_all(&dir)?;
-        let fill = |text: &str| {
-            placeholder::fill(text, |placeholder| {
-                Some(match placeholder {
-                    Placeholder::Port => ports.app.to_string(),
-                    Placeholder::NamedPort(port) => ports.named.get(port)?.to_string(),
-                    Placeholder::Instance => (index + 1).to_string(),
-                    Placeholder::Name => name.clone(),
-                    Placeholder::Dir => dir.display().to_string(),
-                    Placeholder::AgentPort => ports.agent?.to_string(),
-                    Placeholder::Seconds => return None,
-                    Placeholder::Dependency { name: dep, part } => {
-                        let proxy: &TcpFaultProxy = own.get(dep)?;
-                        let address = proxy.address();
-                        match part {
-                            DependencyPart::Url => crate::proxy::redirect_url(
-                                file.dependencies.get(dep)?.url.as_deref()?,
-                                address,
-                            )?,
-                            DependencyPart::Address => address.to_string(),
-                            DependencyPart::Host => address.ip().to_string(),
-                            DependencyPart::Port => address.port().to_string(),
-                        }
-                    }
-                })
-            })
-        };
-        let env: Vec<(String, String)> = file
-            .app
-            .env
-            .iter()
-            .map(|(key, value)| (key.clone(), fill(value)))
-            .collect();
-        let env_map: BTreeMap<String, String> = env.iter().cloned().collect();
-        let app = Program {
-            command: file
-                .app
-                .command
-                .iter()
-                .map(|word| placeholder::expand_env(&fill(word), &env_map))
-                .collect(),
-            env: env.clone(),
-            workdir: loaded.workdir(),
-            log: work.path.join(format!("{name}.log")),
-        };
-        let agent = match &agent_config {
-            Some((text, extension, probity)) => {
-                let config = dir.join(format!("agent.{extension}"));
-                std::fs::write(&config, fill(text))?;
-                Some(Program {
-                    command: vec![
-                        probity.display().to_string(),
-                        "agent".into(),
-                        "--config".into(),
-                        config.display().to_string(),
-                        "--listen".into(),
-                        format!("127.0.0.1:{}", ports.agent.unwrap_or_default()),
-                    ],
-                    env,
-                    workdir: loaded.workdir(),
-                    log: work.path.join(format!("{name}-agent.log")),
-                })
-            }
-            None => None,
-        };
-        pods.push(Pod::new(
-            index,
-            name,
-            ports,
-            app,
-            agent,
-            pod_spec.clone(),
-            events.clone(),
-        ));
-        proxies.push(own);
-    }
-
-    // The balancer.
-    let checks = balancer::Checks::from_file(file.balancer.check.as_ref());
-    let readiness_port = match pod_spec.readiness.as_ref().map(|probe| &probe.action) {
-        Some(ProbeAction::Http { target, .. } | ProbeAction::Tcp { target }) => {
-            Some(target.clone())
-        }
-        _ => None,
-    };
-    let layout = balancer::Layout {
-        frontend: SocketAddr::from(([127, 0, 0, 1], free_port()?)),
-        socket: work.path.join("haproxy.sock"),
-        servers: pods
-            .iter()
-            .map(|pod| balancer::Server {
-                name: pod.name.clone(),
-                address: SocketAddr::from(([127, 0, 0, 1], pod.ports.app)),
-                check_port: readiness_port
-                    .as_ref()
-                    .map(|target| pod.ports.of(target))
-                    .filter(|port| *port != pod.ports.app),
-            })
-            .collect(),
-        mode: file.balancer.mode,
-        checks,
-        check_path: balancer::check_path(pod_spec),
-        server_timeout: file.traffic.timeout.map_or(Duration::from_secs(5), |d| d.0),
-        retry_on: file.balancer.retry_on.clone().unwrap_or_default(),
+    let shared = fleet::Shared {
+        loaded,
+        pod: pod_spec,
+        dependencies: &targets,
+        agent: agent_config.as_ref(),
+        haproxy: &options.haproxy,
+        run: &run_name,
+        progress,
     };
     progress.step(&format!(
         "starting HAProxy ({} mode) and {} × {}",
@@ -369,34 +164,27 @@ pub async fn run(
         file.instances,
         file.service
     ));
-    let balancer =
-        Arc::new(balancer::Balancer::start(&options.haproxy, &work.path, &layout).await?);
-    let rotation = Arc::new(Mutex::new(vec![false; pods.len()]));
-    let mut tasks = Vec::new();
-    tasks.push(tokio::spawn(watch_rotation(
-        balancer.clone(),
-        pods.iter().map(|pod| pod.name.clone()).collect(),
-        rotation.clone(),
-        events.clone(),
-    )));
-    if file.balancer.mode == BalancerMode::Kubernetes {
-        for pod in &pods {
-            tasks.push(tokio::spawn(endpoint_controller(
-                pod.clone(),
-                balancer.clone(),
-                file.balancer.propagation(),
-            )));
+    let result = match Fleet::build(&shared, &Variant::Checked, &work.path, None).await {
+        Ok(fleet) => {
+            let broker = delivery_broker(loaded, &fleet);
+            let result = drill(
+                &shared,
+                faults,
+                options,
+                &fleet,
+                broker.as_ref(),
+                &work.path,
+                started,
+            )
+            .await;
+            fleet.shutdown().await;
+            if let Some(broker) = broker {
+                broker.delete().await;
+            }
+            result
         }
-    }
-    let fleet = Fleet {
-        pods,
-        proxies,
-        balancer,
-        rotation,
-        tasks,
+        Err(error) => Err(error),
     };
-    let result = drill(loaded, pod_spec, faults, options, &fleet, &events, started).await;
-    fleet.shutdown().await;
     let mut work = work;
     match &result {
         Ok(_) => work.keep = options.keep_work_dir,
@@ -408,47 +196,41 @@ pub async fn run(
     result
 }
 
+/// The broker and queues `delivery` counts in, when the file has it.
+fn delivery_broker(loaded: &Loaded, fleet: &Fleet) -> Option<delivery::Broker> {
+    let spec = loaded.file.delivery.as_ref()?;
+    let url = loaded
+        .file
+        .dependencies
+        .get(&spec.dependency)?
+        .url
+        .clone()?;
+    let queues = fleet
+        .instances
+        .iter()
+        .map(|instance| instance.fill(&spec.queue))
+        .collect();
+    Some(delivery::Broker::new(url, queues))
+}
+
+/// How long a fault's row waits for marked answers to stop before it ends.
+const UNMARKED_FOR: Duration = Duration::from_secs(3);
+
 async fn drill(
-    loaded: &Loaded,
-    pod_spec: &ResolvedPod,
+    shared: &fleet::Shared<'_>,
     faults: &[Fault],
     options: &Options<'_>,
     fleet: &Fleet,
-    events: &Events,
+    broker: Option<&delivery::Broker>,
+    work: &Path,
     started: Instant,
 ) -> Result<FileReport, DrillError> {
+    let loaded = shared.loaded;
+    let pod_spec = shared.pod;
     let file = &loaded.file;
     let progress = options.progress;
-    // One at a time, so a shared database's migrations never race.
-    for pod in &fleet.pods {
-        pod.start()
-            .await
-            .map_err(|error| DrillError::InstanceFailed {
-                name: pod.name.clone(),
-                reason: error.to_string(),
-                log: String::new(),
-            })?;
-        let deadline = Instant::now() + options.fleet_timeout;
-        while !pod.is_ready() {
-            if Instant::now() > deadline {
-                return Err(DrillError::InstanceFailed {
-                    name: pod.name.clone(),
-                    reason: format!(
-                        "not Ready within {} s (startup and readiness probes)",
-                        options.fleet_timeout.as_secs()
-                    ),
-                    log: tail(pod.log_path()),
-                });
-            }
-            tokio::time::sleep(ROTATION_POLL).await;
-        }
-    }
-    if fleet.wait_whole(options.fleet_timeout).await.is_none() {
-        return Err(DrillError::Unhealthy(format!(
-            "the fleet is Ready but HAProxy has not taken every instance into rotation within {} s",
-            options.fleet_timeout.as_secs()
-        )));
-    }
+    let events = &fleet.events;
+    fleet.start(options.fleet_timeout).await?;
     let windows = judge::Windows::of(
         pod_spec,
         file.balancer.mode,
@@ -459,30 +241,15 @@ async fn drill(
     // The traffic, through HAProxy, for the whole run (bounded).
     let bound: Duration = faults
         .iter()
-        .map(|fault| fault.duration() + fault.recover() + WARMUP + Duration::from_secs(60))
+        .map(|fault| {
+            fault.duration() * 2
+                + fault.recover()
+                + WARMUP
+                + options.fleet_timeout
+                + Duration::from_secs(60)
+        })
         .sum::<Duration>()
         + Duration::from_secs(60);
-    let mix: Vec<(LoadRequest, u32)> = file
-        .traffic
-        .requests
-        .iter()
-        .map(|request| {
-            (
-                LoadRequest {
-                    method: reqwest::Method::from_bytes(request.method.as_bytes())
-                        .unwrap_or(reqwest::Method::GET),
-                    path: request.path.clone(),
-                    body: request.body.clone(),
-                    headers: request
-                        .headers
-                        .iter()
-                        .map(|(k, v)| (k.clone(), v.clone()))
-                        .collect(),
-                },
-                request.share,
-            )
-        })
-        .collect();
     let spec = LoadSpec {
         concurrency: file.traffic.connections(),
         duration: bound,
@@ -490,7 +257,13 @@ async fn drill(
         timeout: file.traffic.timeout.map_or(Duration::from_secs(5), |d| d.0),
         ..LoadSpec::default()
     };
-    let load = load::start_mix(fleet.balancer.frontend, &spec, &mix, Timeline::default());
+    let load = traffic::Running::start(
+        fleet.balancer.frontend,
+        spec,
+        traffic::mix(&file.traffic),
+        bound,
+    );
+    let mut last_count = Instant::now();
 
     let mut rows = Vec::new();
     for (number, fault) in faults.iter().enumerate() {
@@ -504,12 +277,79 @@ async fn drill(
             fault.duration().as_secs_f64()
         ));
         let whole_before = fleet.wait_whole(fault.recover()).await.is_some();
+        let bench = match &fault.cost {
+            Some(cost) => Some(
+                cost::Bench::start(
+                    shared,
+                    cost,
+                    &work.join(format!("cost-{}", number + 1)),
+                    &load,
+                    options.fleet_timeout,
+                    fault.duration() + WARMUP + Duration::from_secs(60),
+                )
+                .await?,
+            ),
+            None => None,
+        };
         tokio::time::sleep(WARMUP).await;
         let t0 = Instant::now();
+        let direct = (fault.kind == FaultKind::Busy && fault.scope == Scope::One).then(|| {
+            load.also_to(
+                SocketAddr::from(([127, 0, 0, 1], fleet.pods[0].ports.app)),
+                fault.duration(),
+            )
+        });
+        if let Some(change) = &fault.app {
+            fleet.pods[0].set_change(Some(fleet.instances[0].change(change)));
+        }
         let mut in_rotation_while_down = None;
-        run_fault(fault, loaded, fleet, events, &mut in_rotation_while_down).await?;
+        let outcome = run_fault(fault, loaded, fleet, events, &mut in_rotation_while_down).await;
+        fleet.pods[0].set_change(None);
         let fault_end = Instant::now();
+        let check_cost = match bench {
+            Some(bench) => Some(
+                bench
+                    .finish(load.timeline(), t0, fault_end, |sample| {
+                        success(&file.traffic, sample)
+                    })
+                    .await,
+            ),
+            None => None,
+        };
+        outcome?;
+        let direct = match direct {
+            Some(handle) => {
+                let timeline = handle.finish().await;
+                let samples = timeline.samples(t0, Instant::now());
+                Some(report::Direct {
+                    requests: samples.len() as u64,
+                    failed: samples
+                        .iter()
+                        .filter(|s| !success(&file.traffic, s))
+                        .count() as u64,
+                })
+            }
+            None => None,
+        };
         let back_at = fleet.wait_whole(fault.recover()).await;
+        if fault.targets.unmarked_within.is_some() {
+            // Until no marked answer has come for a while (or the recovery wait is over).
+            let deadline = fault_end + fault.recover();
+            loop {
+                let last_marked = load
+                    .timeline()
+                    .samples(fault_end, Instant::now())
+                    .iter()
+                    .filter(|sample| sample.marked)
+                    .map(|sample| sample.sent + sample.latency)
+                    .max()
+                    .unwrap_or(fault_end);
+                if last_marked.elapsed() >= UNMARKED_FOR || Instant::now() >= deadline {
+                    break;
+                }
+                tokio::time::sleep(fleet::ROTATION_POLL).await;
+            }
+        }
         let row_end = Instant::now();
         let mut row = measure(
             fault,
@@ -522,7 +362,44 @@ async fn drill(
             back_at,
         );
         row.in_rotation_while_down = in_rotation_while_down;
+        row.figures = figures::of(
+            &events.between(t0, row_end),
+            &file.traffic,
+            load.timeline(),
+            t0,
+            fault_end,
+            row_end,
+        );
+        row.figures.direct = direct;
+        row.figures.check_cost = check_cost;
+        if fault.targets.measures_delivery()
+            && let (Some(broker), Some(spec)) = (broker, &file.delivery)
+        {
+            progress.step("  counting what reached the broker (traffic paused)");
+            load.pause().await;
+            let now = Instant::now();
+            let writes = file.traffic.class_of(&spec.writes).unwrap_or_default();
+            let samples = load.timeline().samples(last_count, now);
+            let of_writes = samples.iter().filter(|s| usize::from(s.class) == writes);
+            let (mut acknowledged, mut unknown) = (0, 0);
+            for sample in of_writes {
+                match sample.outcome {
+                    Outcome::Status(status) if file.traffic.is_success_of(writes, status) => {
+                        acknowledged += 1;
+                    }
+                    Outcome::TimedOut | Outcome::ConnectionError | Outcome::BalancerError(_) => {
+                        unknown += 1;
+                    }
+                    _ => {}
+                }
+            }
+            last_count = now;
+            let counted = broker.count(acknowledged, unknown, spec.wait()).await;
+            load.resume();
+            row.figures.delivery = Some(counted.map_err(DrillError::Unhealthy)?);
+        }
         judge::judge(&mut row, fault, pod_spec, windows);
+        targets::judge(&mut row, fault, &file.traffic);
         if !whole_before {
             row.checks.insert(
                 0,
@@ -553,6 +430,14 @@ async fn drill(
         faults: rows,
         elapsed_s: started.elapsed().as_secs_f64(),
     })
+}
+
+/// Whether a sample of the traffic succeeded, by its request's own success statuses.
+fn success(traffic: &crate::file::Traffic, sample: &crate::load::Sample) -> bool {
+    match sample.outcome {
+        Outcome::Status(status) => traffic.is_success_of(usize::from(sample.class), status),
+        _ => false,
+    }
 }
 
 async fn run_fault(
@@ -808,64 +693,6 @@ fn measure(
         in_rotation_while_down: None,
         checks: Vec::new(),
         diagnoses: Vec::new(),
-    }
-}
-
-/// Reads rotation from HAProxy and records every change.
-async fn watch_rotation(
-    balancer: Arc<balancer::Balancer>,
-    names: Vec<String>,
-    rotation: Arc<Mutex<Vec<bool>>>,
-    events: Events,
-) {
-    let mut ticker = tokio::time::interval(ROTATION_POLL);
-    ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    loop {
-        ticker.tick().await;
-        let Ok(stats) = balancer.stats().await else {
-            continue;
-        };
-        for stat in stats {
-            let Some(index) = names.iter().position(|name| *name == stat.name) else {
-                continue;
-            };
-            let now = stat.in_rotation();
-            let mut rotation = rotation.lock().unwrap_or_else(|e| e.into_inner());
-            if rotation[index] != now {
-                rotation[index] = now;
-                events.record(index, EventKind::Rotation(now));
-            }
-        }
-    }
-}
-
-/// `kubernetes` mode: each readiness change reaches HAProxy after the propagation delay, as an
-/// EndpointSlice update reaches kube-proxy; a change undone within the delay is not applied.
-async fn endpoint_controller(
-    pod: Arc<Pod>,
-    balancer: Arc<balancer::Balancer>,
-    propagation: Duration,
-) {
-    let mut ready = pod.watch_ready();
-    let latest = Arc::new(AtomicU64::new(0));
-    let mut current = false;
-    loop {
-        let now = *ready.borrow_and_update();
-        if now != current {
-            current = now;
-            let change = latest.fetch_add(1, Ordering::AcqRel) + 1;
-            let latest = latest.clone();
-            let balancer = balancer.clone();
-            let name = pod.name.clone();
-            tokio::spawn(async move {
-                tokio::time::sleep(propagation).await;
-                if latest.load(Ordering::Acquire) == change {
-                    let _ = balancer.set_rotation(&name, now).await;
-                }
-            });
-        }
-        if ready.changed().await.is_err() {
-            return;
-        }
+        figures: report::Figures::default(),
     }
 }

@@ -41,6 +41,17 @@ pub struct Program {
 }
 
 impl Program {
+    /// The program with `change` added: its variables set, its arguments appended.
+    pub fn changed(&self, change: &ProgramChange) -> Program {
+        let mut program = self.clone();
+        program.command.extend(change.args.iter().cloned());
+        for (key, value) in &change.env {
+            program.env.retain(|(existing, _)| existing != key);
+            program.env.push((key.clone(), value.clone()));
+        }
+        program
+    }
+
     fn spawn(&self) -> std::io::Result<tokio::process::Child> {
         let log = std::fs::OpenOptions::new()
             .create(true)
@@ -62,6 +73,15 @@ impl Program {
                 )
             })
     }
+}
+
+/// Variables and arguments added to a program (placeholders filled).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ProgramChange {
+    /// Variables set.
+    pub env: Vec<(String, String)>,
+    /// Arguments appended.
+    pub args: Vec<String>,
 }
 
 /// A program with a `/` is relative to the working directory; one without is looked up on
@@ -132,6 +152,8 @@ pub struct Pod {
     ready: watch::Sender<bool>,
     exited: watch::Sender<u32>,
     agent_child: tokio::sync::Mutex<Option<tokio::process::Child>>,
+    /// Added to the app's program while a fault says so.
+    change: Mutex<Option<ProgramChange>>,
     /// Kills, restarts and replacements, one at a time.
     lifecycle: tokio::sync::Mutex<()>,
     tasks: Mutex<Vec<JoinHandle<()>>>,
@@ -175,6 +197,7 @@ impl Pod {
             ready,
             exited,
             agent_child: tokio::sync::Mutex::new(None),
+            change: Mutex::new(None),
             lifecycle: tokio::sync::Mutex::new(()),
             tasks: Mutex::new(Vec::new()),
         })
@@ -258,8 +281,21 @@ impl Pod {
         Ok(())
     }
 
+    /// From now on, the app's processes start with `change` added (`None`: as written).
+    pub fn set_change(&self, change: Option<ProgramChange>) {
+        *self.change.lock().unwrap_or_else(|e| e.into_inner()) = change;
+    }
+
     fn start_container(self: &Arc<Self>) -> std::io::Result<()> {
-        let mut child = self.app.spawn()?;
+        let change = self
+            .change
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone();
+        let mut child = match change {
+            Some(change) => self.app.changed(&change).spawn()?,
+            None => self.app.spawn()?,
+        };
         let pid = child.id();
         let container = {
             let mut state = self.lock();

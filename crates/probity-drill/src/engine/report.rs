@@ -100,6 +100,116 @@ pub struct Row {
     pub checks: Vec<Check>,
     /// A diagnosis for every miss.
     pub diagnoses: Vec<Diagnosis>,
+    /// The row's other figures.
+    #[serde(flatten)]
+    pub figures: Figures,
+}
+
+/// A row's figures beyond the incident table's columns.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Figures {
+    /// Readiness probes that failed.
+    pub readiness_failures: u32,
+    /// Startup probes that failed.
+    pub startup_failures: u32,
+    /// Liveness probes that failed.
+    pub liveness_probe_failures: u32,
+    /// Times an instance left rotation.
+    pub left_rotation: u32,
+    /// When a new process of the instance acted on passed its startup probe, seconds from the
+    /// fault's start.
+    pub started_at_s: Option<f64>,
+    /// How long that process took from its start to pass its startup probe.
+    pub started_after_s: Option<f64>,
+    /// The first request served through the balancer after the fault ended, seconds after
+    /// its end.
+    pub served_again_after_s: Option<f64>,
+    /// The end of the last marked answer after the fault ended, seconds after its end (0:
+    /// none marked after it; absent: no request has a marker).
+    pub unmarked_after_s: Option<f64>,
+    /// The traffic by request.
+    pub traffic: Vec<ClassFigures>,
+    /// `busy` on one instance: the traffic sent straight to it.
+    pub direct: Option<Direct>,
+    /// What reached the broker.
+    pub delivery: Option<Delivery>,
+    /// `busy` with `cost`: what health checking costs.
+    pub check_cost: Option<CheckCost>,
+}
+
+/// One traffic request's answers over the row.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct ClassFigures {
+    /// The request's name.
+    pub name: String,
+    /// Requests sent from the fault's start to the end of its row.
+    pub requests: u64,
+    /// Of those, answered with one of its success statuses.
+    pub succeeded: u64,
+    /// Of those answered, carrying its marker.
+    pub marked: u64,
+    /// Requests sent while the fault lasted.
+    pub during_fault: u64,
+    /// Of those, succeeded.
+    pub during_fault_succeeded: u64,
+    /// Answers by status (the balancer's own included).
+    pub statuses: std::collections::BTreeMap<u16, u64>,
+}
+
+/// The traffic sent straight to one instance.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct Direct {
+    /// Requests sent.
+    pub requests: u64,
+    /// Of those, failed.
+    pub failed: u64,
+}
+
+/// Acknowledged writes against what the broker received, counted with the traffic paused.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+pub struct Delivery {
+    /// Writes answered with success since the last count.
+    pub acknowledged: u64,
+    /// Writes with no answer (timed out, cut): whether they were stored is unknown.
+    pub unacknowledged: u64,
+    /// Messages the broker received since the last count.
+    pub received: u64,
+    /// Of those, distinct (by message id).
+    pub distinct: u64,
+    /// Acknowledged writes the broker never received.
+    pub lost: u64,
+    /// Messages received more than once.
+    pub duplicated: u64,
+    /// How long the messages took to arrive once the traffic paused, seconds (absent: not all
+    /// within the wait).
+    pub arrived_after_s: Option<f64>,
+}
+
+/// Throughput with health checking against without, served at the same time.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+pub struct CheckCost {
+    /// Each window's length, seconds.
+    pub window_s: f64,
+    /// Windows measured.
+    pub windows: u32,
+    /// Successful requests per second: the fleet.
+    pub fleet_rps: f64,
+    /// The control fleet, identical to the fleet.
+    pub control_rps: f64,
+    /// The bare fleet, with no health checking.
+    pub bare_rps: f64,
+    /// The share of throughput health checking costs: 1 − (fleet + control) / (2 × bare).
+    pub cost: f64,
+    /// Half the 95% interval of the cost (1.96 standard errors of the windows' costs).
+    pub cost_margin: f64,
+    /// The windows' costs: 10th and 90th percentiles.
+    pub cost_p10: f64,
+    /// 90th percentile.
+    pub cost_p90: f64,
+    /// The instrument's own noise: 1 − fleet / control, two identical fleets.
+    pub control: f64,
+    /// Half its 95% interval.
+    pub control_margin: f64,
 }
 
 impl Row {
@@ -226,6 +336,61 @@ impl FileReport {
                     if check.met { "✓" } else { "✗" },
                     shown(&check.target),
                     shown(&check.measured)
+                );
+            }
+            let figures = &row.figures;
+            if figures.traffic.len() > 1 || figures.traffic.iter().any(|c| c.marked > 0) {
+                for class in &figures.traffic {
+                    let _ = writeln!(
+                        out,
+                        "  {}: {} of {} served{}",
+                        shown(&class.name),
+                        class.succeeded,
+                        class.requests,
+                        if class.marked > 0 {
+                            format!(", {} marked", class.marked)
+                        } else {
+                            String::new()
+                        }
+                    );
+                }
+            }
+            if let Some(direct) = &figures.direct {
+                let _ = writeln!(
+                    out,
+                    "  straight to instance 1: {} of {} failed",
+                    direct.failed, direct.requests
+                );
+            }
+            if let Some(cost) = &figures.check_cost {
+                let _ = writeln!(
+                    out,
+                    "  health checking costs {:.1}% ± {:.1}% of throughput ({:.0} req/s checked, \
+                     {:.0} bare; windows p10 {:.1}%, p90 {:.1}%); control {:.1}% ± {:.1}% \
+                     ({} windows of {:.0} s)",
+                    cost.cost * 100.0,
+                    cost.cost_margin * 100.0,
+                    (cost.fleet_rps + cost.control_rps) / 2.0,
+                    cost.bare_rps,
+                    cost.cost_p10 * 100.0,
+                    cost.cost_p90 * 100.0,
+                    cost.control * 100.0,
+                    cost.control_margin * 100.0,
+                    cost.windows,
+                    cost.window_s
+                );
+            }
+            if let Some(delivery) = &figures.delivery {
+                let _ = writeln!(
+                    out,
+                    "  broker: {} acknowledged writes, {} received ({} distinct), {} lost, {} \
+                     duplicated, {} unacknowledged",
+                    delivery.acknowledged,
+                    delivery.received,
+                    delivery.distinct,
+                    delivery.lost,
+                    delivery.duplicated,
+                    delivery.unacknowledged
                 );
             }
             for diagnosis in &row.diagnoses {
@@ -360,6 +525,7 @@ mod tests {
                     fix: String::new(),
                     caught_by: "",
                 }],
+                figures: Figures::default(),
             }],
             elapsed_s: 1.0,
         }

@@ -104,6 +104,34 @@ pub struct DrillFile {
     /// [`DrillFile::faults`]).
     #[serde(default)]
     pub faults: Option<Vec<Fault>>,
+    /// How to count what reached a message broker, for the faults with delivery targets
+    /// (`lost_writes`, `duplicated_writes`).
+    #[serde(default)]
+    pub delivery: Option<Delivery>,
+}
+
+/// Every acknowledged write reaches the broker, once: the writes are the successful answers of
+/// one traffic request; what reached the broker is counted in the broker itself.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Delivery {
+    /// The broker: a dependency with an `amqp://` URL.
+    pub dependency: String,
+    /// The queue each instance publishes to; placeholders filled per instance (`{name}`,
+    /// `{instance}`, `{run}`). The drill empties it at each count and deletes it after the run.
+    pub queue: String,
+    /// The traffic request (by name) whose successful answers are the acknowledged writes.
+    pub writes: String,
+    /// Longest wait, with the traffic paused, for the writes to arrive (default 60s).
+    #[serde(default)]
+    pub wait: Option<Dur>,
+}
+
+impl Delivery {
+    /// The longest wait for the writes to arrive.
+    pub fn wait(&self) -> Duration {
+        self.wait.map_or(Duration::from_secs(60), |d| d.0)
+    }
 }
 
 fn default_instances() -> u32 {
@@ -216,6 +244,20 @@ impl Traffic {
             Some(matches) => matches.iter().any(|m| m.matches(status)),
         }
     }
+
+    /// Whether `status` counts as success for the request of class `class` (its own
+    /// `success`, or the traffic's).
+    pub fn is_success_of(&self, class: usize, status: u16) -> bool {
+        match self.requests.get(class).and_then(|r| r.success.as_ref()) {
+            Some(matches) => matches.iter().any(|m| m.matches(status)),
+            None => self.is_success(status),
+        }
+    }
+
+    /// The index of the request named `name`.
+    pub fn class_of(&self, name: &str) -> Option<usize> {
+        self.requests.iter().position(|r| r.display_name() == name)
+    }
 }
 
 /// A status, a class or a range.
@@ -300,6 +342,40 @@ pub struct Request {
     /// Its weight in the mix (default 1).
     #[serde(default = "default_share")]
     pub share: u32,
+    /// Its name in the report and in targets (default `METHOD path`).
+    #[serde(default)]
+    pub name: Option<String>,
+    /// The statuses that count as success for this request (default: `traffic.success`).
+    #[serde(default)]
+    pub success: Option<Vec<StatusMatch>>,
+    /// A header that marks an answer (a staleness mark: `{ header: x-degraded, value: db }`);
+    /// the report counts the marked answers, and `unmarked_within` judges them.
+    #[serde(default)]
+    pub marker: Option<MarkerSpec>,
+    /// Keep this header of each successful answer (a `Location`): other requests' paths use
+    /// the values as `{captured.NAME}`, so traffic can read what it wrote.
+    #[serde(default)]
+    pub capture: Option<String>,
+}
+
+impl Request {
+    /// Its name: as written, or `METHOD path`.
+    pub fn display_name(&self) -> String {
+        self.name
+            .clone()
+            .unwrap_or_else(|| format!("{} {}", self.method, self.path))
+    }
+}
+
+/// A header that marks an answer.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MarkerSpec {
+    /// The header's name.
+    pub header: String,
+    /// Its value (default: any value).
+    #[serde(default)]
+    pub value: Option<String>,
 }
 
 fn default_method() -> String {
@@ -512,9 +588,71 @@ pub struct Fault {
     /// Longest wait after the fault for the fleet to be back (default 30s).
     #[serde(default)]
     pub recover: Option<Dur>,
+    /// The processes of the instance the fault acts on that start during the fault (a
+    /// replacement, a restart) run with these added: a slow boot is an environment variable.
+    #[serde(default)]
+    pub app: Option<AppChange>,
+    /// `busy`: also measure what health checking costs in throughput (see [`Cost`]).
+    #[serde(default)]
+    pub cost: Option<Cost>,
     /// Targets that replace the defaults for this fault.
     #[serde(default)]
     pub targets: TargetOverrides,
+}
+
+/// Environment and arguments added to the app's.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AppChange {
+    /// Variables added (or replaced); placeholders allowed.
+    #[serde(default)]
+    pub env: BTreeMap<String, String>,
+    /// Arguments appended to the command; placeholders allowed.
+    #[serde(default)]
+    pub args: Vec<String>,
+}
+
+/// `busy`: what health checking costs. Beside the fleet, two more of the same size start, each
+/// behind its own HAProxy: one with no health checking at all (no probes, HAProxy without
+/// checks, the app changed by `bare`), one identical to the fleet (the control). For the
+/// fault's duration all three serve the same traffic at the same time on the same cores, so a
+/// change of the machine's speed falls on all alike; the cost is the throughput the checked
+/// fleets lose against the bare one, and the control says how far two identical fleets differ.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Cost {
+    /// What the app needs to do no health checking of its own (e.g. poll its dependencies
+    /// once an hour).
+    #[serde(default)]
+    pub bare: AppChange,
+}
+
+/// A share: `99%` or `0.99`.
+#[derive(Debug, Clone, Copy, PartialEq, PartialOrd, serde::Serialize)]
+pub struct Share(pub f64);
+
+impl<'de> Deserialize<'de> for Share {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum Written {
+            Number(f64),
+            Text(String),
+        }
+        let value = match Written::deserialize(deserializer)? {
+            Written::Number(number) => Some(number),
+            Written::Text(text) => match text.trim().strip_suffix('%') {
+                Some(percent) => percent.trim().parse::<f64>().ok().map(|v| v / 100.0),
+                None => text.trim().parse::<f64>().ok(),
+            },
+        };
+        match value {
+            Some(value) if (0.0..=1.0).contains(&value) => Ok(Share(value)),
+            _ => Err(serde::de::Error::custom(
+                "a share from 0 to 1, written 0.99 or 99%",
+            )),
+        }
+    }
 }
 
 impl Fault {
@@ -570,13 +708,15 @@ impl Fault {
             down: None,
             hook: None,
             recover: None,
+            app: None,
+            cost: None,
             targets: TargetOverrides::default(),
         }
     }
 }
 
 /// Targets a fault states instead of the defaults; absent keys keep the default.
-#[derive(Debug, Clone, Copy, Default, Deserialize, serde::Serialize)]
+#[derive(Debug, Clone, Default, Deserialize, serde::Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct TargetOverrides {
     /// Most restarts (liveness or startup kills, crashes restarted) during the fault.
@@ -597,6 +737,46 @@ pub struct TargetOverrides {
     /// Longest from the fault's start until the prober restarts the instance.
     #[serde(default, deserialize_with = "opt_dur", skip_serializing)]
     pub restarted_within: Option<Duration>,
+    /// Every instance stays in rotation through the fault (degrade, do not drain); default
+    /// for `busy`.
+    #[serde(default)]
+    pub stays_in_rotation: Option<bool>,
+    /// Longest from the fault's end until a request is served again through the balancer.
+    #[serde(default, deserialize_with = "opt_dur", skip_serializing)]
+    pub served_again_within: Option<Duration>,
+    /// Most liveness probes that fail, whatever the reason.
+    #[serde(default)]
+    pub liveness_failures: Option<u32>,
+    /// Most readiness probes that fail (default 0 for `busy`).
+    #[serde(default)]
+    pub readiness_failures: Option<u32>,
+    /// Longest from the start of a new process of the instance acted on until its startup
+    /// probe passes.
+    #[serde(default, deserialize_with = "opt_dur", skip_serializing)]
+    pub started_within: Option<Duration>,
+    /// Per traffic request (by name): the least share of its requests sent during the fault
+    /// that succeed.
+    #[serde(default)]
+    pub served: BTreeMap<String, Share>,
+    /// Longest from the fault's end until no answer carries a request's `marker` any more.
+    #[serde(default, deserialize_with = "opt_dur", skip_serializing)]
+    pub unmarked_within: Option<Duration>,
+    /// Most acknowledged writes that never reach the broker (needs `delivery`).
+    #[serde(default)]
+    pub lost_writes: Option<u64>,
+    /// Most writes the broker receives more than once (needs `delivery`).
+    #[serde(default)]
+    pub duplicated_writes: Option<u64>,
+    /// `busy` with `cost`: the most health checking may cost in throughput (default 3%).
+    #[serde(default)]
+    pub check_cost: Option<Share>,
+}
+
+impl TargetOverrides {
+    /// Whether the fault's row counts what reached the broker.
+    pub fn measures_delivery(&self) -> bool {
+        self.lost_writes.is_some() || self.duplicated_writes.is_some()
+    }
 }
 
 fn opt_dur<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<Duration>, D::Error> {
@@ -805,7 +985,7 @@ impl DrillFile {
                     ),
                 ));
             }
-            if !request.path.starts_with('/') {
+            if !request.path.starts_with('/') && !request.path.starts_with("{captured.") {
                 return Err(invalid(
                     "path",
                     format!(
@@ -877,6 +1057,55 @@ impl DrillFile {
                 ));
             }
         }
+        let mut names = std::collections::BTreeSet::new();
+        for (index, request) in self.traffic.requests.iter().enumerate() {
+            if !names.insert(request.display_name()) {
+                return Err(invalid(
+                    "name",
+                    format!(
+                        "traffic.requests[{index}]: `{}` names two requests; give each a name",
+                        request.display_name()
+                    ),
+                ));
+            }
+            let headers = request
+                .capture
+                .iter()
+                .chain(request.marker.as_ref().map(|marker| &marker.header));
+            for header in headers {
+                if reqwest::header::HeaderName::from_bytes(header.as_bytes()).is_err() {
+                    return Err(invalid(
+                        header,
+                        format!("traffic.requests[{index}]: `{header}` is not a header name"),
+                    ));
+                }
+            }
+        }
+        if let Some(delivery) = &self.delivery {
+            match self.dependencies.get(&delivery.dependency) {
+                Some(Dependency { url: Some(url), .. })
+                    if url.starts_with("amqp://") || url.starts_with("amqps://") => {}
+                _ => {
+                    return Err(invalid(
+                        "delivery",
+                        format!(
+                            "delivery.dependency: `{}` must be one of dependencies, with an \
+                             amqp:// URL",
+                            delivery.dependency
+                        ),
+                    ));
+                }
+            }
+            if self.traffic.class_of(&delivery.writes).is_none() {
+                return Err(invalid(
+                    "writes",
+                    format!(
+                        "delivery.writes: `{}` is not the name of a traffic request",
+                        delivery.writes
+                    ),
+                ));
+            }
+        }
         for (name, hook) in &self.hooks {
             if let Some(port) = &hook.port
                 && !self.app.ports.contains_key(port)
@@ -936,10 +1165,67 @@ impl DrillFile {
                 if (fault.up.is_some() || fault.down.is_some()) && fault.kind != FaultKind::Flap {
                     return Err(at("up and down apply to flap only".into()));
                 }
-                if fault.scope == Scope::One && !fault.kind.needs_dependency() {
+                if fault.scope == Scope::One
+                    && !fault.kind.needs_dependency()
+                    && fault.kind != FaultKind::Busy
+                {
                     return Err(at(format!(
-                        "{kind} acts on one instance already; scope applies to dependency faults"
+                        "{kind} acts on one instance already; scope applies to dependency faults \
+                         and busy"
                     )));
+                }
+                if fault.cost.is_some() && fault.kind != FaultKind::Busy {
+                    return Err(at("cost applies to busy only".into()));
+                }
+                if fault.cost.is_some() && fault.scope == Scope::One {
+                    return Err(at(
+                        "cost compares whole fleets under the same traffic: not with scope one \
+                         (a busy fault of its own)"
+                            .into(),
+                    ));
+                }
+                if fault.targets.check_cost.is_some() && fault.cost.is_none() {
+                    return Err(at("targets.check_cost needs cost".into()));
+                }
+                if fault.app.is_some()
+                    && !matches!(
+                        fault.kind,
+                        FaultKind::Terminate
+                            | FaultKind::Crash
+                            | FaultKind::Wedge
+                            | FaultKind::Hook
+                            | FaultKind::StartDuringOutage
+                    )
+                {
+                    return Err(at(format!(
+                        "app applies to the processes a fault starts (terminate, crash, wedge, \
+                         hook, start-during-outage), not to {kind}"
+                    )));
+                }
+                for class in fault.targets.served.keys() {
+                    if self.traffic.class_of(class).is_none() {
+                        return Err(at(format!(
+                            "targets.served: `{class}` is not the name of a traffic request ({})",
+                            self.traffic
+                                .requests
+                                .iter()
+                                .map(Request::display_name)
+                                .collect::<Vec<_>>()
+                                .join(", ")
+                        )));
+                    }
+                }
+                if fault.targets.unmarked_within.is_some()
+                    && self.traffic.requests.iter().all(|r| r.marker.is_none())
+                {
+                    return Err(at(
+                        "targets.unmarked_within needs a traffic request with a marker".into(),
+                    ));
+                }
+                if fault.targets.measures_delivery() && self.delivery.is_none() {
+                    return Err(at(
+                        "targets.lost_writes and duplicated_writes need a delivery section".into(),
+                    ));
                 }
                 if fault.duration() == Duration::ZERO
                     && fault.kind != FaultKind::Terminate
@@ -958,7 +1244,25 @@ impl DrillFile {
                 .map(|(name, dep)| (name.clone(), dep.url.is_some()))
                 .collect(),
             agent: self.agent.is_some(),
+            captures: Default::default(),
         };
+        let changes = self
+            .faults
+            .iter()
+            .flatten()
+            .flat_map(|fault| {
+                fault
+                    .app
+                    .iter()
+                    .chain(fault.cost.as_ref().map(|cost| &cost.bare))
+            })
+            .flat_map(|change| {
+                change
+                    .env
+                    .iter()
+                    .map(|(key, value)| (key.as_str(), value.as_str()))
+                    .chain(change.args.iter().map(|arg| ("args", arg.as_str())))
+            });
         let texts = self
             .app
             .command
@@ -974,10 +1278,39 @@ impl DrillFile {
                 std::iter::once(&hook.start)
                     .chain(hook.stop.as_ref())
                     .map(move |call| (name.as_str(), call.path.as_str()))
-            }));
+            }))
+            .chain(changes)
+            .chain(self.delivery.iter().map(|d| ("queue", d.queue.as_str())));
         for (key, value) in texts {
             placeholder::check(value, &known)
                 .map_err(|message| invalid(key, format!("{key}: {message}")))?;
+        }
+        // A traffic path may use what another request captured, and nothing else.
+        let captures = placeholder::Known {
+            captures: self
+                .traffic
+                .requests
+                .iter()
+                .filter(|request| request.capture.is_some())
+                .map(Request::display_name)
+                .collect(),
+            ..Default::default()
+        };
+        for request in &self.traffic.requests {
+            for placeholder in placeholder::names(&request.path) {
+                if !placeholder.starts_with("captured.") {
+                    return Err(invalid(
+                        "path",
+                        format!(
+                            "traffic.requests: `{{{placeholder}}}` in `{}`: a traffic path takes \
+                             only {{captured.NAME}}",
+                            request.path
+                        ),
+                    ));
+                }
+            }
+            placeholder::check(&request.path, &captures)
+                .map_err(|message| invalid("path", format!("traffic.requests: {message}")))?;
         }
         Ok(())
     }

@@ -15,6 +15,8 @@
 //! | `{dep.NAME.host}`, `{dep.NAME.port}` | its host, its port |
 //! | `{agent.port}` | the port of the instance's `probity agent` |
 //! | `{seconds}` | in a hook's path or body: the fault's duration in whole seconds |
+//! | `{run}` | the run's own name (`drill-PID-HEX`): a queue or a cache prefix no other run shares |
+//! | `{captured.NAME}` | in a traffic request's path: a value request `NAME` captured from an answer |
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -42,6 +44,10 @@ pub enum Placeholder {
     AgentPort,
     /// `{seconds}`: a hook's fault duration.
     Seconds,
+    /// `{run}`: the run's own name.
+    Run,
+    /// `{captured.NAME}`: a value captured by traffic request `NAME`.
+    Captured(String),
 }
 
 /// What of a dependency's proxied address.
@@ -66,6 +72,8 @@ pub struct Known {
     pub dependencies: BTreeMap<String, bool>,
     /// Whether an agent is declared.
     pub agent: bool,
+    /// Traffic requests that capture a value (`{captured.NAME}`); empty where none may be used.
+    pub captures: BTreeSet<String>,
 }
 
 fn is_name_char(c: char) -> bool {
@@ -93,6 +101,11 @@ fn spans(text: &str) -> Vec<(std::ops::Range<usize>, &str)> {
     found
 }
 
+/// The names of the placeholders in `text` (without braces).
+pub fn names(text: &str) -> Vec<&str> {
+    spans(text).into_iter().map(|(_, name)| name).collect()
+}
+
 /// Parses a placeholder's name (without braces).
 pub fn parse(name: &str) -> Result<Placeholder, String> {
     let parts: Vec<&str> = name.split('.').collect();
@@ -103,6 +116,8 @@ pub fn parse(name: &str) -> Result<Placeholder, String> {
         ["name"] => Placeholder::Name,
         ["dir"] => Placeholder::Dir,
         ["seconds"] => Placeholder::Seconds,
+        ["run"] => Placeholder::Run,
+        ["captured", request] => Placeholder::Captured((*request).to_owned()),
         ["agent", "port"] => Placeholder::AgentPort,
         ["dep", dependency, part] => Placeholder::Dependency {
             name: (*dependency).to_owned(),
@@ -121,7 +136,8 @@ pub fn parse(name: &str) -> Result<Placeholder, String> {
         _ => {
             return Err(format!(
                 "`{{{name}}}` is not a placeholder (port, port.NAME, instance, name, dir, \
-                 dep.NAME.url, dep.NAME.address, dep.NAME.host, dep.NAME.port, agent.port, seconds)"
+                 dep.NAME.url, dep.NAME.address, dep.NAME.host, dep.NAME.port, agent.port, seconds, run, \
+                 captured.NAME)"
             ));
         }
     })
@@ -148,6 +164,12 @@ pub fn check(text: &str, known: &Known) -> Result<(), String> {
             },
             Placeholder::AgentPort if !known.agent => {
                 return Err(format!("`{{{name}}}`: there is no agent section"));
+            }
+            Placeholder::Captured(request) if !known.captures.contains(&request) => {
+                return Err(format!(
+                    "`{{{name}}}`: only a traffic request's path may use a captured value, and \
+                     `{request}` must be a traffic request with `capture`"
+                ));
             }
             _ => {}
         }
@@ -230,6 +252,7 @@ mod tests {
             ports: ["admin".to_owned()].into(),
             dependencies: [("db".to_owned(), true), ("cache".to_owned(), false)].into(),
             agent: false,
+            captures: BTreeSet::new(),
         }
     }
 

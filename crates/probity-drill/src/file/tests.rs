@@ -294,3 +294,129 @@ fn a_starting_file_from_a_manifest_parses_and_marks_its_guesses() {
     let pod = loaded.pod(None, false).unwrap();
     assert!(pod.readiness.is_some());
 }
+
+#[test]
+fn traffic_requests_have_names_success_markers_and_captures() {
+    let text = MINIMAL.replace(
+        "traffic:\n  requests:\n    - { path: /orders }\n",
+        "traffic:\n  requests:\n    - { name: write, method: POST, path: /orders, capture: location }\n    \
+         - { name: read, path: \"{captured.write}\", success: [200], marker: { header: x-degraded, value: db } }\n",
+    );
+    let file = parse(&text).unwrap();
+    assert_eq!(file.traffic.class_of("read"), Some(1));
+    assert!(file.traffic.is_success_of(0, 201));
+    assert!(
+        !file.traffic.is_success_of(1, 201),
+        "read's own success: 200 only"
+    );
+    assert_eq!(
+        file.traffic.requests[1].marker.as_ref().unwrap().header,
+        "x-degraded"
+    );
+    // A captured value from a request that captures nothing, or a placeholder of an instance.
+    for (path, message) in [
+        (
+            "\"{captured.read}\"",
+            "must be a traffic request with `capture`",
+        ),
+        ("\"/x/{port}\"", "a traffic path takes only {captured.NAME}"),
+    ] {
+        let bad = text.replace("\"{captured.write}\"", path);
+        let error = parse(&bad).unwrap_err().to_string();
+        assert!(error.contains(message), "{path}: {error}");
+    }
+    let twice = MINIMAL.replace(
+        "    - { path: /orders }\n",
+        "    - { path: /orders }\n    - { path: /orders }\n",
+    );
+    let error = parse(&twice).unwrap_err().to_string();
+    assert!(
+        error.contains("`GET /orders` names two requests"),
+        "{error}"
+    );
+}
+
+#[test]
+fn the_new_fault_keys_are_checked_against_what_the_file_declares() {
+    let with = |faults: &str| parse(&format!("{MINIMAL}faults:\n{faults}"));
+    let file = with(
+        "  - { kind: busy, scope: one }\n\
+         \x20 - { kind: busy, cost: { bare: { args: [--no-checks] } }, targets: { check_cost: 5% } }\n\
+         \x20 - { kind: terminate, app: { env: { BOOT_DELAY: 12s }, args: [\"--dir={dir}\"] }, targets: { started_within: 20s } }\n\
+         \x20 - { kind: refuse, dependency: db, targets: { stays_in_rotation: true, served: { GET /orders: 99% }, served_again_within: 3s, liveness_failures: 0 } }\n",
+    )
+    .unwrap();
+    let faults = file.faults();
+    assert_eq!(faults[1].targets.check_cost, Some(Share(0.05)));
+    assert_eq!(faults[3].targets.served["GET /orders"], Share(0.99));
+    for (faults, message) in [
+        (
+            "  - { kind: refuse, dependency: db, cost: {} }\n",
+            "cost applies to busy only",
+        ),
+        (
+            "  - { kind: busy, scope: one, cost: {} }\n",
+            "not with scope one",
+        ),
+        (
+            "  - { kind: busy, targets: { check_cost: 3% } }\n",
+            "check_cost needs cost",
+        ),
+        (
+            "  - { kind: refuse, dependency: db, app: { args: [-x] } }\n",
+            "app applies to the processes a fault starts",
+        ),
+        (
+            "  - { kind: refuse, dependency: db, targets: { served: { reads: 99% } } }\n",
+            "`reads` is not the name of a traffic request",
+        ),
+        (
+            "  - { kind: refuse, dependency: db, targets: { served: { GET /orders: 150% } } }\n",
+            "a share from 0 to 1",
+        ),
+        (
+            "  - { kind: refuse, dependency: db, targets: { unmarked_within: 2s } }\n",
+            "needs a traffic request with a marker",
+        ),
+        (
+            "  - { kind: refuse, dependency: db, targets: { lost_writes: 0 } }\n",
+            "need a delivery section",
+        ),
+        (
+            "  - { kind: terminate, app: { args: [\"{dep.nope.url}\"] } }\n",
+            "`nope` is not one of dependencies",
+        ),
+    ] {
+        let error = with(faults).unwrap_err().to_string();
+        assert!(error.contains(message), "{faults}: {error}");
+    }
+}
+
+#[test]
+fn delivery_names_a_broker_dependency_and_a_traffic_request() {
+    let base = MINIMAL.replace(
+        "dependencies:\n",
+        "dependencies:\n  broker: { url: \"amqp://guest:guest@127.0.0.1:5672/%2f\" }\n",
+    );
+    let with = |delivery: &str| parse(&format!("{base}delivery: {delivery}\n"));
+    let file =
+        with("{ dependency: broker, queue: \"{run}.{name}\", writes: GET /orders }").unwrap();
+    assert_eq!(file.delivery.unwrap().wait(), Duration::from_secs(60));
+    for (delivery, message) in [
+        (
+            "{ dependency: db, queue: q, writes: GET /orders }",
+            "with an amqp:// URL",
+        ),
+        (
+            "{ dependency: broker, queue: q, writes: POST /orders }",
+            "`POST /orders` is not the name of a traffic request",
+        ),
+        (
+            "{ dependency: broker, queue: \"{port.nope}\", writes: GET /orders }",
+            "`nope` is not one of app.ports",
+        ),
+    ] {
+        let error = with(delivery).unwrap_err().to_string();
+        assert!(error.contains(message), "{delivery}: {error}");
+    }
+}

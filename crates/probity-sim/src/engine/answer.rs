@@ -7,7 +7,6 @@ use super::Sim;
 use super::pod::Pod;
 use super::policy::{Policy, fails, immediate_entry};
 use super::probing::{Seen, within};
-use crate::report::KillReason;
 use crate::scenario::{CheckTarget, EndpointMode, Handler, InternalKind, Scenario};
 use crate::time::Millis;
 use probity_contract::probe::ProbeKind;
@@ -98,20 +97,6 @@ impl Sim<'_> {
         {
             self.apply_effects();
             let _ = self.run_probe(pod, ProbeKind::Readiness);
-        }
-    }
-
-    /// A probe result killed the container, or marked it Started.
-    pub(super) fn probe_verdict(&mut self, pod: usize, kill: Option<KillReason>) {
-        match kill {
-            Some(reason) => self.kill(pod, reason),
-            None if self.pods[pod].running() => {
-                self.pods[pod].started = true;
-                self.manual_readiness_trigger(pod);
-                self.update_pod_ready(pod);
-                self.pod_changed(pod);
-            }
-            None => {}
         }
     }
 

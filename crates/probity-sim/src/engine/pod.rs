@@ -5,11 +5,11 @@
 //! `doBackOff` ([`CrashLoopBackOff`]), the grace period and the preStop hook of
 //! `killContainer` ([`StopSequence`]).
 
-use super::Sim;
+use super::effects::Effects;
 use super::probing::Seen;
 use super::queue::Event;
-use crate::report::{KillReason, LaneState};
-use crate::scenario::BackoffRequeue;
+use crate::report::LaneState;
+use crate::scenario::{BackoffRequeue, FaultKind, Scenario};
 use crate::time::Millis;
 use crate::time::{at, millis};
 use probity_contract::kube::backoff::{
@@ -17,7 +17,6 @@ use probity_contract::kube::backoff::{
 };
 use probity_contract::kube::prober::ContainerView;
 use probity_contract::kube::termination::{StopCause, StopSequence, grace_period};
-use probity_contract::probe::ProbeKind;
 
 /// Where the pod's container is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -219,60 +218,89 @@ impl BootProgress {
     }
 }
 
-impl Sim<'_> {
-    /// A pod that has run for a long time: booted, started, ready, its probe tickers at
-    /// random phases (pods are admitted at different times; the worker probes at admission,
-    /// then every period).
-    pub(super) fn settle_pod(&mut self, pod: usize) {
-        self.passive.new_process(pod);
+/// The fleet's pods, by index. Read with `pods[pod]`; changed only through its handlers.
+#[derive(Debug)]
+pub(super) struct Pods<'a> {
+    scenario: &'a Scenario,
+    pods: Vec<Pod>,
+}
+
+impl std::ops::Index<usize> for Pods<'_> {
+    type Output = Pod;
+
+    fn index(&self, pod: usize) -> &Pod {
+        &self.pods[pod]
+    }
+}
+
+impl<'a> Pods<'a> {
+    /// A scenario's pods, none with a container yet.
+    pub(super) fn new(scenario: &'a Scenario) -> Self {
+        Pods {
+            scenario,
+            pods: (0..scenario.fleet.replicas).map(|_| Pod::new()).collect(),
+        }
+    }
+
+    /// How many pods there are.
+    pub(super) fn len(&self) -> usize {
+        self.pods.len()
+    }
+
+    /// `pod` has run for a long time: its first container booted and started, its process
+    /// settled.
+    pub(super) fn settle(&mut self, pod: usize) {
         let state = &mut self.pods[pod];
         state.container = Container::Running;
         state.container_id = 1;
         state.started_at = 0;
         state.started = true;
         state.process = Some(Process::settled(1));
-        self.policy.new_process(pod, 1, true);
-        self.rotation.router.endpoint_update(pod, true);
-        self.probers
-            .settled(pod, 1, &mut self.rng, &mut self.effects);
-        let (now, rng, effects) = (self.now, &mut self.rng, &mut self.effects);
-        self.policy.start_pollers(pod, 1, true, now, rng, effects);
     }
 
-    /// A new pod at `when`: its probe workers start (first probe at once, then every
-    /// period) and its first container starts.
-    pub(super) fn add_pod(&mut self, pod: usize, when: Millis) {
-        self.probers.add(pod, when, &mut self.effects);
-        let epoch = self.pods[pod].start_epoch;
-        self.effects.schedule(
+    /// Schedules the start of `pod`'s container at `when`.
+    pub(super) fn schedule_start(&self, pod: usize, when: Millis, effects: &mut Effects) {
+        effects.schedule(
             when,
             Event::StartContainer {
                 pod: pod as u32,
-                epoch,
+                epoch: self.pods[pod].start_epoch,
             },
         );
     }
 
-    /// The kubelet starts the container, or waits out its backoff (`doBackOff`).
-    pub(super) fn try_start(&mut self, pod: usize) {
-        let now = self.now;
-        let newest = self.pods[pod].last_finished;
-        match self.pods[pod].backoff.decide(newest.map(at), at(now)) {
-            RestartDecision::StartNow => self.start_container(pod),
-            RestartDecision::WaitUntil(until) => self.schedule_retry(pod, millis(until)),
-        }
+    /// Whether a scheduled start of `epoch` is current: the pod waits for it.
+    pub(super) fn start_due(&self, pod: usize, epoch: u32) -> bool {
+        let state = &self.pods[pod];
+        state.start_epoch == epoch && state.container == Container::Waiting
     }
 
-    fn schedule_retry(&mut self, pod: usize, until: Millis) {
+    /// The kubelet's `doBackOff` at `now`: start now, or wait.
+    pub(super) fn decide_start(&mut self, pod: usize, now: Millis) -> RestartDecision {
+        let state = &mut self.pods[pod];
+        let newest = state.last_finished;
+        state.backoff.decide(newest.map(at), at(now))
+    }
+
+    /// Retries the start of `pod` at `until` or, with the pod worker's jitter, at its first
+    /// retry after it.
+    pub(super) fn schedule_retry(
+        &mut self,
+        pod: usize,
+        until: Millis,
+        now: Millis,
+        rng: &mut fastrand::Rng,
+        effects: &mut Effects,
+    ) {
         let retry_at = match self.scenario.kubelet.backoff_requeue {
             BackoffRequeue::Exact => until,
             BackoffRequeue::Jitter => {
                 // The pod worker retries every wait.Jitter(10s, 0.5): 10–15 s apart.
                 let base = millis(POD_WORKER_RETRY);
                 let spread = (base as f64 * POD_WORKER_RETRY_JITTER) as Millis;
-                let mut retry = self.now;
+                let mut retry = now;
                 while retry < until {
-                    retry += base + self.rng.u64(0..spread);
+                    retry += base + rng.u64(0..spread);
                 }
                 retry
             }
@@ -280,8 +308,8 @@ impl Sim<'_> {
         let state = &mut self.pods[pod];
         state.start_epoch += 1;
         let epoch = state.start_epoch;
-        self.effects.schedule(
-            retry_at.max(self.now),
+        effects.schedule(
+            retry_at.max(now),
             Event::StartContainer {
                 pod: pod as u32,
                 epoch,
@@ -289,31 +317,23 @@ impl Sim<'_> {
         );
     }
 
-    /// A scheduled start arrives.
-    pub(super) fn start_due(&mut self, pod: usize, epoch: u32) {
-        let state = &self.pods[pod];
-        if state.start_epoch == epoch && state.container == Container::Waiting {
-            self.try_start(pod);
-        }
-    }
-
-    fn start_container(&mut self, pod: usize) {
-        let now = self.now;
+    /// `pod`'s container starts at `now` (`Started` at once without a startup probe) with a
+    /// new process booting. Returns the process, and whether it is a restart.
+    pub(super) fn start_container(
+        &mut self,
+        pod: usize,
+        started: bool,
+        now: Millis,
+    ) -> (u32, bool) {
         let app = &self.scenario.app;
-        let started = self.probers.spec(ProbeKind::Startup).is_none();
-        self.passive.new_process(pod);
         let state = &mut self.pods[pod];
-        if state.container_id > 0 {
-            self.measure.pods[pod].restarts += 1;
-        }
+        let restart = state.container_id > 0;
         state.container_id += 1;
         let id = state.container_id;
         state.container = Container::Running;
         state.started_at = now;
         state.restart_after_kill = None;
         state.started = started;
-        self.probers.new_container(pod);
-        let state = &mut self.pods[pod];
         state.process = Some(Process {
             id,
             booted: false,
@@ -332,28 +352,17 @@ impl Sim<'_> {
             inflight: Vec::new(),
             answered_unready: false,
         });
-        self.policy.new_process(pod, id, false);
-        self.boot_started(pod);
-        self.schedule_crash(pod);
-        let (now, rng, effects) = (self.now, &mut self.rng, &mut self.effects);
-        self.policy.start_pollers(pod, id, false, now, rng, effects);
-        self.refresh_boots();
-        self.reschedule_boot(pod);
-        if self.pods[pod].started {
-            self.manual_readiness_trigger(pod);
-        }
-        self.update_pod_ready(pod);
-        self.pod_changed(pod);
+        (id, restart)
     }
 
-    /// A pod that crashes on start: its running container exits `after` from now.
-    pub(super) fn schedule_crash(&mut self, pod: usize) {
+    /// A pod that crashes on start: its running container exits `after` its start.
+    pub(super) fn schedule_crash(&self, pod: usize, now: Millis, effects: &mut Effects) {
         let state = &self.pods[pod];
         if let Some(after) = state.crashes_after
             && state.container == Container::Running
         {
-            self.effects.schedule(
-                self.now + after,
+            effects.schedule(
+                now + after,
                 Event::CrashExit {
                     pod: pod as u32,
                     container: state.container_id,
@@ -362,26 +371,14 @@ impl Sim<'_> {
         }
     }
 
-    /// The process exits by itself; the kubelet restarts it through `doBackOff`.
-    pub(super) fn crash_exit(&mut self, pod: usize, container: u32) {
-        if self.pods[pod].container_id == container {
-            self.crash(pod, KillReason::Exited);
-        }
-    }
-
-    /// Re-times every boot in progress after the conditions it depends on changed.
-    pub(super) fn refresh_boots(&mut self) {
-        if self.scenario.app.boot_needs.is_empty() {
-            return;
-        }
-        for pod in self.dependencies.booting() {
-            self.reschedule_boot(pod);
-        }
-    }
-
-    fn reschedule_boot(&mut self, pod: usize) {
-        let now = self.now;
-        let rate = self.dependencies.boot_rate(pod, &self.faults, self.now);
+    /// Re-times `pod`'s boot at `now`, progressing at `rate` from now on.
+    pub(super) fn retime_boot(
+        &mut self,
+        pod: usize,
+        rate: f64,
+        now: Millis,
+        effects: &mut Effects,
+    ) {
         let Some(process) = self.pods[pod].process.as_mut() else {
             return;
         };
@@ -400,7 +397,7 @@ impl Sim<'_> {
         let (id, epoch, remaining) = (process.id, boot.epoch, boot.remaining);
         if rate > 0.0 {
             let done_at = now + (remaining as f64 / rate).ceil() as Millis;
-            self.effects.schedule(
+            effects.schedule(
                 done_at,
                 Event::BootDone {
                     pod: pod as u32,
@@ -411,46 +408,40 @@ impl Sim<'_> {
         }
     }
 
-    /// The app finished booting: it listens and serves.
-    pub(super) fn boot_done(&mut self, pod: usize, process: u32, epoch: u32) {
+    /// The boot of `epoch` in `process` finished: the app listens and serves. Returns whether
+    /// it was the current boot.
+    pub(super) fn boot_done(&mut self, pod: usize, process: u32, epoch: u32) -> bool {
         let Some(state) = self.pods[pod].process.as_mut() else {
-            return;
+            return false;
         };
         if state.id != process || state.boot.epoch != epoch || state.booted {
-            return;
+            return false;
         }
         state.booted = true;
         state.listening = true;
-        self.boot_ended(pod);
-        self.refresh_boots();
-        self.pod_changed(pod);
+        true
     }
 
-    /// The kubelet kills the container after a liveness or startup failure, and decides in
-    /// the same sync whether to start it again (`computePodActions`, `doBackOff` on the
-    /// pre-kill status).
-    pub(super) fn kill(&mut self, pod: usize, reason: KillReason) {
-        let now = self.now;
-        if self.pods[pod].container != Container::Running {
-            return;
-        }
-        self.measure.record_kill(pod, now, reason);
-        let probe_grace = match reason {
-            KillReason::Liveness => self.probers.spec(ProbeKind::Liveness),
-            KillReason::Startup => self.probers.spec(ProbeKind::Startup),
-            _ => None,
-        }
-        .and_then(|probe| probe.termination_grace)
-        .map(at);
+    /// The kubelet kills `pod`'s running container at `now` (a probe's own grace period, if
+    /// it has one, in `probe_grace`), and decides in the same sync whether to start it
+    /// again (`computePodActions`, `doBackOff` on the pre-kill status). The container exits
+    /// after its preStop hook and its drain, or at the grace period's end.
+    pub(super) fn kill(
+        &mut self,
+        pod: usize,
+        probe_grace: Option<Millis>,
+        now: Millis,
+        effects: &mut Effects,
+    ) {
+        let scenario = self.scenario;
         let grace = grace_period(
-            at(self.scenario.fleet.termination_grace),
-            StopCause::ProbeFailure(probe_grace),
+            at(scenario.fleet.termination_grace),
+            StopCause::ProbeFailure(probe_grace.map(at)),
         );
-        let stop = StopSequence::new(grace, at(self.scenario.pre_stop_sleep));
+        let stop = StopSequence::new(grace, at(scenario.pre_stop_sleep));
         let (pre_stop, signal_to_kill) = (millis(stop.pre_stop), millis(stop.signal_to_kill));
-        let newest = self.pods[pod].last_finished;
-        let decision = self.pods[pod].backoff.decide(newest.map(at), at(now));
-        let app = &self.scenario.app;
+        let decision = self.decide_start(pod, now);
+        let app = &scenario.app;
         let state = &mut self.pods[pod];
         state.container = Container::Terminating;
         state.restart_after_kill = Some(decision);
@@ -471,75 +462,47 @@ impl Sim<'_> {
                 process.listening = false;
             }
         }
-        self.effects.schedule(
+        effects.schedule(
             now + exit_after,
             Event::KillDone {
                 pod: pod as u32,
                 container,
             },
         );
-        self.pod_changed(pod);
     }
 
-    /// A killed container has exited: it starts again now, or after its backoff.
-    pub(super) fn kill_done(&mut self, pod: usize, container: u32) {
+    /// Whether a killed container `container` is the one terminating.
+    pub(super) fn kill_due(&self, pod: usize, container: u32) -> bool {
         let state = &self.pods[pod];
-        if state.container_id != container || state.container != Container::Terminating {
-            return;
-        }
-        self.container_exited(pod);
-        match self.pods[pod].restart_after_kill.take() {
-            Some(RestartDecision::StartNow) | None => self.start_container(pod),
-            Some(RestartDecision::WaitUntil(_)) => {
-                // The next sync sees this container as the newest exited one.
-                let backoff = self.pods[pod].backoff.current().map_or(0, millis);
-                self.schedule_retry(pod, self.now + backoff);
-            }
-        }
+        state.container_id == container && state.container == Container::Terminating
     }
 
-    /// The process died by itself (out of memory): the kubelet restarts it through
-    /// `doBackOff` with this container as the newest exited one.
-    pub(super) fn crash(&mut self, pod: usize, reason: KillReason) {
-        if self.pods[pod].container != Container::Running {
-            return;
-        }
-        self.measure.record_kill(pod, self.now, reason);
-        self.container_exited(pod);
-        self.try_start(pod);
-    }
-
-    fn container_exited(&mut self, pod: usize) {
-        let was_booting = self.pods[pod].booting();
+    /// The restart decided when the container was killed, and the backoff then.
+    pub(super) fn take_restart(&mut self, pod: usize) -> (Option<RestartDecision>, Millis) {
         let state = &mut self.pods[pod];
+        let backoff = state.backoff.current().map_or(0, millis);
+        (state.restart_after_kill.take(), backoff)
+    }
+
+    /// `pod`'s container exited at `now`: no process is left. Returns whether its app was
+    /// still booting.
+    pub(super) fn container_exited(&mut self, pod: usize, now: Millis) -> bool {
+        let state = &mut self.pods[pod];
+        let was_booting = state.booting();
         state.container = Container::Waiting;
-        state.last_finished = Some(self.now);
+        state.last_finished = Some(now);
         state.started = false;
         state.process = None;
-        self.policy.process_gone(pod);
-        if was_booting {
-            self.boot_ended(pod);
-            self.refresh_boots();
-        }
-        self.update_pod_ready(pod);
-        self.pod_changed(pod);
+        was_booting
     }
 
-    /// An operator replaces a pod: a new pod, with fresh probe workers and backoff.
-    pub(super) fn replace_pod(&mut self, pod: usize) {
-        let clock = (self.now, self.current_order);
-        for kind in ProbeKind::ALL {
-            self.probers
-                .wake_worker(pod, kind, false, clock, &mut self.effects);
-        }
-        if self.pods[pod].booting() {
-            self.boot_ended(pod);
-        }
+    /// An operator replaces `pod`: a new pod, with fresh backoff, whose first container is a
+    /// new one. Returns whether the old app was still booting.
+    pub(super) fn replace(&mut self, pod: usize) -> bool {
         let state = &mut self.pods[pod];
+        let was_booting = state.booting();
         state.container = Container::Waiting;
         state.process = None;
-        self.policy.process_gone(pod);
-        let state = &mut self.pods[pod];
         state.started = false;
         state.last_finished = None;
         state.backoff = CrashLoopBackOff::default();
@@ -547,74 +510,103 @@ impl Sim<'_> {
         state.start_epoch += 1;
         // Not a restart of the old container: the new pod's first container.
         state.container_id += 1;
-        self.probers.replace(pod);
-        let record = &mut self.measure.pods[pod];
-        record.restarts = record.restarts.saturating_sub(1);
-        self.update_pod_ready(pod);
-        self.add_pod(pod, self.now);
-        self.pod_changed(pod);
+        was_booting
     }
 
-    /// The process answered a readiness probe. When it starts failing and the server closes
-    /// connections while unready, the keep-alive clients pinned to it leave.
-    pub(super) fn readiness_answered(&mut self, pod: usize, passed: bool) {
+    /// `pod`'s container is `Started` (its startup probe passed), if it still runs.
+    pub(super) fn mark_started(&mut self, pod: usize) -> bool {
+        let state = &mut self.pods[pod];
+        if state.running() {
+            state.started = true;
+        }
+        state.running()
+    }
+
+    /// The process answered a readiness probe: returns whether it started failing.
+    pub(super) fn readiness_answered(&mut self, pod: usize, passed: bool) -> bool {
         let Some(process) = self.pods[pod].process.as_mut() else {
-            return;
+            return false;
         };
         let fell = !passed && !process.answered_unready;
         process.answered_unready = !passed;
-        if !fell || !self.scenario.app.close_connections_when_unready {
-            return;
-        }
-        let clock = (self.now, self.scenario.requests.rate);
-        if let Some(connections) = self.connections.as_mut() {
-            connections.readiness_fell(pod, clock, &mut self.effects);
-            self.apply_effects();
-        }
+        fell
     }
 
-    /// A boot that warms up against its dependencies began.
-    fn boot_started(&mut self, pod: usize) {
-        self.dependencies.boot_started(pod, &mut self.effects);
-        self.apply_effects();
-    }
-
-    /// A boot ended (done, or the container went away).
-    fn boot_ended(&mut self, pod: usize) {
-        self.dependencies.boot_ended(pod, &mut self.effects);
-        self.apply_effects();
-    }
-
-    /// A health-check call that hangs until `until` holds a pool connection (and memory):
-    /// past `max_inflight_checks` the process is killed for running out of memory.
-    pub(super) fn hold_inflight(&mut self, pod: usize, until: Millis, dependency: usize) {
-        let now = self.now;
-        let limit = self.scenario.app.max_inflight_checks;
-        let pool = self.scenario.app.pool_size.is_some();
-        let Some(process) = self.pods[pod].process.as_mut() else {
-            return;
-        };
+    /// A health-check call that hangs until `until` holds a connection of the pool to
+    /// `dependency` (and memory) from `now`: returns the calls the process holds then, its
+    /// ID and its leaked pools.
+    pub(super) fn hold(
+        &mut self,
+        pod: usize,
+        until: Millis,
+        dependency: usize,
+        now: Millis,
+    ) -> Option<(u32, u32, u64)> {
+        let process = self.pods[pod].process.as_mut()?;
         process.inflight.retain(|(end, _)| *end > now);
         process.inflight.push((until, dependency as u16));
         let count = process.inflight.len() as u32;
-        let (id, exhausted) = (process.id, process.pool_exhausted);
-        self.policy.pool_changed(pod, exhausted, true);
-        self.measure.max_inflight = self.measure.max_inflight.max(count);
-        if pool {
-            self.effects.schedule(
-                until,
-                Event::HungEnd {
-                    pod: pod as u32,
-                    process: id,
-                },
-            );
-            self.mark(pod);
-        }
-        if let Some(limit) = limit
-            && count > limit
-        {
-            self.measure.oom_kills += 1;
-            self.crash(pod, KillReason::OutOfMemory);
+        Some((count, process.id, process.pool_exhausted))
+    }
+
+    /// A fault `kind` begins in a pod at `now`: returns the pod it changed, with its leaked
+    /// pools and whether hung calls hold connections when its pool leaked dry.
+    pub(super) fn fault(&mut self, kind: &FaultKind, now: Millis) -> PodFault {
+        match *kind {
+            FaultKind::PoolExhausted {
+                instance,
+                dependency,
+            } => PodFault::Pool(
+                instance,
+                self.pods[instance].process.as_mut().map(|process| {
+                    process.pool_exhausted |= 1 << dependency;
+                    (process.pool_exhausted, !process.inflight.is_empty())
+                }),
+            ),
+            FaultKind::Deadlock {
+                instance,
+                ignores_sigterm,
+            } => {
+                if let Some(process) = self.pods[instance].process.as_mut() {
+                    process.deadlocked_at = Some(now);
+                    process.ignores_sigterm = ignores_sigterm;
+                }
+                PodFault::Changed(instance)
+            }
+            FaultKind::RuntimeStall { instance } => {
+                if let Some(process) = self.pods[instance].process.as_mut() {
+                    process.stalled = true;
+                }
+                PodFault::Changed(instance)
+            }
+            FaultKind::CrashOnStart { instance, after } => {
+                self.pods[instance].crashes_after = Some(after);
+                PodFault::Crashes(instance)
+            }
+            FaultKind::ManualDrain { instance } => {
+                self.pods[instance].manual_drained = true;
+                PodFault::Drained(instance)
+            }
+            FaultKind::ManualFix { .. }
+            | FaultKind::DependencyOutage { .. }
+            | FaultKind::SlowDependency { .. }
+            | FaultKind::FlappingDependency { .. } => PodFault::None,
         }
     }
+}
+
+/// What a fault did to a pod.
+#[derive(Debug, Clone, Copy)]
+pub(super) enum PodFault {
+    /// Its pool to a dependency leaked dry: its leaked pools, and whether hung calls hold
+    /// connections (none: it has no process).
+    Pool(usize, Option<(u64, bool)>),
+    /// Its process deadlocked or stalled.
+    Changed(usize),
+    /// It crashes after each start from now on.
+    Crashes(usize),
+    /// An operator drained it.
+    Drained(usize),
+    /// Nothing of one pod.
+    None,
 }

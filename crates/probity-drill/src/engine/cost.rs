@@ -1,0 +1,251 @@
+//! What health checking costs in throughput, measured so the machine's noise cannot pass for it.
+//!
+//! Measured one after the other, two fleets' throughput differs by far more than a health check
+//! costs: a machine shared with other work changes speed by 10–40% from one minute to the next.
+//! So, as `scripts/bench-http.sh` pairs its targets, the fleets are served **at the same time**,
+//! under the same traffic, on the same cores: the fleet as the file has it, a control fleet
+//! identical to it, and a bare fleet with no health checking at all (no probes, HAProxy without
+//! checks, the app changed by `cost.bare`). Each gets its own HAProxy and the same load; the
+//! kernel shares the machine between them, so whatever it does meanwhile falls on all three
+//! alike. The cost is what the two checked fleets serve against the bare one; the control —
+//! the fleet against its identical twin — is the instrument's own noise, reported beside it, in
+//! every run.
+
+use super::fleet::{Fleet, Shared, Variant};
+use super::report::CheckCost;
+use super::traffic::Running;
+use crate::DrillError;
+use crate::file::Cost;
+use crate::load::{LoadHandle, Sample, Timeline};
+use std::path::Path;
+use std::time::Duration;
+use tokio::time::Instant;
+
+/// Each window the throughputs are compared in.
+pub const WINDOW: Duration = Duration::from_secs(1);
+
+/// The two fleets beside the drill's, under load.
+#[derive(Debug)]
+pub struct Bench {
+    bare: Fleet,
+    control: Fleet,
+    bare_load: LoadHandle,
+    control_load: LoadHandle,
+}
+
+impl Bench {
+    /// Starts the bare and the control fleets and their traffic (for at most `bound`).
+    pub async fn start(
+        shared: &Shared<'_>,
+        cost: &Cost,
+        work: &Path,
+        traffic: &Running,
+        timeout: Duration,
+        bound: Duration,
+    ) -> Result<Bench, DrillError> {
+        shared.progress.step(
+            "  starting a bare fleet (no health checking) and a control fleet (identical) beside it",
+        );
+        let bare = Fleet::build(
+            shared,
+            &Variant::Bare(cost.bare.clone()),
+            &work.join("bare"),
+            Some("bare"),
+        )
+        .await?;
+        let control = match Fleet::build(
+            shared,
+            &Variant::Checked,
+            &work.join("control"),
+            Some("control"),
+        )
+        .await
+        {
+            Ok(control) => control,
+            Err(error) => {
+                bare.shutdown().await;
+                return Err(error);
+            }
+        };
+        let started = async {
+            bare.start(timeout).await?;
+            control.start(timeout).await
+        }
+        .await;
+        if let Err(error) = started {
+            bare.shutdown().await;
+            control.shutdown().await;
+            return Err(error);
+        }
+        let bare_load = traffic.also_to(bare.balancer.frontend, bound);
+        let control_load = traffic.also_to(control.balancer.frontend, bound);
+        Ok(Bench {
+            bare,
+            control,
+            bare_load,
+            control_load,
+        })
+    }
+
+    /// Stops the two fleets and compares the throughputs of `[from, to)`; `fleet` is what the
+    /// drill's fleet served, `success` says which samples count.
+    pub async fn finish(
+        self,
+        fleet: &Timeline,
+        from: Instant,
+        to: Instant,
+        success: impl Fn(&Sample) -> bool,
+    ) -> CheckCost {
+        self.bare_load.stop();
+        self.control_load.stop();
+        let bare = self.bare_load.timeline().samples(from, to);
+        let control = self.control_load.timeline().samples(from, to);
+        let fleet = fleet.samples(from, to);
+        self.bare.shutdown().await;
+        self.control.shutdown().await;
+        let per_window = |samples: &[Sample]| windows(samples, from, to, &success);
+        compare(
+            &per_window(&fleet),
+            &per_window(&control),
+            &per_window(&bare),
+        )
+    }
+}
+
+/// Successful requests sent in each whole [`WINDOW`] of `[from, to)`.
+fn windows(
+    samples: &[Sample],
+    from: Instant,
+    to: Instant,
+    success: &impl Fn(&Sample) -> bool,
+) -> Vec<u64> {
+    let count = (to.saturating_duration_since(from).as_millis() / WINDOW.as_millis()) as usize;
+    let mut served = vec![0; count];
+    for sample in samples.iter().filter(|sample| success(sample)) {
+        let index =
+            (sample.sent.saturating_duration_since(from).as_millis() / WINDOW.as_millis()) as usize;
+        if let Some(slot) = served.get_mut(index) {
+            *slot += 1;
+        }
+    }
+    served
+}
+
+/// The mean of `values` and half its 95% interval (1.96 standard errors).
+fn mean_and_margin(values: &[f64]) -> (f64, f64) {
+    let n = values.len() as f64;
+    if values.is_empty() {
+        return (0.0, 0.0);
+    }
+    let mean = values.iter().sum::<f64>() / n;
+    if values.len() < 2 {
+        return (mean, 0.0);
+    }
+    let variance = values.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / (n - 1.0);
+    (mean, 1.96 * (variance / n).sqrt())
+}
+
+fn percentile(sorted: &[f64], quantile: f64) -> f64 {
+    if sorted.is_empty() {
+        return 0.0;
+    }
+    let rank = ((quantile * sorted.len() as f64).ceil() as usize).clamp(1, sorted.len());
+    sorted[rank - 1]
+}
+
+/// The cost and the control from each window's successes of the fleet, the control and the
+/// bare fleet.
+pub fn compare(fleet: &[u64], control: &[u64], bare: &[u64]) -> CheckCost {
+    let sum = |values: &[u64]| values.iter().sum::<u64>() as f64;
+    let seconds = (fleet.len() as f64) * WINDOW.as_secs_f64();
+    let rate = |values: &[u64]| {
+        if seconds > 0.0 {
+            sum(values) / seconds
+        } else {
+            0.0
+        }
+    };
+    let ratio_cost = |checked: f64, unchecked: f64| {
+        if unchecked > 0.0 {
+            1.0 - checked / unchecked
+        } else {
+            0.0
+        }
+    };
+    let mut costs = Vec::new();
+    let mut controls = Vec::new();
+    for ((fleet, control), bare) in fleet.iter().zip(control).zip(bare) {
+        if *bare > 0 {
+            costs.push(ratio_cost((*fleet + *control) as f64 / 2.0, *bare as f64));
+        }
+        if *control > 0 {
+            controls.push(ratio_cost(*fleet as f64, *control as f64));
+        }
+    }
+    let (_, cost_margin) = mean_and_margin(&costs);
+    let (_, control_margin) = mean_and_margin(&controls);
+    let mut sorted = costs.clone();
+    sorted.sort_by(f64::total_cmp);
+    CheckCost {
+        window_s: WINDOW.as_secs_f64(),
+        windows: fleet.len() as u32,
+        fleet_rps: rate(fleet),
+        control_rps: rate(control),
+        bare_rps: rate(bare),
+        cost: ratio_cost((sum(fleet) + sum(control)) / 2.0, sum(bare)),
+        cost_margin,
+        cost_p10: percentile(&sorted, 0.10),
+        cost_p90: percentile(&sorted, 0.90),
+        control: ratio_cost(sum(fleet), sum(control)),
+        control_margin,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_cost_is_what_the_checked_fleets_lose_against_the_bare_one() {
+        // The machine's speed swings from window to window; the fleets swing together.
+        let speed = [1000u64, 1400, 900, 1600, 1100, 1300];
+        let bare: Vec<u64> = speed.to_vec();
+        let fleet: Vec<u64> = speed.iter().map(|s| s * 98 / 100).collect();
+        let control: Vec<u64> = speed.iter().map(|s| s * 98 / 100).collect();
+        let cost = compare(&fleet, &control, &bare);
+        assert!((cost.cost - 0.02).abs() < 0.002, "{cost:?}");
+        assert!(cost.cost_margin < 0.002, "the swings cancel: {cost:?}");
+        assert!(cost.control.abs() < 1e-9, "{cost:?}");
+        assert_eq!(cost.windows, 6);
+        assert!((cost.bare_rps - 1216.6).abs() < 1.0, "{cost:?}");
+        // No bare throughput at all: no cost claimed.
+        assert_eq!(compare(&[1], &[1], &[0]).cost, 0.0);
+        assert_eq!(compare(&[], &[], &[]).windows, 0);
+    }
+
+    #[test]
+    fn successes_are_counted_in_whole_windows() {
+        let from = Instant::now();
+        let at = |millis: u64, status: u16| Sample {
+            sent: from + Duration::from_millis(millis),
+            latency: Duration::from_millis(1),
+            outcome: crate::load::Outcome::Status(status),
+            class: 0,
+            marked: false,
+        };
+        let samples = [
+            at(10, 200),
+            at(900, 200),
+            at(1500, 503),
+            at(1600, 200),
+            at(2500, 200),
+        ];
+        let counts = windows(
+            &samples,
+            from,
+            from + Duration::from_millis(2500),
+            &|s: &Sample| s.ok(),
+        );
+        assert_eq!(counts, vec![2, 1], "the last partial window is left out");
+    }
+}

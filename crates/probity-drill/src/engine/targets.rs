@@ -1,0 +1,385 @@
+//! The targets beyond the incident table's columns, judged after [`super::judge`]: staying in
+//! rotation (busy is not broken; a shared outage with a fallback degrades, it does not drain),
+//! probe failures below the kill threshold, a new process's start, traffic served again and
+//! served while the fault lasts, marked answers gone after it, writes delivered to a broker, and
+//! what health checking costs.
+
+use super::report::{Check, Diagnosis, Row};
+use crate::file::{Fault, FaultKind, Traffic};
+use std::time::Duration;
+
+/// What health checking may cost in throughput by default.
+pub const CHECK_COST: f64 = 0.03;
+
+fn secs(duration: Duration) -> String {
+    format!("{:.1}s", duration.as_secs_f64())
+}
+
+fn opt_secs(value: Option<f64>) -> String {
+    value.map_or("never".to_owned(), |s| format!("{s:.1}s"))
+}
+
+fn percent(share: f64) -> String {
+    let percent = share * 100.0;
+    if (percent - percent.round()).abs() < 1e-9 {
+        format!("{percent:.0}%")
+    } else {
+        format!("{percent:.1}%")
+    }
+}
+
+/// Judges the targets of `fault` this module owns into `row`.
+pub fn judge(row: &mut Row, fault: &Fault, traffic: &Traffic) {
+    let targets = &fault.targets;
+    let kind = fault.kind;
+    let dependency = fault.dependency.clone().unwrap_or_default();
+    let away = if dependency.is_empty() {
+        "the fault lasted".to_owned()
+    } else {
+        format!("`{dependency}` was away")
+    };
+    let figures = row.figures.clone();
+    let mut checks = Vec::new();
+    let mut diagnoses = Vec::new();
+
+    // Busy straight at one instance: the failed-requests target holds there too.
+    if let Some(direct) = figures.direct {
+        let target = targets.failed_requests.unwrap_or(0);
+        checks.push(Check {
+            target: format!("failed requests straight to instance 1 ≤ {target}"),
+            measured: format!("{} of {}", direct.failed, direct.requests),
+            met: direct.failed <= target,
+        });
+        if direct.failed > target {
+            diagnoses.push(busy_read_as_broken(format!(
+                "{} of {} requests straight to instance 1 failed under load alone",
+                direct.failed, direct.requests
+            )));
+        }
+    }
+
+    // Staying in rotation.
+    let stays = targets.stays_in_rotation.unwrap_or(kind == FaultKind::Busy);
+    if stays {
+        let met = row.figures.left_rotation == 0;
+        checks.push(Check {
+            target: "every instance stays in rotation".into(),
+            measured: if met {
+                "it did".into()
+            } else {
+                format!("{} times out of rotation", row.figures.left_rotation)
+            },
+            met,
+        });
+        if !met {
+            diagnoses.push(if kind == FaultKind::Busy {
+                busy_read_as_broken(format!(
+                    "the balancer took an instance out {} times with no fault",
+                    row.figures.left_rotation
+                ))
+            } else {
+                Diagnosis {
+                    mistake: "the fleet drains where it should degrade".into(),
+                    evidence: format!(
+                        "instances left rotation {} times while {away}, though the fault is \
+                         shared: draining every instance serves nobody",
+                        row.figures.left_rotation
+                    ),
+                    incident: "the database-outage incident (an outage where a degradation \
+                               would do)",
+                    fix: "give the dependency a fallback (a cache, a default) and let readiness \
+                          stay passing, marked degraded, while the fallback serves; drain only \
+                          for a fault of the instance's own"
+                        .into(),
+                    caught_by: "only a drill: what a fallback serves is behaviour",
+                }
+            });
+        }
+    }
+
+    // Probe failures below the kill threshold.
+    let readiness_target = targets
+        .readiness_failures
+        .or((kind == FaultKind::Busy).then_some(0));
+    if let Some(target) = readiness_target {
+        let measured = row.figures.readiness_failures;
+        checks.push(Check {
+            target: format!("readiness probes failed ≤ {target}"),
+            measured: measured.to_string(),
+            met: measured <= target,
+        });
+        if measured > target && kind == FaultKind::Busy && row.readiness_transitions == 0 {
+            diagnoses.push(busy_read_as_broken(format!(
+                "{measured} readiness probes failed under load alone"
+            )));
+        }
+    }
+    if let Some(target) = targets.liveness_failures {
+        let measured = row.figures.liveness_probe_failures;
+        checks.push(Check {
+            target: format!("liveness probes failed ≤ {target}"),
+            measured: measured.to_string(),
+            met: measured <= target,
+        });
+        if measured > target {
+            diagnoses.push(Diagnosis {
+                mistake: if dependency.is_empty() {
+                    "liveness fails under the fault".into()
+                } else {
+                    format!("liveness depends on `{dependency}`")
+                },
+                evidence: format!(
+                    "{measured} liveness probes failed while {away} ({} restarts this time: \
+                     a longer fault restarts the fleet)",
+                    row.restarts
+                ),
+                incident: "the database-in-liveness incident",
+                fix: "let liveness see only the process itself: a worker waiting on a \
+                      dependency declares the wait (bounded) instead of going silent"
+                    .into(),
+                caught_by: "probity lint: liveness-checks-dependencies; probity inspect: \
+                            liveness-checks-dependencies",
+            });
+        }
+    }
+
+    // A new process's start.
+    let started_target = targets.started_within.or(
+        // A new instance during an outage starts without the dependency: its startup probe
+        // covers its own boot only.
+        (kind == FaultKind::StartDuringOutage).then(|| fault.duration()),
+    );
+    if let Some(within) = started_target {
+        let measured = if kind == FaultKind::StartDuringOutage {
+            row.figures.started_at_s
+        } else {
+            row.figures.started_after_s
+        };
+        let met = measured.is_some_and(|at| at <= within.as_secs_f64());
+        checks.push(Check {
+            target: if kind == FaultKind::StartDuringOutage {
+                format!("the new instance started while {away}")
+            } else {
+                format!("a new process started ≤ {}", secs(within))
+            },
+            measured: opt_secs(measured),
+            met,
+        });
+        if !met && kind == FaultKind::StartDuringOutage {
+            diagnoses.push(Diagnosis {
+                mistake: format!("the startup probe waits on `{dependency}`"),
+                evidence: format!(
+                    "a new instance did not pass its startup probe while {away} (the fault \
+                     lasted {})",
+                    secs(fault.duration())
+                ),
+                incident: "the restart-storm incident (new pods killed again and again during \
+                           the failover)",
+                fix: "let the startup probe cover the app's own boot only; wait for the \
+                      dependency out of rotation (readiness), never under startup's budget"
+                    .into(),
+                caught_by: "probity lint: startup-probe-waits-on-dependency",
+            });
+        }
+    }
+
+    // Served again after the fault.
+    if let Some(within) = targets.served_again_within {
+        let measured = row.figures.served_again_after_s;
+        let met = measured.is_some_and(|after| after <= within.as_secs_f64());
+        checks.push(Check {
+            target: format!("served again ≤ {} after the fault", secs(within)),
+            measured: opt_secs(measured),
+            met,
+        });
+        if !met {
+            diagnoses.push(slow_recovery(&dependency, measured));
+        }
+    }
+
+    // Served while the fault lasts, per request.
+    for (name, share) in &targets.served {
+        let Some(class) = row.figures.traffic.iter().find(|class| class.name == *name) else {
+            continue;
+        };
+        let measured = if class.during_fault == 0 {
+            0.0
+        } else {
+            class.during_fault_succeeded as f64 / class.during_fault as f64
+        };
+        let met = class.during_fault > 0 && measured + 1e-9 >= share.0;
+        checks.push(Check {
+            target: format!(
+                "`{name}` served ≥ {} while the fault lasts",
+                percent(share.0)
+            ),
+            measured: format!(
+                "{} ({} of {})",
+                percent(measured),
+                class.during_fault_succeeded,
+                class.during_fault
+            ),
+            met,
+        });
+        if !met {
+            diagnoses.push(Diagnosis {
+                mistake: format!("`{name}` is not served while {away}"),
+                evidence: format!(
+                    "{} of {} `{name}` requests failed during the fault",
+                    class.during_fault - class.during_fault_succeeded,
+                    class.during_fault
+                ),
+                incident: "the database-outage incident (the fix: serve cached data marked \
+                           stale)",
+                fix: "serve what a fallback holds (a cache, a replica) marked stale, and keep \
+                      the instance in rotation while it does"
+                    .into(),
+                caught_by: "only a drill: what a fallback serves is behaviour",
+            });
+        }
+    }
+
+    // Marked answers gone after the fault.
+    if let Some(within) = targets.unmarked_within {
+        let measured = row.figures.unmarked_after_s;
+        let met = measured.is_some_and(|after| after <= within.as_secs_f64());
+        let markers: Vec<&str> = traffic
+            .requests
+            .iter()
+            .filter_map(|request| request.marker.as_ref().map(|m| m.header.as_str()))
+            .collect();
+        checks.push(Check {
+            target: format!(
+                "answers no longer marked ({}) ≤ {} after the fault",
+                markers.join(", "),
+                secs(within)
+            ),
+            measured: measured.map_or("still marked".into(), |after| format!("{after:.1}s")),
+            met,
+        });
+        if !met {
+            diagnoses.push(slow_recovery(&dependency, measured));
+        }
+    }
+
+    // Writes delivered.
+    if targets.measures_delivery() {
+        match figures.delivery {
+            None => checks.push(Check {
+                target: "writes delivered to the broker".into(),
+                measured: "not counted".into(),
+                met: false,
+            }),
+            Some(delivery) => {
+                if let Some(target) = targets.lost_writes {
+                    let met = delivery.lost <= target;
+                    checks.push(Check {
+                        target: format!("acknowledged writes lost ≤ {target}"),
+                        measured: format!(
+                            "{} of {} ({} received, {} distinct; {} unacknowledged)",
+                            delivery.lost,
+                            delivery.acknowledged,
+                            delivery.received,
+                            delivery.distinct,
+                            delivery.unacknowledged
+                        ),
+                        met,
+                    });
+                    if !met {
+                        diagnoses.push(Diagnosis {
+                            mistake: "acknowledged writes never reach the broker".into(),
+                            evidence: format!(
+                                "{} writes answered with success were not received within \
+                                 the wait",
+                                delivery.lost
+                            ),
+                            incident: "—",
+                            fix: "write the message in the same transaction as the data (an \
+                                  outbox) and relay it until the broker confirms it"
+                                .into(),
+                            caught_by: "only a drill",
+                        });
+                    }
+                }
+                if let Some(target) = targets.duplicated_writes {
+                    checks.push(Check {
+                        target: format!("writes received twice ≤ {target}"),
+                        measured: delivery.duplicated.to_string(),
+                        met: delivery.duplicated <= target,
+                    });
+                }
+            }
+        }
+    }
+
+    // What health checking costs.
+    if let Some(cost) = figures.check_cost {
+        let target = targets.check_cost.map_or(CHECK_COST, |share| share.0);
+        let met = cost.cost <= target;
+        checks.push(Check {
+            target: format!("health checking costs ≤ {} of throughput", percent(target)),
+            measured: format!(
+                "{:.1}% ± {:.1}% (control {:.1}% ± {:.1}%; {:.0} req/s checked, {:.0} bare)",
+                cost.cost * 100.0,
+                cost.cost_margin * 100.0,
+                cost.control * 100.0,
+                cost.control_margin * 100.0,
+                (cost.fleet_rps + cost.control_rps) / 2.0,
+                cost.bare_rps
+            ),
+            met,
+        });
+        if !met {
+            diagnoses.push(Diagnosis {
+                mistake: "health checking is expensive".into(),
+                evidence: format!(
+                    "the checked fleets served {:.1}% less than a fleet with none, at the same \
+                     time on the same cores",
+                    cost.cost * 100.0
+                ),
+                incident: "the deep-check incident",
+                fix: "answer probes from a snapshot polled in the background (no I/O per \
+                      probe), poll each dependency at a modest interval, and keep probe periods \
+                      no shorter than the reaction you need"
+                    .into(),
+                caught_by: "probity lint: probe-load",
+            });
+        }
+    }
+
+    row.checks.extend(checks);
+    row.diagnoses.extend(diagnoses);
+}
+
+fn busy_read_as_broken(evidence: String) -> Diagnosis {
+    Diagnosis {
+        mistake: "busy read as broken".into(),
+        evidence,
+        incident: "the deep-check incident",
+        fix: "answer readiness from a snapshot polled in the background, never by taking a \
+              pooled connection or calling a dependency inline; judge saturation by requests \
+              failing, not by a busy pool"
+            .into(),
+        caught_by: "probity lint: probe-load",
+    }
+}
+
+fn slow_recovery(dependency: &str, measured: Option<f64>) -> Diagnosis {
+    Diagnosis {
+        mistake: "the service is slow to recover by itself".into(),
+        evidence: format!(
+            "after {} returned, the service took {} to serve normally again",
+            if dependency.is_empty() {
+                "the fault ended".to_owned()
+            } else {
+                format!("`{dependency}`")
+            },
+            opt_secs(measured)
+        ),
+        incident: "the database-outage incident",
+        fix: "re-make connections at once when a dependency answers again (a pool that \
+              reconnects, a check that polls again) and rise after a short success count"
+            .into(),
+        caught_by: "only a drill",
+    }
+}
