@@ -23,7 +23,9 @@
 //!   several listeners), leaving room for the process's own files, pools and sockets.
 //!   Connections past it are accepted and sorted at once (below), so the kernel's backlog never
 //!   fills and new connections are never left waiting, and the process's descriptors never run
-//!   out (an `accept` that fails for want of one is retried only a second later);
+//!   out (an `accept` that fails for want of one is retried only a second later). The backlog
+//!   of a tokio `TcpListener` is deepened to 4,096 (tokio asks for 128): a handshake the kernel
+//!   drops for a full backlog is retried by the client only after a second;
 //! - a **budget for long-lived streams** ([`ServeConfig::max_streams`], default a quarter of
 //!   the limit): a gRPC `Watch` holds its connection as long as the client likes, so streams
 //!   past the budget are refused (`UNAVAILABLE`), and a connection with no stream left is
@@ -33,9 +35,9 @@
 //!   probe path (or it speaks HTTP/2, as a gRPC health probe does), its whole head read within
 //!   [`ServeConfig::admission_timeout`]; anything else is answered `503` with `Retry-After` and
 //!   closed. While its head is read it takes one of a bounded number of admission slots; when
-//!   they are all taken, the connection that has waited longest without sending a request is
-//!   let go for the newcomer, so connections that send nothing (or dribble their headers) never
-//!   keep a probe out. A connection admitted this way serves probes only (no stream, nothing
+//!   they are all taken, the connection that has waited longest without sending a request (read
+//!   and found without one, and given 50 ms) is let go for the newcomer, so connections that
+//!   send nothing (or dribble their headers) never keep a probe out. A connection admitted this way serves probes only (no stream, nothing
 //!   else), is answered at once, and lives at most the admission timeout. Readiness asked this way while every
 //!   ordinary connection is busy serving a request answers `503` (`[-]connections failed`):
 //!   the instance cannot take more traffic, and a balancer should send it elsewhere.
@@ -126,8 +128,17 @@ const DEFAULT_CONNECTION_CAP: usize = 25_000;
 /// admitted whatever its age. The accept loop waits only for those let go to close, which they
 /// do as soon as their task runs.
 const ADMISSION_SLOTS: usize = 96;
+/// How long a connection in admission that has shown nothing is kept before it may be let go
+/// for a newer one. Under a flood of silent connections the accept loop then waits (the
+/// connections wait in the kernel's backlog, their requests arriving meanwhile) rather than
+/// let go connections that had no time to speak; it bounds such a flood's pace to about the
+/// admission room per grace (over a thousand connections a second at a share of 200
+/// descriptors).
+const ADMISSION_GRACE: Duration = Duration::from_millis(50);
 /// The most bytes read to find a first request head: a probe's is a few hundred.
 const REQUEST_HEAD_MAX: usize = 8192;
+/// The accept backlog asked of the kernel for a TCP listener (see `deepen_backlog`).
+const ACCEPT_BACKLOG: i32 = 4096;
 /// The most connections taken from the accept backlog when the listener closes.
 const BACKLOG_MAX: usize = 65_536;
 
@@ -609,38 +620,87 @@ impl Limits {
 /// The connections whose first request head is being read, oldest first.
 #[derive(Debug, Default)]
 struct Admissions {
-    waiting: Mutex<VecDeque<(u64, Arc<Notify>)>>,
+    waiting: Mutex<VecDeque<(u64, Arc<Ticket>)>>,
     next: AtomicU64,
 }
 
+/// One connection in admission: told when it is let go, when it came, and whether it has been
+/// read once and found without its request. Only such a connection, and only after
+/// [`ADMISSION_GRACE`], is let go for a newer one: a connection is never let go before it has
+/// been looked at (as all of a burst taken from the accept backlog at once would be), nor a
+/// client that sends its request a few milliseconds after its handshake (a prober on a busy
+/// node) because a burst of others came in the meantime.
+#[derive(Debug)]
+struct Ticket {
+    evicted: Notify,
+    looked: AtomicBool,
+    since: Instant,
+}
+
+impl Ticket {
+    fn evictable_at(&self) -> Option<Instant> {
+        self.looked
+            .load(Ordering::Acquire)
+            .then_some(self.since + ADMISSION_GRACE)
+    }
+}
+
 impl Admissions {
-    /// A slot for a new connection, letting the oldest waiting one go if all `slots` are taken.
-    fn enter(&self, slots: usize) -> (u64, Arc<Notify>) {
+    /// A slot for a new connection; lets the oldest looked-at ones go while more than `slots`
+    /// wait.
+    fn enter(&self, slots: usize) -> (u64, Arc<Ticket>) {
         let id = self.next.fetch_add(1, Ordering::Relaxed);
-        let evicted = Arc::new(Notify::new());
-        let mut waiting = self
-            .waiting
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner());
-        while waiting.len() >= slots.max(1) {
-            match waiting.pop_front() {
-                // A permit is kept if it is not waiting yet: it gives up as soon as it looks.
-                Some((_, oldest)) => oldest.notify_one(),
-                None => break,
+        let ticket = Arc::new(Ticket {
+            evicted: Notify::new(),
+            looked: AtomicBool::new(false),
+            since: Instant::now(),
+        });
+        let mut waiting = self.lock();
+        waiting.push_back((id, ticket.clone()));
+        Self::trim_locked(&mut waiting, slots);
+        (id, ticket)
+    }
+
+    /// Lets the oldest looked-at connections go while more than `slots` wait.
+    fn trim(&self, slots: usize) {
+        Self::trim_locked(&mut self.lock(), slots);
+    }
+
+    /// When a connection waiting now may next be let go, if one may.
+    fn next_evictable(&self) -> Option<Instant> {
+        self.lock()
+            .iter()
+            .filter_map(|(_, ticket)| ticket.evictable_at())
+            .min()
+    }
+
+    fn trim_locked(waiting: &mut VecDeque<(u64, Arc<Ticket>)>, slots: usize) {
+        let now = Instant::now();
+        let mut index = 0;
+        while waiting.len() > slots.max(1) && index < waiting.len() {
+            if waiting[index].1.evictable_at().is_some_and(|at| at <= now) {
+                if let Some((_, ticket)) = waiting.remove(index) {
+                    // A permit is kept if it is not waiting yet: it gives up as soon as it
+                    // looks again.
+                    ticket.evicted.notify_one();
+                }
+            } else {
+                index += 1;
             }
         }
-        waiting.push_back((id, evicted.clone()));
-        (id, evicted)
     }
 
     fn leave(&self, id: u64) {
-        let mut waiting = self
-            .waiting
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        let mut waiting = self.lock();
         if let Some(index) = waiting.iter().position(|(waiting, _)| *waiting == id) {
             waiting.remove(index);
         }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, VecDeque<(u64, Arc<Ticket>)>> {
+        self.waiting
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 }
 
@@ -792,6 +852,7 @@ where
 {
     let health = health.into();
     let listening = Arc::new(Listening::new(config));
+    deepen_backlog(&listener);
     let (closing_tx, closing_rx) = watch::channel(false);
     let spawner = Spawner {
         service,
@@ -837,7 +898,13 @@ where
                 shutdown_seen = true;
                 listening.shutting_down.store(true, Ordering::Relaxed);
             }
-            () = listening.freed.notified(), if !room => {}
+            () = listening.freed.notified(), if !room => {
+                // Connections looked at since they came may now be let go for newer ones.
+                listening.admissions.trim(budget.admission);
+            }
+            () = sleep_until_some(listening.admissions.next_evictable()), if !room => {
+                listening.admissions.trim(budget.admission);
+            }
             (io, _address) = listener.accept(), if room => {
                 if listening.counts.ordinary.load(Ordering::Acquire) < limit {
                     let guard = Slot::take(&listening, |counts| &counts.ordinary);
@@ -848,10 +915,11 @@ where
                     listening.counts.warn_refused("the connection limit is full and no probe reserve is kept", limit);
                 } else {
                     let admitting = Slot::take(&listening, |counts| &counts.admitting);
-                    let (id, evicted) = listening.admissions.enter(budget.admission);
+                    let (id, ticket) = listening.admissions.enter(budget.admission);
                     let spawner = spawner.clone();
                     tokio::spawn(async move {
-                        let outcome = admit(io, &spawner.listening.config, &evicted).await;
+                        let listening = &spawner.listening;
+                        let outcome = admit(io, &listening.config, &ticket, &listening.freed).await;
                         spawner.listening.admissions.leave(id);
                         drop(admitting);
                         match outcome {
@@ -923,6 +991,32 @@ where
         within_deadline,
         backlog_answered,
     })
+}
+
+/// Sleeps until `at`, or forever when there is none.
+async fn sleep_until_some(at: Option<Instant>) {
+    match at {
+        Some(at) => tokio::time::sleep_until(at).await,
+        None => std::future::pending().await,
+    }
+}
+
+/// Asks the kernel to keep up to [`ACCEPT_BACKLOG`] completed connections waiting for a TCP
+/// `listener` (it caps the number at `net.core.somaxconn`, 4,096 by default on Linux).
+///
+/// Listeners bound by tokio (and the standard library) keep 128. When a flood of connections
+/// fills that queue, the kernel drops the next handshake, and the client tries again only
+/// after its one-second retransmission timeout: a kubelet probe, whose timeout is one second,
+/// fails though the server would have answered it in a millisecond. A deeper queue holds the
+/// probe until the accept loop reaches it. Calling `listen` again on a listening socket
+/// changes its backlog; other listeners are left as they are.
+fn deepen_backlog<L: Listener>(listener: &L) {
+    let Some(tcp) = (listener as &dyn Any).downcast_ref::<tokio::net::TcpListener>() else {
+        return;
+    };
+    if let Err(error) = socket2::SockRef::from(tcp).listen(ACCEPT_BACKLOG) {
+        tracing::debug!(target: "probity::serve", %error, "cannot deepen the accept backlog");
+    }
 }
 
 /// Stops the kernel completing new connections for a TCP `listener` and takes every
@@ -1069,15 +1163,44 @@ enum Admission<Io> {
 /// not just the request line: a connection enters the reserve only when its request can be
 /// answered at once, so a client that sends a probe's request line and then dribbles its
 /// headers stays here, where newer connections take its place, and never holds a reserve slot.
-async fn admit<Io>(mut io: Io, config: &ServeConfig, evicted: &Notify) -> Admission<Io>
+///
+/// The first time a read finds nothing, the connection is marked looked at (it may now be let
+/// go for a newer one) and `looked` is notified, so an accept loop waiting for room can let it
+/// go.
+async fn admit<Io>(
+    mut io: Io,
+    config: &ServeConfig,
+    ticket: &Ticket,
+    looked: &Notify,
+) -> Admission<Io>
 where
     Io: AsyncRead + AsyncWrite + Unpin,
 {
     let mut head = Vec::with_capacity(256);
     let reading = tokio::time::timeout(config.admission_timeout, async {
         let mut chunk = [0u8; 512];
-        while !head_complete(&head) && head.len() < REQUEST_HEAD_MAX {
-            let n = io.read(&mut chunk).await?;
+        loop {
+            match first_request(&head, config) {
+                // Not a probe: known from the request line, answered at once.
+                Some(First::Other) => break,
+                Some(First::Probe { .. }) if head_complete(&head) => break,
+                _ if head.len() >= REQUEST_HEAD_MAX => break,
+                _ => {}
+            }
+            let n = if ticket.looked.load(Ordering::Acquire) {
+                io.read(&mut chunk).await?
+            } else {
+                // `read` is cancel safe: when it finds nothing, nothing was read.
+                tokio::select! {
+                    biased;
+                    n = io.read(&mut chunk) => n?,
+                    () = std::future::ready(()) => {
+                        ticket.looked.store(true, Ordering::Release);
+                        looked.notify_one();
+                        continue;
+                    }
+                }
+            };
             if n == 0 {
                 break;
             }
@@ -1091,20 +1214,18 @@ where
         // they do when a flood fills the accept backlog and the loop takes it in one go).
         biased;
         read = reading => read,
-        () = evicted.notified() => {
+        () = ticket.evicted.notified() => {
             return Admission::Refused("newer connections needed the admission slot of one that had not sent its request");
         }
     };
-    if !matches!(read, Ok(Ok(()))) {
-        return Admission::Refused("no complete request head within the admission timeout");
-    }
-    let line = head.split(|&byte| byte == b'\n').next().unwrap_or(&[]);
-    let line = String::from_utf8_lossy(line);
-    let mut parts = line.split_ascii_whitespace();
-    let (method, target) = (parts.next().unwrap_or(""), parts.next().unwrap_or(""));
-    // HTTP/2 with prior knowledge (a gRPC health probe) shows no path before its frames.
-    let http2 = method == "PRI" && target == "*";
-    if http2 || (matches!(method, "GET" | "HEAD") && config.is_probe_path(target)) {
+    let first = match (read, first_request(&head, config)) {
+        (Ok(Ok(())), Some(First::Other)) => First::Other,
+        (Ok(Ok(())), Some(First::Probe { http2 })) if head_complete(&head) => {
+            First::Probe { http2 }
+        }
+        _ => return Admission::Refused("no complete request head within the admission timeout"),
+    };
+    if let First::Probe { http2 } = first {
         return Admission::Probe(Rewind::new(head, io), http2);
     }
     let _ = io
@@ -1115,6 +1236,31 @@ content-length: 33\r\nconnection: close\r\n\r\ntoo many connections, retry later
         .await;
     let _ = io.shutdown().await;
     Admission::Refused("the connection limit is full and the request is not a probe")
+}
+
+/// What a connection's first request is, from its request line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum First {
+    /// A probe: `GET` or `HEAD` of a probe path, or HTTP/2 with prior knowledge (a gRPC health
+    /// probe shows no path before its frames).
+    Probe {
+        http2: bool,
+    },
+    Other,
+}
+
+/// The first request's kind, once its request line is in.
+fn first_request(head: &[u8], config: &ServeConfig) -> Option<First> {
+    let end = head.iter().position(|&byte| byte == b'\n')?;
+    let line = String::from_utf8_lossy(&head[..end]);
+    let mut parts = line.split_ascii_whitespace();
+    let (method, target) = (parts.next().unwrap_or(""), parts.next().unwrap_or(""));
+    let http2 = method == "PRI" && target == "*";
+    if http2 || (matches!(method, "GET" | "HEAD") && config.is_probe_path(target)) {
+        Some(First::Probe { http2 })
+    } else {
+        Some(First::Other)
+    }
 }
 
 /// Whether `head` holds a complete request head (an HTTP/2 preface's first part counts).

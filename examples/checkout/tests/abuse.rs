@@ -1,6 +1,6 @@
 //! Client behaviour never fails liveness: a thousand clients that connect and dribble their
 //! headers (and reconnect when cut), against an instance allowed 256 open files, leave `/livez`
-//! answering 200 throughout, as far as any kubelet can tell;
+//! answering every kubelet-like probe (a new connection, a 1 s timeout);
 //! the instance never runs out of descriptors, and every slow client is cut after the
 //! header-read timeout (or turned away at once when no slot is left).
 
@@ -10,7 +10,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
-use support::{Checkout, poll_statuses, wait_ready};
+use support::{Checkout, answered_all, probe_times, wait_ready};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
@@ -110,7 +110,7 @@ async fn slow_clients_never_fail_liveness() {
         }
         most
     });
-    let livez = poll_statuses(
+    let livez = probe_times(
         &checkout.url("/livez"),
         Duration::from_millis(100),
         DRIBBLE_FOR - Duration::from_secs(1),
@@ -131,32 +131,13 @@ async fn slow_clients_never_fail_liveness() {
     let most_descriptors = watch.await.expect("descriptor watch");
     closed_after.sort();
     let slowest = closed_after.last().copied().unwrap_or_default();
+    let live = answered_all("/livez", &livez, &checkout.stderr.text());
     eprintln!(
         "observed: {} slow connections closed (slowest after {slowest:?}), {never_closed} left open; \
-         descriptors {baseline} → at most {most_descriptors} of 256; /livez {}/{} polls 200",
+         descriptors {baseline} → at most {most_descriptors} of 256; /livez {live}",
         closed_after.len(),
-        livez.iter().filter(|&&status| status == 200).count(),
-        livez.len()
     );
     assert!(livez.len() >= 50, "{livez:?}");
-    // A kubelet restarts only after `failureThreshold` (default 3) failed probes in a row,
-    // `periodSeconds` (default 10 s) apart. Polled ten times as often, `/livez` must answer 200
-    // on almost every poll and never fail twice in a row: a poll caught in one of the flood's
-    // reconnection waves (a thousand connections in the same instant, on a busy machine) may
-    // time out once; a restart needs far more than that.
-    let answered = livez.iter().filter(|&&status| status == 200).count();
-    let longest_run = livez
-        .split(|&status| status == 200)
-        .map(<[u16]>::len)
-        .max()
-        .unwrap_or(0);
-    assert!(
-        longest_run < 2 && answered * 100 >= livez.len() * 97,
-        "slow clients failed liveness: {answered}/{} polls 200, {longest_run} failures in a row: \
-         {livez:?}\n{}",
-        livez.len(),
-        checkout.stderr.text()
-    );
     assert!(
         most_descriptors < 256,
         "the instance reached its descriptor limit: {most_descriptors}"

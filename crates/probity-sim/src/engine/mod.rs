@@ -1,31 +1,32 @@
 //! The discrete-event model of a fleet.
 //!
 //! Time is whole milliseconds. Events sit in a queue ordered by time and then by the order
-//! they were scheduled, so a run is a pure function of the scenario and the seed. Each
-//! concept has its module:
+//! they were scheduled, so a run is a pure function of the scenario and the seed.
 //!
-//! | module | models |
+//! Each concept is a part that owns its state and its handlers:
+//!
+//! | part | models |
 //! |---|---|
-//! | [`queue`] | the event queue |
-//! | [`pod`] | pod lifecycle: containers, boots, kills, CrashLoopBackOff |
-//! | [`probing`] | the kubelet's probe workers and the pod's Ready condition; workers that skip their ticks while nothing can change |
-//! | [`policy`] | the app's health policy: endpoints, pollers, hysteresis |
-//! | [`poll_lane`] | what a steady poll needs to know, kept beside the pods |
-//! | [`passive`] | passive reports from real requests |
-//! | [`dependencies`] | how calls to each dependency fare, and the app's pool |
-//! | [`pool`] | a pod's connection pool as a bounded queue |
-//! | [`faults`] | faults and operator actions on the timeline |
-//! | [`traffic`] | requests as a fluid, split over the pods |
-//! | [`keep_alive`] | keep-alive client connections pinned to pods |
-//! | [`router`] | the load balancers, one module each |
-//! | [`measure`] | what is measured, and the report |
+//! | [`pod::Pods`] | pod lifecycle: containers, boots, kills, CrashLoopBackOff |
+//! | [`probing::Probers`] | the kubelet's probe workers, the results manager and the pod's Ready condition; workers that skip their ticks while nothing can change |
+//! | [`policy::Policy`] | the app's health policy: check states, pollers ([`poll_lane`]), fallbacks, on probity's own hysteresis and verdict |
+//! | [`dependencies::Dependencies`] | how calls to each dependency fare, the herd, the app's pool ([`pool`]) |
+//! | [`faults::Faults`] | faults and operator actions on the timeline, and what they make of each dependency |
+//! | [`passive::Passive`] | passive reports from real requests |
+//! | [`router::Rotation`] | the load balancers, one module each |
+//! | [`traffic::Traffic`], [`keep_alive::Connections`] | requests as a fluid split over the pods; keep-alive connections pinned to them |
+//! | [`measure::Measurements`] | what is measured, and the report |
 //!
-//! Work is proportional to what changes. Events mark the pods they change; at the end of
-//! each instant only those pods are re-evaluated (their failure fraction, their membership,
-//! their passive runs). A fault on a shared dependency changes every pod, and re-evaluates
-//! every pod once. A probe worker in a steady state skips its ticks until its pod changes
-//! ([`probing`]), and a poll that cannot change its check leaves no event for its result.
-
+//! The engine ([`Sim`]) pops each event and hands it to the part it belongs to, with what
+//! that part needs to know of the others. A handler returns what it asks of the rest as
+//! [`effects::Effects`] (events to schedule, a pod that changed, a container to kill, a
+//! check to re-poll); the engine carries them out in order, each as a call made in place
+//! would have. The flows that cross parts are the engine's: a call to a pod's endpoint and
+//! its answer ([`answer`]), a container starting, exiting or being replaced
+//! ([`lifecycle`]), and the settling of each instant's traffic (here).
+//!
+#[cfg(test)]
+mod agreement;
 mod answer;
 mod dependencies;
 mod effects;
@@ -91,6 +92,67 @@ fn reception<'p>(
     }
 }
 
+/// The pods changed in the instant running, to re-evaluate before time moves on.
+#[derive(Debug)]
+struct Changes {
+    /// The pods marked, in the order they were.
+    pods: Vec<usize>,
+    /// Whether each pod is marked.
+    marked: Vec<bool>,
+    /// Every pod changed (a shared dependency's condition did).
+    all: bool,
+    /// Something changed in this instant.
+    unsettled: bool,
+}
+
+impl Changes {
+    /// Before the first instant: every pod is to be evaluated.
+    fn new(pods: usize) -> Self {
+        Changes {
+            pods: Vec::new(),
+            marked: vec![false; pods],
+            all: true,
+            unsettled: true,
+        }
+    }
+
+    /// `pod` changed.
+    fn mark(&mut self, pod: usize) {
+        self.unsettled = true;
+        if !self.marked[pod] {
+            self.marked[pod] = true;
+            self.pods.push(pod);
+        }
+    }
+
+    /// Every pod changed.
+    fn mark_all(&mut self) {
+        self.unsettled = true;
+        self.all = true;
+    }
+
+    /// Takes the instant's changes: the pods to re-evaluate in order (all `count` of them
+    /// when every pod changed), and whether every pod did.
+    fn take(&mut self, count: usize) -> (Vec<usize>, bool) {
+        let all = std::mem::take(&mut self.all);
+        let pods = if all {
+            for pod in self.pods.drain(..) {
+                self.marked[pod] = false;
+            }
+            (0..count).collect()
+        } else {
+            let mut pods = std::mem::take(&mut self.pods);
+            for &pod in &pods {
+                self.marked[pod] = false;
+            }
+            pods.sort_unstable();
+            pods
+        };
+        self.unsettled = false;
+        (pods, all)
+    }
+}
+
 /// The simulation's state.
 struct Sim<'a> {
     scenario: &'a Scenario,
@@ -108,13 +170,8 @@ struct Sim<'a> {
     passive: passive::Passive,
     connections: Option<keep_alive::Connections>,
     policy: policy::Policy<'a>,
-    /// Pods changed in this instant, to re-evaluate before time moves on.
-    changed: Vec<usize>,
-    changed_flag: Vec<bool>,
-    /// Every pod changed (a shared dependency's condition did).
-    all_changed: bool,
-    /// Something changed in this instant.
-    unsettled: bool,
+    /// What changed in this instant, to re-evaluate before time moves on.
+    changes: Changes,
     /// A pod's failures depend on its share of traffic (a pool modelled as a queue, a pod's
     /// capacity), which any change of members moves.
     share_dependent: bool,
@@ -156,10 +213,7 @@ impl<'a> Sim<'a> {
             passive,
             connections,
             policy,
-            changed: Vec::new(),
-            changed_flag: vec![false; pods],
-            all_changed: true,
-            unsettled: true,
+            changes: Changes::new(pods),
             share_dependent: scenario.app.capacity.is_some()
                 || scenario
                     .dependencies
@@ -181,7 +235,7 @@ impl<'a> Sim<'a> {
         let end = self.scenario.duration;
         let mut until_progress = PROGRESS_EVERY;
         while let Some(next) = self.effects.queue().next_time() {
-            if self.unsettled && next > self.traffic.last {
+            if self.changes.unsettled && next > self.traffic.last {
                 // The instant is over: settle it before time moves on. Settling may schedule
                 // something now, so look at the queue again.
                 self.settle();
@@ -203,7 +257,7 @@ impl<'a> Sim<'a> {
                 progress(time);
             }
         }
-        if self.unsettled {
+        if self.changes.unsettled {
             self.settle();
         }
         self.probers.count_quiet_ticks(end);
@@ -382,7 +436,7 @@ impl<'a> Sim<'a> {
             Effect::PodChanged(pod) => self.pod_changed(pod),
             Effect::Reweighed(pod) => self.mark(pod),
             Effect::AllReweighed => self.mark_all(),
-            Effect::Resplit => self.unsettled = true,
+            Effect::Resplit => self.changes.unsettled = true,
             Effect::PodFault(index) => self.pod_fault(index),
             Effect::BootsChanged => self.refresh_boots(),
             Effect::Wake(pod) => self.wake(pod),
@@ -634,17 +688,12 @@ impl<'a> Sim<'a> {
     /// The pod changed in a way its traffic may feel: re-evaluate it before time moves on.
     fn mark(&mut self, pod: usize) {
         self.wake(pod);
-        self.unsettled = true;
-        if !self.changed_flag[pod] {
-            self.changed_flag[pod] = true;
-            self.changed.push(pod);
-        }
+        self.changes.mark(pod);
     }
 
     /// Every pod may fare differently now.
     fn mark_all(&mut self) {
-        self.unsettled = true;
-        self.all_changed = true;
+        self.changes.mark_all();
     }
 
     /// The pod changed: mark it and record its state.
@@ -674,23 +723,9 @@ impl<'a> Sim<'a> {
             for pod in 0..self.pods.len() {
                 self.record_pod_state(pod);
             }
-            self.all_changed = true;
+            self.changes.all = true;
         }
-        let all = std::mem::take(&mut self.all_changed);
-        let mut pods: Vec<usize> = if all {
-            for pod in self.changed.drain(..) {
-                self.changed_flag[pod] = false;
-            }
-            (0..self.pods.len()).collect()
-        } else {
-            let mut pods = std::mem::take(&mut self.changed);
-            for &pod in &pods {
-                self.changed_flag[pod] = false;
-            }
-            pods.sort_unstable();
-            pods
-        };
-        self.unsettled = false;
+        let (mut pods, all) = self.changes.take(self.pods.len());
         let members_before = self.traffic.members();
         let mut reweighted = Vec::new();
         for &pod in &pods {

@@ -24,9 +24,6 @@ use probity_contract::verdict::{
 };
 use std::time::Duration;
 
-#[cfg(test)]
-mod agreement;
-
 /// One check's state in one process.
 #[derive(Debug, Clone)]
 pub(super) struct CheckState {

@@ -345,26 +345,40 @@ pub const MAX_CHECKS: usize = 1_000;
 /// Checks and endpoints keyed by name, each with the field it was declared at.
 pub(super) type Declared<T> = BTreeMap<String, (String, T)>;
 
+/// What a contract declares of the app, before the scenario's own declarations.
+#[derive(Debug, Default)]
+pub(super) struct Imported {
+    /// Its checks.
+    pub(super) checks: Declared<CheckFile>,
+    /// Its endpoints.
+    pub(super) endpoints: Declared<EndpointFile>,
+    /// Its drain delay, when it has one.
+    pub(super) drain_delay: Option<Millis>,
+}
+
 impl AppFile {
-    /// The application, checked: a contract first, then the scenario's own endpoints and
-    /// checks on top. `base` is the scenario's directory (a contract's path is relative to
-    /// it).
-    pub(super) fn resolve(&self, dependencies: &DependencyNames, base: &Path) -> Checked<App> {
-        let mut check_files: Declared<CheckFile> = BTreeMap::new();
-        let mut endpoint_files: Declared<EndpointFile> = BTreeMap::new();
-        let mut drain_delay = self.drain_delay.map(Span::as_millis);
-        if let Some(contract_path) = &self.contract {
-            let contract = super::contract::read(&base.join(contract_path))?;
-            super::contract::import(
-                &contract,
-                &mut check_files,
-                &mut endpoint_files,
-                dependencies,
-            )?;
-            if drain_delay.is_none() && contract.shutdown.drain_delay_ms > 0 {
-                drain_delay = Some(contract.shutdown.drain_delay_ms);
-            }
-        }
+    /// The contract file the app is described by, if any (relative to the scenario's
+    /// directory).
+    pub(super) fn contract(&self) -> Option<&Path> {
+        self.contract.as_deref()
+    }
+
+    /// The application, checked: what its contract declares first (`imported`, see
+    /// [`super::contract::imported`]), then the scenario's own endpoints and checks on top.
+    pub(super) fn resolve(
+        &self,
+        dependencies: &DependencyNames,
+        imported: Imported,
+    ) -> Checked<App> {
+        let Imported {
+            checks: mut check_files,
+            endpoints: mut endpoint_files,
+            drain_delay: contract_drain_delay,
+        } = imported;
+        let drain_delay = self
+            .drain_delay
+            .map(Span::as_millis)
+            .or(contract_drain_delay);
         for (name, check) in &self.checks {
             check_files.insert(name.clone(), (format!("app.checks.{name}"), check.clone()));
         }

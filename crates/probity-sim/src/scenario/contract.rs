@@ -2,7 +2,9 @@
 //! intervals, timeouts and thresholds the service printed (`--print-contract`).
 
 use super::Checked;
-use super::app::{CheckFile, Declared, EndpointFile, EndpointMode, InternalKind, default_detect};
+use super::app::{
+    CheckFile, Declared, EndpointFile, EndpointMode, Imported, InternalKind, default_detect,
+};
 use super::dependency::DependencyNames;
 use super::read::read_capped;
 use crate::error::Invalid;
@@ -11,8 +13,32 @@ use probity_contract::contract::{Contract, LivenessKind};
 use probity_contract::probe::ProbeKind;
 use std::path::Path;
 
+/// What the contract at `path` (relative to `base`, the scenario's directory) declares of
+/// the app; nothing without one.
+pub(super) fn imported(
+    path: Option<&Path>,
+    base: &Path,
+    dependencies: &DependencyNames,
+) -> Checked<Imported> {
+    let mut imported = Imported::default();
+    let Some(path) = path else {
+        return Ok(imported);
+    };
+    let contract = read(&base.join(path))?;
+    import(
+        &contract,
+        &mut imported.checks,
+        &mut imported.endpoints,
+        dependencies,
+    )?;
+    if contract.shutdown.drain_delay_ms > 0 {
+        imported.drain_delay = Some(contract.shutdown.drain_delay_ms);
+    }
+    Ok(imported)
+}
+
 /// Reads a contract file (at most [`super::read::MAX_FILE_BYTES`]).
-pub(super) fn read(path: &Path) -> Checked<Contract> {
+fn read(path: &Path) -> Checked<Contract> {
     let text = read_capped(path).map_err(|error| {
         Invalid::new(
             "app.contract",
@@ -28,7 +54,7 @@ pub(super) fn read(path: &Path) -> Checked<Contract> {
 }
 
 /// Adds the contract's checks and endpoints to those declared.
-pub(super) fn import(
+fn import(
     contract: &Contract,
     checks: &mut Declared<CheckFile>,
     endpoints: &mut Declared<EndpointFile>,

@@ -216,7 +216,8 @@ fn validate(raw: ScenarioFile, base: &Path) -> Checked<Scenario> {
     }
     let fleet = raw.fleet.resolve()?;
     let (names, dependencies) = dependency::resolve(&raw.dependencies)?;
-    let app = raw.app.resolve(&names, base)?;
+    let imported = contract::imported(raw.app.contract(), base, &names)?;
+    let app = raw.app.resolve(&names, imported)?;
     if raw.app.close_connections_when_unready && !raw.container.readiness_calls_an_endpoint() {
         return Err(Invalid::new(
             "app.close_connections_when_unready",

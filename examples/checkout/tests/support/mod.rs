@@ -750,3 +750,132 @@ impl Drop for TestDatabase {
         .join();
     }
 }
+
+/// One probe: the status answered (0: none), how long it took, and whether the reference
+/// server sent at the same moment answered within the probe's timeout.
+#[derive(Debug, Clone)]
+pub struct Probe {
+    pub status: u16,
+    pub took: Duration,
+    pub reference_answered: bool,
+    /// Why it went unanswered, as the client saw it.
+    pub error: Option<String>,
+}
+
+/// A server on a thread of its own that answers every connection `200` at once: what any
+/// process on this machine could do at that moment.
+pub fn reference_server() -> SocketAddr {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind the reference");
+    let address = listener.local_addr().expect("reference address");
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { continue };
+            let _ = stream.set_read_timeout(Some(Duration::from_secs(1)));
+            let mut head = [0u8; 1024];
+            let _ = std::io::Read::read(&mut stream, &mut head);
+            let _ = std::io::Write::write_all(
+                &mut stream,
+                b"HTTP/1.1 200 OK\r\ncontent-length: 3\r\nconnection: close\r\n\r\nok\n",
+            );
+        }
+    });
+    address
+}
+
+/// Probes `url` like a kubelet (a new connection each time, 1 s timeout) every `every` for
+/// `duration`, on a thread and runtime of its own, each time with the reference server too.
+pub async fn probe_times(url: &str, every: Duration, duration: Duration) -> Vec<Probe> {
+    let url = url.to_owned();
+    let reference = format!("http://{}/", reference_server());
+    let prober = std::thread::spawn(move || {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("prober runtime");
+        runtime.block_on(async move {
+            let client = client(Duration::from_secs(1));
+            let until = Instant::now() + duration;
+            let mut seen = Vec::new();
+            while Instant::now() < until {
+                let started = Instant::now();
+                let (probe, control) =
+                    tokio::join!(client.get(&url).send(), client.get(&reference).send());
+                let (status, error) = match probe {
+                    Ok(response) => (response.status().as_u16(), None),
+                    Err(error) => (0, Some(format!("{error:?}"))),
+                };
+                seen.push(Probe {
+                    status,
+                    took: started.elapsed(),
+                    reference_answered: control.is_ok(),
+                    error,
+                });
+                tokio::time::sleep(every).await;
+            }
+            seen
+        })
+    });
+    tokio::task::spawn_blocking(move || prober.join().expect("prober thread"))
+        .await
+        .expect("join the prober")
+}
+
+/// What a series of probes showed.
+#[derive(Debug)]
+pub struct Answered {
+    pub slowest: Duration,
+    pub unanswered: usize,
+    /// Unanswered while the reference server was not answering either.
+    pub machine_stalled: usize,
+    pub probes: usize,
+}
+
+impl std::fmt::Display for Answered {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "slowest {:?}, {} of {} unanswered ({} while the machine stalled)",
+            self.slowest, self.unanswered, self.probes, self.machine_stalled
+        )
+    }
+}
+
+/// Asserts every probe was answered `200`, but for those the machine left unanswered; returns
+/// the figures.
+///
+/// Every probe must be answered. The one cause excused is the machine's: each probe is sent
+/// together with one to a reference server (a thread of the test answering a fixed `200`), and
+/// a probe that went unanswered while the reference did not answer within the same second
+/// either is counted apart — the machine stalled every process, not only the one tested. Fewer
+/// than a quarter may be so excused.
+pub fn answered_all(what: &str, seen: &[Probe], log: &str) -> Answered {
+    assert!(
+        seen.len() >= 20,
+        "{what}: only {} probes: {seen:?}",
+        seen.len()
+    );
+    let unanswered: Vec<&Probe> = seen.iter().filter(|probe| probe.status != 200).collect();
+    let machine_stalled = unanswered
+        .iter()
+        .filter(|probe| !probe.reference_answered)
+        .count();
+    assert!(
+        unanswered.len() == machine_stalled && machine_stalled * 4 < seen.len(),
+        "{what}: {} of {} probes unanswered, {machine_stalled} of them while the machine \
+         stalled: {unanswered:?}\n{log}",
+        unanswered.len(),
+        seen.len()
+    );
+    let slowest = seen
+        .iter()
+        .filter(|probe| probe.status == 200)
+        .map(|probe| probe.took)
+        .max()
+        .unwrap_or_default();
+    Answered {
+        slowest,
+        unanswered: unanswered.len(),
+        machine_stalled,
+        probes: seen.len(),
+    }
+}

@@ -2,14 +2,14 @@
 //!
 //! The same random sequence of poll results and passive failures goes to probity's
 //! hysteresis, published the way the runtime's store publishes it, and to a simulated pod's
-//! poller (through [`super::Policy::poll_done`], as the event loop delivers results). The two must
+//! poller (through [`super::policy::Policy::poll_done`], as the event loop delivers results). The two must
 //! rise and fall at the same observations, and the pod's cached endpoint must answer what
 //! probity's verdict answers at every instant a probe asks in between. With a fallback, the
 //! same holds for a pair of checks (a hard one naming the other as its fallback, failures
 //! that are the pod's own among them): the endpoint answers what probity's readiness answers,
 //! and the requests are served by the fallback exactly when probity's verdict says it serves.
 
-use super::CheckState;
+use super::policy::CheckState;
 use crate::scenario::{Format, Handler, Scenario};
 use crate::time::Millis;
 use probity_contract::Tier;
@@ -159,7 +159,7 @@ proptest! {
         sequence in observations(),
     ) {
         let scenario = scenario(settings);
-        let mut sim = crate::engine::Sim::new(&scenario, 1);
+        let mut sim = super::Sim::new(&scenario, 1);
         sim.init_fleet();
         let spec = &scenario.app.checks[0];
         let mut runtime = Runtime::new(settings);
@@ -174,7 +174,7 @@ proptest! {
         let process = sim.pods[0].process.as_ref().map(|process| process.id);
         prop_assert!(process.is_some());
         let process = process.unwrap_or_default();
-        let healthy = |sim: &crate::engine::Sim<'_>| sim.policy.states(0)[0].hysteresis.is_healthy();
+        let healthy = |sim: &super::Sim<'_>| sim.policy.states(0)[0].hysteresis.is_healthy();
 
         let mut now: Millis = 0;
         let mut simulated = Vec::new();
@@ -338,7 +338,7 @@ proptest! {
         };
         let (db, cache) = (index("db"), index("cache"));
         prop_assert_eq!(scenario.app.checks[db].fallback, Some(cache));
-        let mut sim = crate::engine::Sim::new(&scenario, 1);
+        let mut sim = super::Sim::new(&scenario, 1);
         sim.init_fleet();
         let mut runtime_db = Runtime::new(settings.db);
         let mut runtime_cache = Runtime::new(settings.cache);
