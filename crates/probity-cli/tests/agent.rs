@@ -235,8 +235,8 @@ fn the_agent_serves_beside_the_node_service_and_drains_on_sigterm() {
     ));
     assert_eq!(get(&format!("{origin}/livez")).map(|(s, _)| s), Some(200));
     let status = agent
-        .terminate(Duration::from_secs(30))
-        .expect("the agent exits");
+        .wait_for_exit(Duration::from_secs(30))
+        .expect("the agent exits after its drain");
     assert!(status.success(), "{status:?}");
 }
 

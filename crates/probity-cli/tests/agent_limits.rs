@@ -537,7 +537,7 @@ fn a_second_sigterm_ends_the_agents_drain_at_once() {
     assert!(kill(&pid).success());
     let status = agent
         .process
-        .terminate(Duration::from_secs(10))
+        .wait_for_exit(Duration::from_secs(10))
         .expect("the agent exits within 10 s of the second SIGTERM, not after its 30 s drain");
     let took = second.elapsed();
     eprintln!("observed: agent exited {took:?} after a second SIGTERM, {status}");

@@ -75,11 +75,9 @@ impl Process {
         format!("http://127.0.0.1:{}", self.port)
     }
 
-    /// Sends SIGTERM and waits (bounded) for the exit status.
-    pub fn terminate(&mut self, limit: Duration) -> Option<std::process::ExitStatus> {
-        let _ = Command::new("kill")
-            .args(["-TERM", &self.child.id().to_string()])
-            .status();
+    /// Waits (bounded) for the exit status. It sends nothing: the test signals the process
+    /// itself, and a second SIGTERM would end a drain at once.
+    pub fn wait_for_exit(&mut self, limit: Duration) -> Option<std::process::ExitStatus> {
         let deadline = Instant::now() + limit;
         loop {
             if let Ok(Some(status)) = self.child.try_wait() {
