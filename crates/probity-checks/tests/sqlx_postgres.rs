@@ -78,8 +78,18 @@ async fn exhausted_pool_fails_naming_the_figures_and_recovers_on_release() {
     assert_eq!(pool.size(), 3);
 
     drop(held);
-    let detail = success(support::until_clear(&check, TIMEOUT, Duration::from_secs(5)).await);
-    assert_eq!(figure(&detail.measurements, "available"), Some(3.0));
+    // sqlx hands a dropped connection back on a task of its own: on a loaded machine the first
+    // clear poll may still see one on its way back. All three are back within the deadline.
+    let end = tokio::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        let detail = success(support::until_clear(&check, TIMEOUT, Duration::from_secs(5)).await);
+        let available = figure(&detail.measurements, "available");
+        if available == Some(3.0) || tokio::time::Instant::now() >= end {
+            assert_eq!(available, Some(3.0));
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
 }
 
 #[tokio::test]

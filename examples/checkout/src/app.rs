@@ -1,7 +1,7 @@
 //! The HTTP API and the two routers: the public one (API, probes, gRPC health) and the admin
 //! one (metrics, probes with details, fault injection).
 
-use crate::cache::Cache;
+use crate::cache::{Cache, DEGRADED_READ_BUDGET};
 use crate::chaos::Chaos;
 use crate::db::{Database, DbError, Item};
 use crate::outbox::Outbox;
@@ -276,9 +276,12 @@ async fn get_order(
         );
     };
     let degraded = health.degraded(DB_CHECK).map(|degraded| degraded.check());
-    if let Some(cache) = &state.cache
-        && let Some(cached) = cache.order(id).await
-    {
+    let cached = match (&state.cache, degraded) {
+        (Some(cache), Some(_)) => cache.order_within(id, DEGRADED_READ_BUDGET).await,
+        (Some(cache), None) => cache.order(id).await,
+        (None, _) => None,
+    };
+    if let Some(cached) = cached {
         let age = cached.age(std::time::SystemTime::now());
         let mut response = ([("x-cache", "hit")], Json(cached.order)).into_response();
         let headers = response.headers_mut();
