@@ -87,10 +87,14 @@ fn opt_secs(value: Option<f64>) -> String {
 /// The diagnosis for probes that hang while a dependency does not answer.
 fn probes_wait(row: &Row, dependency: &str, how: &str) -> Diagnosis {
     Diagnosis {
-        mistake: format!("health checks wait on `{dependency}` with no timeout below the probe's"),
+        mistake: format!(
+            "health checks wait on `{dependency}`, or behind requests that hold every worker \
+             while they wait on it, with no timeout below the probe's"
+        ),
         evidence: format!(
             "{} probes timed out while `{dependency}` was {how} ({} of {} liveness failures \
-             timeouts, {} liveness kills): the endpoint hangs instead of answering",
+             timeouts, {} liveness kills): the endpoint hangs instead of answering, whether \
+             its own check waits or no worker is free to run it",
             row.probe_timeouts, row.liveness_timeouts, row.liveness_failures, row.liveness_kills
         ),
         incident: "the slow-dependency incident (health checks piling up behind a hung \
@@ -633,6 +637,10 @@ mod tests {
     use crate::file::{Dur, TargetOverrides};
     use probity_contract::kube::probe::ProbeTiming;
 
+    /// The diagnosis of probes that hang on (or behind) a dependency.
+    const WAITS: &str = "health checks wait on `db`, or behind requests that hold every worker \
+                         while they wait on it, with no timeout below the probe's";
+
     fn probe(period: u64, failure: u32, success: u32) -> ResolvedProbe {
         ResolvedProbe {
             timing: ProbeTiming {
@@ -943,7 +951,7 @@ mod tests {
         let row = judged(row, &fault, &pod, BalancerMode::Kubernetes);
         assert_eq!(
             mistakes(&row),
-            ["health checks wait on `db` with no timeout below the probe's"]
+            [WAITS]
         );
         assert!(row.diagnoses[0].evidence.contains("while `db` was slow"));
     }
@@ -960,7 +968,7 @@ mod tests {
         missed(&judged_row, "probes timed out ≤ 0");
         assert_eq!(
             mistakes(&judged_row),
-            ["health checks wait on `db` with no timeout below the probe's"]
+            [WAITS]
         );
         // Liveness hangs too and kills: one diagnosis, not the same one twice.
         let mut row = honest(&fault);
@@ -974,7 +982,7 @@ mod tests {
         missed(&row, "probes timed out ≤ 0");
         assert_eq!(
             mistakes(&row),
-            ["health checks wait on `db` with no timeout below the probe's"]
+            [WAITS]
         );
     }
 
