@@ -949,10 +949,7 @@ mod tests {
         row.liveness_timeouts = 6;
         row.probe_timeouts = 10;
         let row = judged(row, &fault, &pod, BalancerMode::Kubernetes);
-        assert_eq!(
-            mistakes(&row),
-            [WAITS]
-        );
+        assert_eq!(mistakes(&row), [WAITS]);
         assert!(row.diagnoses[0].evidence.contains("while `db` was slow"));
     }
 
@@ -966,10 +963,7 @@ mod tests {
         row.probe_timeouts = 8;
         let judged_row = judged(row, &fault, &pod, BalancerMode::Kubernetes);
         missed(&judged_row, "probes timed out ≤ 0");
-        assert_eq!(
-            mistakes(&judged_row),
-            [WAITS]
-        );
+        assert_eq!(mistakes(&judged_row), [WAITS]);
         // Liveness hangs too and kills: one diagnosis, not the same one twice.
         let mut row = honest(&fault);
         row.probe_timeouts = 12;
@@ -980,10 +974,7 @@ mod tests {
         let row = judged(row, &fault, &pod, BalancerMode::Kubernetes);
         missed(&row, "restarts = 0");
         missed(&row, "probes timed out ≤ 0");
-        assert_eq!(
-            mistakes(&row),
-            [WAITS]
-        );
+        assert_eq!(mistakes(&row), [WAITS]);
     }
 
     #[test]
