@@ -4,8 +4,11 @@
 //! or fault name from a drill file, a reason a dependency answered with. Printed raw, a crafted
 //! one (`"web\e]0;PWNED\a\e[2J"`) retitles the terminal, clears the screen or reorders the
 //! line with a bidirectional override. [`escape_control`] writes such characters out instead.
+//! An error that crossed the network is read through its whole source chain: [`error_chain`]
+//! flattens it into one line.
 
 use std::borrow::Cow;
+use std::error::Error;
 use std::fmt::Write as _;
 
 /// Whether `c` is written out by [`escape_control`]: a control character (C0, DEL, C1) or a
@@ -69,6 +72,46 @@ pub fn escape_markup(text: &str) -> Cow<'_, str> {
         }
     }
     Cow::Owned(escaped)
+}
+
+/// An error's message followed by its sources' (`outer: cause: root`), each source skipped when
+/// the text so far already says it: many clients repeat their cause in their own message.
+///
+/// ```
+/// use probity_contract::text::error_chain;
+/// use std::io;
+///
+/// let root = io::Error::new(io::ErrorKind::ConnectionRefused, "connection refused");
+/// let outer = io::Error::other(root);
+/// assert_eq!(error_chain(&outer), "connection refused"); // io::Error repeats its cause
+///
+/// #[derive(Debug)]
+/// struct Dial(io::Error);
+/// impl std::fmt::Display for Dial {
+///     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+///         f.write_str("dial db:5432")
+///     }
+/// }
+/// impl std::error::Error for Dial {
+///     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+///         Some(&self.0)
+///     }
+/// }
+/// let dial = Dial(io::Error::new(io::ErrorKind::ConnectionRefused, "connection refused"));
+/// assert_eq!(error_chain(&dial), "dial db:5432: connection refused");
+/// ```
+pub fn error_chain(error: &(dyn Error + 'static)) -> String {
+    let mut message = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        let text = cause.to_string();
+        if !message.contains(&text) {
+            message.push_str(": ");
+            message.push_str(&text);
+        }
+        source = cause.source();
+    }
+    message
 }
 
 #[cfg(test)]
