@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """Validates the cluster resources docs/drill.md describes (docs/cluster/*.yaml).
 
-Chaos Mesh resources are checked against Chaos Mesh's published CRD schemas, vendored under
-crates/probity-drill/tests/testdata/chaos-mesh (their source is in SOURCE.md there), strictly:
+Chaos Mesh and Litmus resources are checked against their projects' published CRD schemas,
+vendored under crates/probity-drill/tests/testdata/chaos-mesh and .../litmus (their sources are
+in SOURCE.md there), offline and strictly:
 an unknown field is an error, as the API server's strict field validation (`kubectl apply
 --validate=strict`) makes it, although the schemas themselves leave objects open. Kubernetes'
 own kinds are checked with kubernetes-validate --strict.
@@ -21,7 +22,10 @@ import kubernetes_validate
 import yaml
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
-SCHEMAS = ROOT / "crates/probity-drill/tests/testdata/chaos-mesh"
+SCHEMAS = [
+    ROOT / "crates/probity-drill/tests/testdata/chaos-mesh",
+    ROOT / "crates/probity-drill/tests/testdata/litmus",
+]
 KUBERNETES_VERSION = "1.33"
 
 
@@ -52,7 +56,7 @@ def strict(schema):
 def crd_schemas():
     """(group/version, kind) → the strict JSON schema of the whole object."""
     found = {}
-    for path in sorted(SCHEMAS.glob("*.yaml")):
+    for path in sorted(p for folder in SCHEMAS for p in folder.glob("*.yaml")):
         crd = yaml.safe_load(path.read_text())
         group = crd["spec"]["group"]
         kind = crd["spec"]["names"]["kind"]
@@ -78,7 +82,8 @@ def check(path, schemas):
         if not document.get("metadata", {}).get("name"):
             errors.append(f"{where}: metadata.name is required")
         key = (document.get("apiVersion"), document["kind"])
-        if key[0] and key[0].startswith("chaos-mesh.org/"):
+        groups = {version.split("/")[0] for version, _ in schemas}
+        if key[0] and key[0].split("/")[0] in groups:
             schema = schemas.get(key)
             if schema is None:
                 errors.append(f"{where}: no vendored schema for {key[1]} {key[0]}")

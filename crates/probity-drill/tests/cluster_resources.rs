@@ -1,8 +1,9 @@
 //! The cluster resources `docs/drill.md` describes for drilling on a staging cluster
-//! (`docs/cluster/*.yaml`) are valid: Chaos Mesh's against its published CRD schemas (vendored
-//! in `tests/testdata/chaos-mesh`), strictly; Kubernetes' own with `kubernetes-validate
-//! --strict` — through `scripts/check-cluster-resources.py` and the Python venv
-//! `scripts/setup.sh` makes (`PROBITY_VENV`, default `target/venv`).
+//! (`docs/cluster/*.yaml`) are valid: Chaos Mesh's and Litmus's against their published CRD
+//! schemas (vendored in `tests/testdata/chaos-mesh` and `tests/testdata/litmus`), offline and
+//! strictly; Kubernetes' own with `kubernetes-validate --strict` — through
+//! `scripts/check-cluster-resources.py` and the Python venv `scripts/setup.sh` makes
+//! (`PROBITY_VENV`, default `target/venv`).
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -66,7 +67,7 @@ fn the_documented_cluster_resources_are_valid_against_their_schemas() {
         .map(|entry| entry.expect("entry").path())
         .filter(|path| path.extension().is_some_and(|ext| ext == "yaml"))
         .collect();
-    assert!(files.len() >= 8, "{files:?}");
+    assert!(files.len() >= 9, "{files:?}");
     let output = check(&python, &files);
     let stdout = String::from_utf8_lossy(&output.stdout);
     assert!(
@@ -108,7 +109,10 @@ fn the_check_rejects_unknown_fields_bad_values_and_unknown_kinds() {
          apiVersion: chaos-mesh.org/v1alpha1\nkind: PodFreezeChaos\nmetadata: {name: c}\n---\n\
          apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: d}\nspec:\n  \
          selector: {matchLabels: {app: a}}\n  template:\n    metadata: {labels: {app: a}}\n    \
-         spec:\n      shareProcessNamespaces: true\n      containers: [{name: a, image: a}]\n",
+         spec:\n      shareProcessNamespaces: true\n      containers: [{name: a, image: a}]\n---\n\
+         apiVersion: litmuschaos.io/v1alpha1\nkind: ChaosEngine\nmetadata: {name: e}\nspec:\n  \
+         engineState: running\n  appinfo: {appns: a, applabel: app=a, applable: x}\n  \
+         experiments: [{name: pod-delete, spec: {components: {env: [{name: A, value: 1}]}}}]\n",
     )
     .unwrap();
     let output = check(&python, std::slice::from_ref(&bad));
@@ -121,6 +125,10 @@ fn the_check_rejects_unknown_fields_bad_values_and_unknown_kinds() {
         "[2]: no vendored schema for PodFreezeChaos",
         "[3] Deployment: spec.template.spec: Additional properties are not allowed \
          ('shareProcessNamespaces'",
+        "[4] ChaosEngine: spec.appinfo: Additional properties are not allowed ('applable'",
+        "[4] ChaosEngine: spec.engineState: 'running' does not match",
+        "[4] ChaosEngine: spec.experiments.0.spec.components.env.0.value: 1 is not of type \
+         'string'",
     ] {
         assert!(
             stdout.contains(expected),

@@ -87,10 +87,14 @@ fn opt_secs(value: Option<f64>) -> String {
 /// The diagnosis for probes that hang while a dependency does not answer.
 fn probes_wait(row: &Row, dependency: &str, how: &str) -> Diagnosis {
     Diagnosis {
-        mistake: format!("health checks wait on `{dependency}` with no timeout below the probe's"),
+        mistake: format!(
+            "health checks wait on `{dependency}`, or behind requests that hold every worker \
+             while they wait on it, with no timeout below the probe's"
+        ),
         evidence: format!(
             "{} probes timed out while `{dependency}` was {how} ({} of {} liveness failures \
-             timeouts, {} liveness kills): the endpoint hangs instead of answering",
+             timeouts, {} liveness kills): the endpoint hangs instead of answering, whether \
+             its own check waits or no worker is free to run it",
             row.probe_timeouts, row.liveness_timeouts, row.liveness_failures, row.liveness_kills
         ),
         incident: "the slow-dependency incident (health checks piling up behind a hung \
@@ -222,7 +226,8 @@ pub fn judge(
                     row.liveness_kills, row.liveness_timeouts, row.liveness_failures
                 ),
                 incident: "the deep-check incident (a busy fleet restarted into an outage)",
-                fix: "answer liveness from the process's own state on a thread no request can                       hold; never from a dependency or a pooled connection"
+                fix: "answer liveness from the process's own state on a thread no request can \
+                      hold; never from a dependency or a pooled connection"
                     .into(),
                 caught_by: "probity lint: probe-load, liveness-checks-dependencies",
             });
@@ -230,20 +235,24 @@ pub fn judge(
             diagnoses.push(Diagnosis {
                 mistake: "a new container is killed before it has booted".into(),
                 evidence: format!(
-                    "{} liveness and {} startup kills, {} expected: the container that replaced                      the first was killed too",
+                    "{} liveness and {} startup kills, {} expected: the container that replaced \
+                     the first was killed too",
                     row.liveness_kills, row.startup_kills, expected_kills
                 ),
                 incident: "the restart-storm incident (new pods killed again and again)",
-                fix: "a startupProbe whose failureThreshold × periodSeconds is above the                       slowest boot, so liveness waits for it"
+                fix: "a startupProbe whose failureThreshold × periodSeconds is above the \
+                      slowest boot, so liveness waits for it"
                     .into(),
-                caught_by: "probity lint: startup-budget-below-boot-time,                             initial-delay-instead-of-startup-probe",
+                caught_by: "probity lint: startup-budget-below-boot-time, \
+                            initial-delay-instead-of-startup-probe",
             });
         } else if row.exits > expected_exits {
             diagnoses.push(Diagnosis {
                 mistake: "the app exits again after it is restarted".into(),
                 evidence: format!("{} exits, {expected_exits} expected", row.exits),
                 incident: "the database-in-liveness incident's crash loop",
-                fix: "make a fresh start succeed after a crash or a stop (stale lock or pid                       files, a port still held, a migration left half done)"
+                fix: "make a fresh start succeed after a crash or a stop (stale lock or pid \
+                      files, a port still held, a migration left half done)"
                     .into(),
                 caught_by: "only a drill: exiting is behaviour, not wiring",
             });
@@ -251,7 +260,8 @@ pub fn judge(
             diagnoses.push(Diagnosis {
                 mistake: "restarts nobody asked for".into(),
                 evidence: format!(
-                    "{} restarts ({} by liveness, {} by startup, {} exits), {restarts_target}                      expected",
+                    "{} restarts ({} by liveness, {} by startup, {} exits), {restarts_target} \
+                     expected",
                     row.restarts, row.liveness_kills, row.startup_kills, row.exits
                 ),
                 incident: "the restart-storm incident",
@@ -268,8 +278,10 @@ pub fn judge(
                 row.restarts,
                 secs(fault.recover())
             ),
-            incident: "the database-in-liveness incident's crash loop (CrashLoopBackOff                        outlasting the fault)",
-            fix: "earlier exits put the container in CrashLoopBackOff; fix those, or give the                   fault a longer `recover`"
+            incident: "the database-in-liveness incident's crash loop (CrashLoopBackOff \
+                       outlasting the fault)",
+            fix: "earlier exits put the container in CrashLoopBackOff; fix those, or give the \
+                  fault a longer `recover`"
                 .into(),
             caught_by: "only a drill",
         });
@@ -625,6 +637,10 @@ mod tests {
     use crate::file::{Dur, TargetOverrides};
     use probity_contract::kube::probe::ProbeTiming;
 
+    /// The diagnosis of probes that hang on (or behind) a dependency.
+    const WAITS: &str = "health checks wait on `db`, or behind requests that hold every worker \
+                         while they wait on it, with no timeout below the probe's";
+
     fn probe(period: u64, failure: u32, success: u32) -> ResolvedProbe {
         ResolvedProbe {
             timing: ProbeTiming {
@@ -933,10 +949,7 @@ mod tests {
         row.liveness_timeouts = 6;
         row.probe_timeouts = 10;
         let row = judged(row, &fault, &pod, BalancerMode::Kubernetes);
-        assert_eq!(
-            mistakes(&row),
-            ["health checks wait on `db` with no timeout below the probe's"]
-        );
+        assert_eq!(mistakes(&row), [WAITS]);
         assert!(row.diagnoses[0].evidence.contains("while `db` was slow"));
     }
 
@@ -950,10 +963,7 @@ mod tests {
         row.probe_timeouts = 8;
         let judged_row = judged(row, &fault, &pod, BalancerMode::Kubernetes);
         missed(&judged_row, "probes timed out ≤ 0");
-        assert_eq!(
-            mistakes(&judged_row),
-            ["health checks wait on `db` with no timeout below the probe's"]
-        );
+        assert_eq!(mistakes(&judged_row), [WAITS]);
         // Liveness hangs too and kills: one diagnosis, not the same one twice.
         let mut row = honest(&fault);
         row.probe_timeouts = 12;
@@ -964,10 +974,7 @@ mod tests {
         let row = judged(row, &fault, &pod, BalancerMode::Kubernetes);
         missed(&row, "restarts = 0");
         missed(&row, "probes timed out ≤ 0");
-        assert_eq!(
-            mistakes(&row),
-            ["health checks wait on `db` with no timeout below the probe's"]
-        );
+        assert_eq!(mistakes(&row), [WAITS]);
     }
 
     #[test]
@@ -1147,6 +1154,55 @@ mod tests {
         let entered = judged(row, &fault, &pod, BalancerMode::Kubernetes);
         missed(&entered, "new instance out of rotation");
         assert_eq!(mistakes(&entered), ["readiness does not check `db`"]);
+    }
+
+    /// Both judges, as the engine runs them on a row: the incident table's, then the others.
+    fn fully_judged(mut row: Row, fault: &Fault, pod: &ResolvedPod) -> Row {
+        let mode = BalancerMode::Kubernetes;
+        judge(&mut row, fault, pod, mode, windows(pod, mode));
+        let traffic = crate::file::Traffic {
+            concurrency: None,
+            rate: None,
+            timeout: None,
+            success: None,
+            requests: Vec::new(),
+        };
+        crate::engine::targets::judge(&mut row, fault, &traffic);
+        row
+    }
+
+    /// Parse Server 9.10.0 started during a database outage: `ParseServer.start` throws from
+    /// `performInitialization` and its CLI exits 1, five times, so the new instance starts only
+    /// after the outage. The exits are the mistake; its startup probe killed nothing and waits
+    /// on nothing (nothing listens before the database answers).
+    #[test]
+    fn a_new_instance_that_exits_during_the_outage_is_not_blamed_on_its_startup_probe() {
+        let pod = pod();
+        let fault = fault(FaultKind::StartDuringOutage);
+        let mut row = honest(&fault);
+        row.restarts = 5;
+        row.exits = 5;
+        row.figures.started_at_s = Some(38.8);
+        let row = fully_judged(row, &fault, &pod);
+        missed(&row, "the new instance started while");
+        assert_eq!(mistakes(&row), ["the app exits when `db` is away"]);
+        // Killed by its startup probe: that diagnosis, once.
+        let mut row = honest(&fault);
+        row.restarts = 2;
+        row.startup_kills = 2;
+        let row = fully_judged(row, &fault, &pod);
+        assert_eq!(mistakes(&row), ["the startup probe waits on `db`"]);
+        // Still booting when the outage ended, with no exit and no kill: its start waits.
+        let mut row = honest(&fault);
+        row.figures.started_at_s = Some(31.0);
+        let row = fully_judged(row, &fault, &pod);
+        missed(&row, "the new instance started while");
+        assert_eq!(mistakes(&row), ["the new instance's start waits on `db`"]);
+        // Started within the outage: nothing to say.
+        let mut row = honest(&fault);
+        row.figures.started_at_s = Some(6.0);
+        let row = fully_judged(row, &fault, &pod);
+        assert!(row.diagnoses.is_empty(), "{:#?}", row.diagnoses);
     }
 
     #[test]

@@ -165,18 +165,25 @@ pub fn judge(row: &mut Row, fault: &Fault, traffic: &Traffic) {
             measured: opt_secs(measured),
             met,
         });
-        if !met && kind == FaultKind::StartDuringOutage {
+        // A new instance that exited, or that its startup probe killed, is diagnosed by
+        // `judge` from those counts (the app exits without the dependency; the startup probe
+        // waits on it). What is left is an instance still booting when the fault ended: its boot
+        // or its startup endpoint waits on the dependency.
+        if !met && kind == FaultKind::StartDuringOutage && row.exits == 0 && row.startup_kills == 0
+        {
             diagnoses.push(Diagnosis {
-                mistake: format!("the startup probe waits on `{dependency}`"),
+                mistake: format!("the new instance's start waits on `{dependency}`"),
                 evidence: format!(
                     "a new instance did not pass its startup probe while {away} (the fault \
-                     lasted {})",
+                     lasted {}), with no exit and no startup kill: its boot, or the endpoint its \
+                     startup probe calls, waits for `{dependency}`",
                     secs(fault.duration())
                 ),
                 incident: "the restart-storm incident (new pods killed again and again during \
                            the failover)",
-                fix: "let the startup probe cover the app's own boot only; wait for the \
-                      dependency out of rotation (readiness), never under startup's budget"
+                fix: "let the app finish booting without the dependency (connect lazily, retry \
+                      in the background) and let the startup probe cover the app's own boot \
+                      only; wait for the dependency out of rotation (readiness)"
                     .into(),
                 caught_by: "probity lint: startup-probe-waits-on-dependency",
             });
