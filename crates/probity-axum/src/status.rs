@@ -7,6 +7,7 @@ use axum::http::{HeaderValue, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use probity::{CheckState, Details, Entry, HealthView, ProbeKind, Snapshot, Status, Tier};
+use probity_contract::duration::format_coarse as seconds;
 use probity_contract::text::escape_markup as escape;
 use probity_contract::verdict::{Cause, Effect, Gate, Subject};
 use serde::Serialize;
@@ -687,16 +688,6 @@ fn format_ms(ms: f64) -> String {
         format!("{ms:.1}")
     } else {
         format!("{ms:.0}")
-    }
-}
-
-fn seconds(duration: Duration) -> String {
-    let secs = duration.as_secs();
-    match secs {
-        0..60 => format!("{:.1} s", duration.as_secs_f64()),
-        60..3_600 => format!("{} min {} s", secs / 60, secs % 60),
-        3_600..86_400 => format!("{} h {} min", secs / 3_600, secs % 3_600 / 60),
-        _ => format!("{} d {} h", secs / 86_400, secs % 86_400 / 3_600),
     }
 }
 
