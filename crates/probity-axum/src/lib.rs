@@ -95,14 +95,11 @@ pub use probes::Probes;
 pub use quiet::{
     DEFAULT_PROBE_PATHS, GRPC_HEALTH_PATH, QuietFuture, QuietProbes, QuietProbesLayer,
 };
-pub use request_metrics::{
-    DEFAULT_COUNTER, RequestMetrics, RequestMetricsFuture, RequestMetricsLayer,
-};
+pub use request_metrics::{RequestMetrics, RequestMetricsFuture, RequestMetricsLayer};
 pub use serve::{ServeConfig, ShutdownReport, serve, serve_with};
 pub use shed::{Shed, ShedFuture, ShedLayer};
 pub use status::{
-    Finding, LastPoll, MAX_NAME_CHARS, MAX_REASON_CHARS, MAX_ROWS, PollPoint, Row, Severity,
-    StatusPage, StatusReport, TransitionPoint, escape,
+    Finding, LastPoll, PollPoint, Row, Severity, StatusPage, StatusReport, TransitionPoint,
 };
 
 /// Re-exported so a service can set the detail policy with this crate alone.

@@ -23,7 +23,7 @@ use std::task::{Context, Poll};
 use tower::{Layer, Service};
 
 /// The counter's default name.
-pub const DEFAULT_COUNTER: &str = "http_requests_total";
+pub(crate) const DEFAULT_COUNTER: &str = "http_requests_total";
 
 /// Counts every response by status code: `http_requests_total{status="200"}`.
 ///
@@ -35,7 +35,7 @@ pub struct RequestMetricsLayer {
 }
 
 impl RequestMetricsLayer {
-    /// Counts into [`DEFAULT_COUNTER`].
+    /// Counts into `http_requests_total`.
     pub fn new() -> Self {
         Self {
             name: Cow::Borrowed(DEFAULT_COUNTER),

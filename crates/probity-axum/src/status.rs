@@ -7,6 +7,8 @@ use axum::http::{HeaderValue, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use probity::{CheckState, Details, Entry, HealthView, ProbeKind, Snapshot, Status, Tier};
+use probity_contract::duration::format_coarse as seconds;
+use probity_contract::text::escape_markup as escape;
 use probity_contract::verdict::{Cause, Effect, Gate, Subject};
 use serde::Serialize;
 use std::fmt::Write as _;
@@ -15,11 +17,11 @@ use std::time::{Duration, SystemTime};
 use tokio::time::Instant;
 
 /// The longest reason shown, in characters; a longer one is cut and marked `…`.
-pub const MAX_REASON_CHARS: usize = 512;
+pub(crate) const MAX_REASON_CHARS: usize = 512;
 /// The longest name shown, in characters.
-pub const MAX_NAME_CHARS: usize = 128;
+pub(crate) const MAX_NAME_CHARS: usize = 128;
 /// The most rows one page lists; the rest are counted, not shown.
-pub const MAX_ROWS: usize = 256;
+pub(crate) const MAX_ROWS: usize = 256;
 /// How often the open page refreshes itself, in milliseconds.
 const REFRESH_MS: u32 = 2_000;
 
@@ -42,7 +44,7 @@ const REFRESH_MS: u32 = 2_000;
 ///
 /// The page is self-contained — inline CSS and a few lines of inline script, no external
 /// asset — and every name and reason is HTML-escaped. Its size is bounded: reasons are cut at
-/// [`MAX_REASON_CHARS`], names at [`MAX_NAME_CHARS`], and at most [`MAX_ROWS`] rows are listed.
+/// 512 characters, names at 128, and at most 256 rows are listed.
 /// Building it reads the published snapshot only; it never waits on a check.
 ///
 /// ```
@@ -97,7 +99,7 @@ impl StatusPage {
     }
 
     /// Lists what `source` returns, read each time the page is built, above the entries (at
-    /// most [`MAX_ROWS`], each cut at [`MAX_REASON_CHARS`]).
+    /// most 256, each cut at 512 characters).
     pub fn findings(mut self, source: impl Fn() -> Vec<Finding> + Send + Sync + 'static) -> Self {
         self.findings = Some(Arc::new(source));
         self
@@ -200,7 +202,7 @@ pub struct StatusReport {
     pub startup: Status,
     /// Every entry, worst first (registration order within a severity).
     pub rows: Vec<Row>,
-    /// Rows left off past [`MAX_ROWS`].
+    /// Rows left off past the 256 listed.
     pub rows_left_off: usize,
     /// What an operator should look at that fails no probe ([`StatusPage::findings`]).
     pub findings: Vec<Finding>,
@@ -663,24 +665,6 @@ impl Row {
     }
 }
 
-/// Escapes text for HTML element content and quoted attribute values.
-pub fn escape(text: &str) -> String {
-    let mut escaped = String::with_capacity(text.len());
-    for character in text.chars() {
-        match character {
-            '&' => escaped.push_str("&amp;"),
-            '<' => escaped.push_str("&lt;"),
-            '>' => escaped.push_str("&gt;"),
-            '"' => escaped.push_str("&quot;"),
-            '\'' => escaped.push_str("&#39;"),
-            // Control characters a driver may print are shown, not interpreted.
-            c if c.is_control() && c != '\n' && c != '\t' => escaped.push('\u{fffd}'),
-            c => escaped.push(c),
-        }
-    }
-    escaped
-}
-
 /// At most `max` characters of `text`, `…` marking a cut.
 fn cut(text: &str, max: usize) -> String {
     match text.char_indices().nth(max) {
@@ -704,16 +688,6 @@ fn format_ms(ms: f64) -> String {
         format!("{ms:.1}")
     } else {
         format!("{ms:.0}")
-    }
-}
-
-fn seconds(duration: Duration) -> String {
-    let secs = duration.as_secs();
-    match secs {
-        0..60 => format!("{:.1} s", duration.as_secs_f64()),
-        60..3_600 => format!("{} min {} s", secs / 60, secs % 60),
-        3_600..86_400 => format!("{} h {} min", secs / 3_600, secs % 3_600 / 60),
-        _ => format!("{} d {} h", secs / 86_400, secs % 86_400 / 3_600),
     }
 }
 

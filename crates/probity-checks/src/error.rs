@@ -33,17 +33,7 @@ pub(crate) fn describe_io(error: &io::Error, target: &str) -> String {
 
 /// An error's message with its sources (skipping repeats), redacted.
 pub(crate) fn chain(error: &(dyn StdError + 'static)) -> String {
-    let mut message = error.to_string();
-    let mut source = error.source();
-    while let Some(cause) = source {
-        let text = cause.to_string();
-        if !message.contains(&text) {
-            message.push_str(": ");
-            message.push_str(&text);
-        }
-        source = cause.source();
-    }
-    redact(&message).into_owned()
+    redact(&probity_contract::text::error_chain(error)).into_owned()
 }
 
 /// The first `io::Error` in an error's source chain, if any.

@@ -37,6 +37,7 @@
 use crate::error::{describe_io, find_io};
 use probity::redact::redact;
 use probity::{Check, CheckError, CheckFuture, CheckResult, Detail, Timing};
+use probity_contract::duration::format_coarse;
 use rumqttc::{ConnectReturnCode, ConnectionError, Event, Packet};
 use std::fmt;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -201,9 +202,9 @@ impl MqttCheck {
             && silence > limit
         {
             return Err(CheckError::new(format!(
-                "nothing from {target} for {}s (limit {}s)",
-                silence.as_secs(),
-                limit.as_secs()
+                "nothing from {target} for {} (limit {})",
+                format_coarse(silence),
+                format_coarse(limit)
             ))
             .measurement("last_heard", silence.as_secs() as f64, Some("s")));
         }

@@ -317,7 +317,7 @@ impl<DB: PoolDatabase> PoolCheck<DB> {
                 CheckError::new(format!(
                     "{}; a direct connection to {target} did not answer within {} either",
                     exhausted.message(),
-                    format_millis(left)
+                    probity_contract::duration::format_coarse(left)
                 ))
                 .kind(probity::FailureKind::Timeout),
             ),
@@ -328,10 +328,6 @@ impl<DB: PoolDatabase> PoolCheck<DB> {
 /// Time kept back from a poll's deadline when confirming exhaustion with a direct connection,
 /// so the answer is the check's and not the poller's cut.
 const DIRECT_CONNECT_MARGIN: Duration = Duration::from_millis(10);
-
-fn format_millis(duration: Duration) -> String {
-    format!("{}ms", duration.as_millis())
-}
 
 /// Acquires a connection from `pool` through `tracker`, so the pool check sees how long it
 /// waited, whether it timed out, and how long it is held (until the connection is dropped).

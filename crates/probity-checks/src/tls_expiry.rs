@@ -25,8 +25,8 @@
 //! - passes otherwise, with `expires_in` (seconds) as its figure.
 //!
 //! A message names the certificate by subject, serial number and `notAfter` (`certificate
-//! CN=payments.example (serial 1f:0a:…) expires in 2d 4h, at 2026-12-06T06:00:00Z: inside
-//! the 7d failure margin`): public facts, enough to find it in an inventory. The check never
+//! CN=payments.example (serial 1f:0a:…) expires in 52h, at 2026-12-06T06:00:00Z: inside
+//! the 168h failure margin`): public facts, enough to find it in an inventory. The check never
 //! holds a private key.
 //!
 //! The chain must be trusted — by the system's roots, plus any added with
@@ -39,6 +39,7 @@
 use crate::error::describe_io;
 use crate::millis;
 use probity::{Check, CheckError, CheckFuture, CheckResult, Detail, Timing};
+use probity_contract::duration::format_coarse;
 use std::fmt;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -351,20 +352,6 @@ fn rfc3339(seconds: i64) -> String {
     humantime::format_rfc3339_seconds(time).to_string()
 }
 
-/// `3d 4h`, `5h 12m`, `40s`: a lifetime, to the two largest units.
-fn span(duration: Duration) -> String {
-    let seconds = duration.as_secs();
-    let (days, hours, minutes) = (seconds / 86_400, seconds / 3_600 % 24, seconds / 60 % 60);
-    match (days, hours, minutes) {
-        (0, 0, 0) => format!("{seconds}s"),
-        (0, 0, m) => format!("{m}m"),
-        (0, h, 0) => format!("{h}h"),
-        (0, h, m) => format!("{h}h {m}m"),
-        (d, 0, _) => format!("{d}d"),
-        (d, h, _) => format!("{d}d {h}h"),
-    }
-}
-
 /// The verdict on a chain at `now`: the certificate that expires first decides.
 fn judge(
     chain: &[Certificate],
@@ -389,7 +376,7 @@ fn judge(
         return Err(CheckError::new(format!(
             "{}{role} expired {} ago",
             first.named(),
-            span(Duration::from_secs(left.unsigned_abs()))
+            format_coarse(Duration::from_secs(left.unsigned_abs()))
         ))
         .measurement("expires_in", left as f64, Some("s")));
     }
@@ -398,8 +385,8 @@ fn judge(
         return Err(CheckError::new(format!(
             "{}{role} expires in {}: inside the {} failure margin",
             first.named(),
-            span(remaining),
-            span(fail_within)
+            format_coarse(remaining),
+            format_coarse(fail_within)
         ))
         .measurement("expires_in", left as f64, Some("s")));
     }
@@ -409,19 +396,19 @@ fn judge(
             .message(format!(
                 "{}{role} expires in {}",
                 first.named(),
-                span(remaining)
+                format_coarse(remaining)
             ))
             .warning(format!(
                 "{}{role} expires in {}: inside the {} warning margin",
                 first.named(),
-                span(remaining),
-                span(warn_within)
+                format_coarse(remaining),
+                format_coarse(warn_within)
             )));
     }
     Ok(detail.message(format!(
         "{}{role} valid for {} more",
         first.named(),
-        span(remaining)
+        format_coarse(remaining)
     )))
 }
 
@@ -562,26 +549,28 @@ mod tests {
         assert_eq!(valid.warning, None);
         assert_eq!(
             valid.message.as_deref(),
-            Some("certificate CN=a (serial 2a, notAfter 2027-04-15T08:00:00Z) valid for 90d more")
+            Some(
+                "certificate CN=a (serial 2a, notAfter 2027-04-15T08:00:00Z) valid for 2160h more"
+            )
         );
         let soon = verdict(&[certificate("CN=a", NOW + 20 * DAY + 3600)]).unwrap();
         assert_eq!(
             soon.warning.as_deref(),
             Some(
-                "certificate CN=a (serial 2a, notAfter 2027-02-04T09:00:00Z) expires in 20d 1h: \
-                 inside the 30d warning margin"
+                "certificate CN=a (serial 2a, notAfter 2027-02-04T09:00:00Z) expires in 481h: \
+                 inside the 720h warning margin"
             )
         );
         let error = verdict(&[certificate("CN=a", NOW + 7 * DAY)]).unwrap_err();
         assert_eq!(
             error.message(),
-            "certificate CN=a (serial 2a, notAfter 2027-01-22T08:00:00Z) expires in 7d: inside \
-             the 7d failure margin"
+            "certificate CN=a (serial 2a, notAfter 2027-01-22T08:00:00Z) expires in 168h: inside \
+             the 168h failure margin"
         );
         let error = verdict(&[certificate("CN=a", NOW - 2 * 3600 - 60)]).unwrap_err();
         assert_eq!(
             error.message(),
-            "certificate CN=a (serial 2a, notAfter 2027-01-15T05:59:00Z) expired 2h 1m ago"
+            "certificate CN=a (serial 2a, notAfter 2027-01-15T05:59:00Z) expired 2h1m ago"
         );
     }
 
@@ -595,7 +584,7 @@ mod tests {
         assert!(
             error.message().starts_with(
                 "certificate CN=Issuing CA (serial 2a, notAfter 2027-01-16T08:00:00Z) (an \
-                 intermediate, which expires before the server's own) expires in 1d"
+                 intermediate, which expires before the server's own) expires in 24h"
             ),
             "{}",
             error.message()
@@ -603,16 +592,6 @@ mod tests {
         assert_eq!(
             verdict(&[]).unwrap_err().message(),
             "the server presented no certificate"
-        );
-    }
-
-    #[test]
-    fn spans_read_in_their_two_largest_units() {
-        assert_eq!(span(Duration::from_secs(40)), "40s");
-        assert_eq!(span(Duration::from_secs(3 * 3600 + 120)), "3h 2m");
-        assert_eq!(
-            span(Duration::from_secs(2 * 86_400 + 5 * 3600 + 7)),
-            "2d 5h"
         );
     }
 }

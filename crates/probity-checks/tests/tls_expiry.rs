@@ -112,10 +112,10 @@ async fn a_certificate_far_from_expiry_passes_with_its_remaining_validity() {
     let message = detail.message.expect("a message");
     assert!(
         message.starts_with(&format!(
-            "certificate CN=payments.localhost (serial 2a, notAfter {}) valid for 89d 23h more",
+            "certificate CN=payments.localhost (serial 2a, notAfter {}) valid for 2159h more",
             rfc3339(pki.not_after)
         )) || message.starts_with(&format!(
-            "certificate CN=payments.localhost (serial 2a, notAfter {}) valid for 90d more",
+            "certificate CN=payments.localhost (serial 2a, notAfter {}) valid for 2160h more",
             rfc3339(pki.not_after)
         )),
         "{message}"
@@ -134,8 +134,8 @@ async fn inside_the_warning_margin_warns_naming_the_certificate_not_the_key() {
     assert_eq!(
         warning,
         format!(
-            "certificate CN=payments.localhost (serial 1f:0a, notAfter {}) expires in 20d 3h: \
-             inside the 30d warning margin",
+            "certificate CN=payments.localhost (serial 1f:0a, notAfter {}) expires in 483h: \
+             inside the 720h warning margin",
             rfc3339(pki.not_after)
         )
     );
@@ -156,8 +156,8 @@ async fn inside_the_failure_margin_fails_and_the_margins_are_the_callers() {
     assert_eq!(
         error.message(),
         format!(
-            "certificate CN=payments.localhost (serial 07, notAfter {}) expires in 3d 1h: inside \
-             the 7d failure margin",
+            "certificate CN=payments.localhost (serial 07, notAfter {}) expires in 73h: inside \
+             the 168h failure margin",
             rfc3339(pki.not_after)
         )
     );
@@ -170,7 +170,7 @@ async fn inside_the_failure_margin_fails_and_the_margins_are_the_callers() {
         detail
             .warning
             .as_deref()
-            .is_some_and(|warning| warning.ends_with("inside the 5d warning margin")),
+            .is_some_and(|warning| warning.ends_with("inside the 120h warning margin")),
         "{detail:?}"
     );
 }
@@ -183,7 +183,7 @@ async fn an_expired_certificate_is_named_not_refused_by_the_handshake() {
     assert_eq!(
         error.message(),
         format!(
-            "certificate CN=payments.localhost (serial 09, notAfter {}) expired 2d ago",
+            "certificate CN=payments.localhost (serial 09, notAfter {}) expired 48h ago",
             rfc3339(pki.not_after)
         )
     );

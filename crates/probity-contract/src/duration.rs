@@ -300,6 +300,41 @@ pub fn format(duration: Duration) -> String {
     out
 }
 
+/// A duration for people, in the grammar [`format`] writes, cut to the precision its size
+/// deserves: whole hours from a day up (`481h`), whole minutes from an hour (`5h12m`), whole
+/// seconds from a minute (`2m3s`),
+/// tenths below (`1.5s`), whole milliseconds below a second (`250ms`), whole microseconds below
+/// that. [`parse`] reads it back.
+///
+/// ```
+/// use probity_contract::duration::format_coarse;
+/// use std::time::Duration;
+///
+/// assert_eq!(format_coarse(Duration::from_secs(2 * 86_400 + 5 * 3600 + 7 * 60 + 9)), "53h");
+/// assert_eq!(format_coarse(Duration::from_secs(5 * 3600 + 12 * 60 + 9)), "5h12m");
+/// assert_eq!(format_coarse(Duration::from_millis(123_456)), "2m3s");
+/// assert_eq!(format_coarse(Duration::from_millis(1_532)), "1.5s");
+/// assert_eq!(format_coarse(Duration::from_micros(250_700)), "250ms");
+/// assert_eq!(format_coarse(Duration::ZERO), "0s");
+/// ```
+pub fn format_coarse(duration: Duration) -> String {
+    let unit = if duration >= Duration::from_secs(86_400) {
+        Duration::from_secs(3600)
+    } else if duration >= Duration::from_secs(3600) {
+        Duration::from_secs(60)
+    } else if duration >= Duration::from_secs(60) {
+        Duration::from_secs(1)
+    } else if duration >= Duration::from_secs(1) {
+        Duration::from_millis(100)
+    } else if duration >= Duration::from_millis(1) {
+        Duration::from_millis(1)
+    } else {
+        Duration::from_micros(1)
+    };
+    let units = duration.as_nanos() / unit.as_nanos();
+    format(unit * u32::try_from(units).unwrap_or(u32::MAX))
+}
+
 /// `whole.fraction` with the fraction's trailing zeros dropped; `scale` is one unit in the
 /// fraction's terms.
 fn write_fraction(out: &mut String, whole: u64, fraction: u32, scale: u32) {

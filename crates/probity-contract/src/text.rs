@@ -3,9 +3,12 @@
 //! Every probity tool prints names it did not choose: an object name from a manifest, a service
 //! or fault name from a drill file, a reason a dependency answered with. Printed raw, a crafted
 //! one (`"web\e]0;PWNED\a\e[2J"`) retitles the terminal, clears the screen or reorders the
-//! line with a bidirectional override. [`escape_control`] writes such characters out instead.
+//! line with a bidirectional override. [`escape_control`] writes such characters out instead;
+//! [`escape_markup`] makes the same text safe inside HTML or XML. An error that crossed the
+//! network is read through its whole source chain: [`error_chain`] flattens it into one line.
 
 use std::borrow::Cow;
+use std::error::Error;
 use std::fmt::Write as _;
 
 /// Whether `c` is written out by [`escape_control`]: a control character (C0, DEL, C1) or a
@@ -45,16 +48,20 @@ pub fn escape_control(text: &str) -> Cow<'_, str> {
 }
 
 /// `text` made safe inside an XML or HTML document, as element text or a quoted attribute:
-/// `&`, `<`, `>`, `"` and `'` written as entities. Borrowed when there is nothing to escape.
+/// `&`, `<`, `>`, `"` and `'` written as entities, and every control character but tab and the
+/// line ends replaced by `U+FFFD`: XML 1.0 cannot carry them at all
+/// (<https://www.w3.org/TR/xml/#charsets>), and a page shows them rather than obeys them.
+/// Borrowed when there is nothing to escape.
 ///
 /// ```
 /// use probity_contract::text::escape_markup;
 ///
 /// assert_eq!(escape_markup("checkout-1"), "checkout-1");
 /// assert_eq!(escape_markup(r#"<a href="x">&'"#), "&lt;a href=&quot;x&quot;&gt;&amp;&#39;");
+/// assert_eq!(escape_markup("red\u{1b}[31m\n"), "red\u{fffd}[31m\n");
 /// ```
 pub fn escape_markup(text: &str) -> Cow<'_, str> {
-    if !text.contains(['&', '<', '>', '"', '\'']) {
+    if !text.contains(['&', '<', '>', '"', '\'']) && !text.chars().any(is_unprintable_in_markup) {
         return Cow::Borrowed(text);
     }
     let mut escaped = String::with_capacity(text.len() + 16);
@@ -65,10 +72,56 @@ pub fn escape_markup(text: &str) -> Cow<'_, str> {
             '>' => escaped.push_str("&gt;"),
             '"' => escaped.push_str("&quot;"),
             '\'' => escaped.push_str("&#39;"),
+            c if is_unprintable_in_markup(c) => escaped.push('\u{fffd}'),
             c => escaped.push(c),
         }
     }
     Cow::Owned(escaped)
+}
+
+/// A control character other than tab, line feed and carriage return.
+fn is_unprintable_in_markup(c: char) -> bool {
+    c.is_control() && !matches!(c, '\t' | '\n' | '\r')
+}
+
+/// An error's message followed by its sources' (`outer: cause: root`), each source skipped when
+/// the text so far already says it: many clients repeat their cause in their own message.
+///
+/// ```
+/// use probity_contract::text::error_chain;
+/// use std::io;
+///
+/// let root = io::Error::new(io::ErrorKind::ConnectionRefused, "connection refused");
+/// let outer = io::Error::other(root);
+/// assert_eq!(error_chain(&outer), "connection refused"); // io::Error repeats its cause
+///
+/// #[derive(Debug)]
+/// struct Dial(io::Error);
+/// impl std::fmt::Display for Dial {
+///     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+///         f.write_str("dial db:5432")
+///     }
+/// }
+/// impl std::error::Error for Dial {
+///     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+///         Some(&self.0)
+///     }
+/// }
+/// let dial = Dial(io::Error::new(io::ErrorKind::ConnectionRefused, "connection refused"));
+/// assert_eq!(error_chain(&dial), "dial db:5432: connection refused");
+/// ```
+pub fn error_chain(error: &(dyn Error + 'static)) -> String {
+    let mut message = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        let text = cause.to_string();
+        if !message.contains(&text) {
+            message.push_str(": ");
+            message.push_str(&text);
+        }
+        source = cause.source();
+    }
+    message
 }
 
 #[cfg(test)]
@@ -91,6 +144,10 @@ mod tests {
         assert_eq!(
             escape_markup("<script>alert(\"x\")</script> & 'q'"),
             "&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt; &amp; &#39;q&#39;"
+        );
+        assert_eq!(
+            escape_markup("a\u{1b}[31m\u{0}\u{7f}\u{9b}\tb\r\n"),
+            "a\u{fffd}[31m\u{fffd}\u{fffd}\u{fffd}\tb\r\n"
         );
     }
 }

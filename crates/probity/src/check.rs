@@ -288,17 +288,7 @@ impl CheckError {
 
     /// A failure wrapping any error, keeping its source chain in the message.
     pub fn from_error(error: &(dyn std::error::Error + 'static)) -> Self {
-        let mut message = error.to_string();
-        let mut source = error.source();
-        while let Some(cause) = source {
-            let text = cause.to_string();
-            if !message.contains(&text) {
-                message.push_str(": ");
-                message.push_str(&text);
-            }
-            source = cause.source();
-        }
-        Self::new(message)
+        Self::new(probity_contract::text::error_chain(error))
     }
 
     /// Says what kind of failure this is (otherwise it is read from the message).

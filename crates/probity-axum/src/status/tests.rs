@@ -102,7 +102,7 @@ async fn reasons_are_escaped_and_bounded() {
 }
 
 #[test]
-fn escape_covers_markup_quotes_and_control_characters() {
+fn markup_quotes_and_control_characters_are_escaped() {
     assert_eq!(
         escape("a<b>&\"c\"'d'\u{1b}[31m\n"),
         "a&lt;b&gt;&amp;&quot;c&quot;&#39;d&#39;\u{fffd}[31m\n"
