@@ -596,7 +596,26 @@ pub fn judge(
         met,
     });
     if !met && row.restarts <= restarts_target {
-        diagnoses.push(if row.back {
+        diagnoses.push(if row.back && kind == FaultKind::StartDuringOutage {
+            // The new instance has not been Ready since it started: what it waits on may be its
+            // boot (still retrying the dependency) as much as its readiness check.
+            Diagnosis {
+                mistake: format!("the new instance comes back slowly after {what} returns"),
+                evidence: format!(
+                    "back {} after the fault ended (the window allows {}); it started during \
+                     the outage and was still waiting on {what} when it returned",
+                    back_after.map_or("—".into(), |after| format!("{after:.1}s")),
+                    secs(back_within)
+                ),
+                incident: "the database-outage incident (a recovery slower than the outage)",
+                fix: "retry the dependency at a short, capped interval, at boot too (a boot that \
+                      retries with a growing backoff can be asleep for tens of seconds when the \
+                      dependency returns); re-poll it quickly in readiness while failing, and \
+                      keep successThreshold × periodSeconds short"
+                    .into(),
+                caught_by: "only a drill",
+            }
+        } else if row.back {
             Diagnosis {
                 mistake: "readiness recovers slowly".into(),
                 evidence: format!(
@@ -1220,6 +1239,15 @@ mod tests {
         row.replacement_started_at_s = Some(10.0);
         let late = judged(row, &fault, &pod, BalancerMode::Kubernetes);
         missed(&late, "back in rotation ≤ 9.0s");
+        // MLflow 3.17.2 behind the agent: the agent passed its startup probe, MLflow's boot
+        // (`create_sqlalchemy_engine_with_retry`, sleeping 0.1 × (2ⁿ − 1) s between attempts)
+        // was asleep when the database returned. Not readiness's doing alone: the diagnosis
+        // names the new instance's return, boot included.
+        assert_eq!(
+            mistakes(&late),
+            ["the new instance comes back slowly after `db` returns"]
+        );
+        assert!(late.diagnoses[0].fix.contains("at boot too"));
     }
 
     #[test]
