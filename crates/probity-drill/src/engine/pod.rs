@@ -589,6 +589,20 @@ impl Pod {
             state.newest_exited = None;
         }
         self.events.record(self.index, EventKind::Replaced);
+        // A new pod has new sidecars: the agent starts again, its startup gate closed until the
+        // new app shows a first sign of life. (The old agent, whose gate opened long ago, would
+        // pass the new pod's startup probe while the new app is still booting.)
+        if let Some(agent) = &self.agent {
+            let mut slot = self.agent_child.lock().await;
+            if let Some((mut old, group)) = slot.take() {
+                drop(group);
+                let _ = old.kill().await;
+            }
+            let child = agent.spawn()?;
+            let group = Group::of(&child);
+            *slot = Some((child, group));
+            self.events.record(self.index, EventKind::Spawned);
+        }
         self.start_container()
     }
 
