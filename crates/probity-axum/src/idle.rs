@@ -21,7 +21,7 @@
 //! already sent to arrive, and is answered if it does.
 
 use crate::body::TimedBody;
-use crate::serve::{Listening, StreamPermit};
+use crate::serve::admission::{Listening, StreamPermit};
 use axum::body::{Body, HttpBody};
 use bytes::Bytes;
 use http::header::{CONNECTION, CONTENT_TYPE, HeaderValue, RETRY_AFTER};
