@@ -179,8 +179,8 @@ pub fn judge(row: &mut Row, fault: &Fault, traffic: &Traffic) {
                      startup probe calls, waits for `{dependency}`",
                     secs(fault.duration())
                 ),
-                incident: "the restart-storm incident (new pods killed again and again during \
-                           the failover)",
+                incident: "the database-outage incident (a rollout during the outage leaves \
+                           new pods unable to serve after the database is back)",
                 fix: "let the app finish booting without the dependency (connect lazily, retry \
                       in the background) and let the startup probe cover the app's own boot \
                       only; wait for the dependency out of rotation (readiness)"
