@@ -59,7 +59,8 @@
 //! process returns from `main` (which drops the runtime), which is what the caller should do
 //! next.
 
-use crate::idle::{self, Activity, Tracked};
+use crate::activity::Activity;
+use crate::idle::{self, Tracked};
 use axum::body::Body;
 use axum::serve::Listener;
 use http::{Request, Response};
