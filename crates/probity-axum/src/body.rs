@@ -8,7 +8,7 @@
 //! average since then. A body that falls behind fails the handler's read with
 //! [`BodyTooSlow`]; the connection answers `408 Request Timeout` and closes.
 
-use crate::idle::Activity;
+use crate::activity::Activity;
 use bytes::Bytes;
 use http_body::{Body as HttpBody, Frame, SizeHint};
 use hyper::body::Incoming;

@@ -20,8 +20,9 @@
 //! `Connection: close`, and a connection waiting for a request gets [`LAST_CALL`] more for one
 //! already sent to arrive, and is answered if it does.
 
+use crate::activity::Activity;
 use crate::body::TimedBody;
-use crate::serve::{Listening, StreamPermit};
+use crate::serve::admission::{Listening, StreamPermit};
 use axum::body::{Body, HttpBody};
 use bytes::Bytes;
 use http::header::{CONNECTION, CONTENT_TYPE, HeaderValue, RETRY_AFTER};
@@ -31,7 +32,7 @@ use std::convert::Infallible;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 use std::task::{Context, Poll};
 use std::time::Duration;
 use tokio::sync::watch;
@@ -47,82 +48,6 @@ const SENT_WITH_HEAD: u64 = 64 * 1024;
 /// waits (at most its header-read timeout): a request the client sent as the listener closed
 /// is on its way, and is answered rather than cut.
 pub(crate) const LAST_CALL: Duration = Duration::from_secs(1);
-
-/// What one connection's requests are doing.
-#[derive(Debug)]
-pub(crate) struct Activity {
-    /// When the connection was accepted; `idle_since` counts from it.
-    base: Instant,
-    /// Requests running (their responses not yet sent).
-    running: AtomicU32,
-    /// When the last request finished, in nanoseconds after `base` (0: none has).
-    idle_since: AtomicU64,
-    /// The connection speaks HTTP/2.
-    http2: AtomicBool,
-    /// A request body on it was cut for coming too slowly.
-    body_timed_out: AtomicBool,
-    /// Admitted through the probe reserve: serves probes only, one request.
-    reserve: bool,
-    /// A reserve connection's request has come: an HTTP/2 one is sent `GOAWAY` at once, so
-    /// its room is free again the moment the answer is out.
-    answered_once: tokio::sync::Notify,
-    listening: Arc<Listening>,
-}
-
-impl Activity {
-    pub(crate) fn new(listening: Arc<Listening>, reserve: bool) -> Arc<Activity> {
-        Arc::new(Activity {
-            base: Instant::now(),
-            running: AtomicU32::new(0),
-            idle_since: AtomicU64::new(0),
-            http2: AtomicBool::new(false),
-            body_timed_out: AtomicBool::new(false),
-            reserve,
-            answered_once: tokio::sync::Notify::new(),
-            listening,
-        })
-    }
-
-    /// A request began; `counted` when it counts as busy (an ordinary connection's request,
-    /// not a long-lived stream).
-    fn started(&self, counted: bool) {
-        self.running.fetch_add(1, Ordering::AcqRel);
-        if counted {
-            self.listening.busy_changed(true);
-        }
-    }
-
-    fn finished(&self, counted: bool) {
-        let since = Instant::now().saturating_duration_since(self.base);
-        self.idle_since.store(
-            u64::try_from(since.as_nanos()).unwrap_or(u64::MAX),
-            Ordering::Release,
-        );
-        self.running.fetch_sub(1, Ordering::AcqRel);
-        if counted {
-            self.listening.busy_changed(false);
-        }
-    }
-
-    pub(crate) fn body_timed_out(&self) {
-        self.body_timed_out.store(true, Ordering::Release);
-    }
-
-    fn http2(&self) -> bool {
-        self.http2.load(Ordering::Relaxed)
-    }
-
-    /// When the connection will have waited on its client for `timeout`, counting from the
-    /// later of its last request and `not_before`; `None` while a request runs.
-    fn deadline(&self, timeout: Duration, not_before: Option<Instant>) -> Option<Instant> {
-        if self.running.load(Ordering::Acquire) > 0 {
-            return None;
-        }
-        let idle_since = self.base + Duration::from_nanos(self.idle_since.load(Ordering::Acquire));
-        let from = not_before.map_or(idle_since, |not_before| idle_since.max(not_before));
-        Some(from + timeout)
-    }
-}
 
 /// Serves `connection` until it ends, until it has waited on its client for `timeout` (then
 /// it is dropped, which closes it; an HTTP/2 connection is sent `GOAWAY` first), or until it

@@ -77,6 +77,7 @@
 
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
+mod activity;
 mod body;
 mod close_when_unready;
 mod extract;

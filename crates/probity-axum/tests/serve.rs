@@ -200,8 +200,11 @@ async fn the_accept_backlog_is_answered_when_the_listener_closes() {
             client
         })
         .collect();
-    // Shutdown with no drain delay: the listener closes before it accepts anything.
+    // Shutdown with no drain delay: the listener closes before it accepts anything. The drain
+    // is waited for here, so the shutdown sequence has run before the server starts: otherwise
+    // the accept loop may take the whole backlog before the sequence's task is scheduled.
     health.shutdown();
+    health.drained().await;
     let report = serve(listener, app(&health, Duration::ZERO), &health)
         .await
         .unwrap();

@@ -300,7 +300,7 @@ pub fn format(duration: Duration) -> String {
     out
 }
 
-/// A duration for people, in the grammar [`format`] writes, cut to the precision its size
+/// A duration for people, in the grammar [`format()`] writes, cut to the precision its size
 /// deserves: whole hours from a day up (`481h`), whole minutes from an hour (`5h12m`), whole
 /// seconds from a minute (`2m3s`),
 /// tenths below (`1.5s`), whole milliseconds below a second (`250ms`), whole microseconds below

@@ -5,45 +5,16 @@
 //! rates) is kept as a small [`summary`](crate::summary). Memory therefore grows with the number
 //! of objects, not with the size of their YAML, and time is linear in the input.
 
-use crate::contract::Contract;
+use crate::context::Cx;
 use crate::facts;
 use crate::finding::{Finding, Report, SkippedDocument};
 use crate::model::{self, Body, Object, Read};
-use crate::rules::{self, Rule, catalogue};
+use crate::options::Options;
+use crate::rules::{self, catalogue};
 use crate::source::Source;
-use crate::summary::{self, Subject, Summaries};
-use crate::yaml::{self, DuplicateKey, Node, Parsed, Position};
+use crate::summary::{self, Summaries};
+use crate::yaml::{self, DuplicateKey, Node, Parsed};
 use std::sync::Arc;
-
-/// What the linter needs beyond the manifests.
-#[derive(Debug, Clone)]
-pub struct Options {
-    /// Service contracts (`--contract FILE`), matched to containers by the contract's `service`
-    /// name (see `docs/lint-rules.md`).
-    pub contracts: Vec<Contract>,
-    /// Health-check requests per second across a workload's replicas above which `probe-load`
-    /// fires.
-    pub max_probe_rps: f64,
-    /// Health-check requests per second reaching dependencies above which `probe-load` fires.
-    pub max_dependency_rps: f64,
-}
-
-/// Default for [`Options::max_probe_rps`]: the probe-cost example's 2,000-pod fleet, probed for
-/// liveness and readiness every 2 s (2,000 requests/s before any user arrives), is over.
-pub const DEFAULT_MAX_PROBE_RPS: f64 = 1000.0;
-/// Default for [`Options::max_dependency_rps`]: the deep-check incident's 50 pods probing a deep
-/// check every 2 s (25 queries/s to the database) is over.
-pub const DEFAULT_MAX_DEPENDENCY_RPS: f64 = 20.0;
-
-impl Default for Options {
-    fn default() -> Self {
-        Self {
-            contracts: Vec::new(),
-            max_probe_rps: DEFAULT_MAX_PROBE_RPS,
-            max_dependency_rps: DEFAULT_MAX_DEPENDENCY_RPS,
-        }
-    }
-}
 
 /// `List`s nest at most this deep.
 const MAX_LIST_DEPTH: usize = 8;
@@ -264,7 +235,7 @@ fn collect<'a>(
             );
         }
         Ok(Read::Skipped(skipped)) => partial.skipped.push(SkippedDocument {
-            file: cx.names[source].clone(),
+            file: cx.file(source),
             line: skipped.position.line,
             kind: skipped.kind,
             name: skipped.name,
@@ -362,165 +333,6 @@ fn judge(cx: &mut Cx<'_>, partial: &mut Partial, object: &Object<'_>, options: &
         }
     }
     summary::summarise(&mut partial.summaries, object, &facts);
-}
-
-/// Something a finding can be about: an object being judged, or the summary of one.
-pub(crate) trait About {
-    fn source(&self) -> usize;
-    fn kind(&self) -> &str;
-    fn name(&self) -> &str;
-    fn namespace(&self) -> Option<&str>;
-    /// Whether a `probity.dev/ignore-RULE` annotation on it suppresses `rule`.
-    fn suppresses(&self, rule: &str) -> bool;
-}
-
-impl About for Object<'_> {
-    fn source(&self) -> usize {
-        self.source
-    }
-    fn kind(&self) -> &str {
-        &self.kind_name
-    }
-    fn name(&self) -> &str {
-        &self.name
-    }
-    fn namespace(&self) -> Option<&str> {
-        self.namespace.as_deref()
-    }
-    fn suppresses(&self, rule: &str) -> bool {
-        self.suppressions.contains(&rule)
-    }
-}
-
-impl About for Subject {
-    fn source(&self) -> usize {
-        self.source
-    }
-    fn kind(&self) -> &str {
-        &self.kind
-    }
-    fn name(&self) -> &str {
-        &self.name
-    }
-    fn namespace(&self) -> Option<&str> {
-        self.namespace.as_deref()
-    }
-    fn suppresses(&self, rule: &str) -> bool {
-        self.suppressions.contains(&rule)
-    }
-}
-
-/// The state checks report into.
-pub(crate) struct Cx<'a> {
-    names: &'a [Arc<str>],
-    /// The texts, for fixes: every source, or (while one source is judged on its own thread)
-    /// just that one, at `first_source`.
-    texts: &'a [Source],
-    first_source: usize,
-    pub(crate) options: &'a Options,
-    findings: Vec<(usize, Finding)>,
-    suppressed: usize,
-}
-
-impl<'a> Cx<'a> {
-    fn new(names: &'a [Arc<str>], texts: (usize, &'a [Source]), options: &'a Options) -> Self {
-        Self {
-            names,
-            texts: texts.1,
-            first_source: texts.0,
-            options,
-            findings: Vec::new(),
-            suppressed: 0,
-        }
-    }
-
-    /// The name of source `source`, for edits.
-    pub(crate) fn file(&self, source: usize) -> Arc<str> {
-        self.names[source].clone()
-    }
-
-    /// The text of source `source`, for edits that depend on the surrounding lines.
-    pub(crate) fn text(&self, source: usize) -> &'a str {
-        source
-            .checked_sub(self.first_source)
-            .and_then(|at| self.texts.get(at))
-            .map_or("", |source| source.text.as_str())
-    }
-
-    /// Reports `rule` broken at `position` of `subject`.
-    pub(crate) fn report(
-        &mut self,
-        subject: &dyn About,
-        rule: &'static Rule,
-        position: Position,
-        container: Option<&str>,
-        message: impl Into<String>,
-    ) {
-        self.report_with_fix(subject, rule, position, container, message, None);
-    }
-
-    /// Reports `rule` broken at `position` of `subject`, with a mechanical fix.
-    pub(crate) fn report_with_fix(
-        &mut self,
-        subject: &dyn About,
-        rule: &'static Rule,
-        position: Position,
-        container: Option<&str>,
-        message: impl Into<String>,
-        autofix: Option<crate::finding::Autofix>,
-    ) {
-        // A broken suppression cannot suppress its own report.
-        if rule.id != facts::PROBLEM_RULE.id && subject.suppresses(rule.id) {
-            self.suppressed += 1;
-            return;
-        }
-        let source = subject.source();
-        self.findings.push((
-            source,
-            Finding {
-                rule: rule.id,
-                severity: rule.severity,
-                file: self.names[source].clone(),
-                line: position.line,
-                column: position.column,
-                kind: subject.kind().to_owned(),
-                name: subject.name().to_owned(),
-                namespace: subject.namespace().map(str::to_owned),
-                container: container.map(str::to_owned),
-                message: message.into(),
-                fix: rule.fix,
-                autofix,
-            },
-        ));
-    }
-
-    /// Reports a document that is not an object the linter can judge.
-    fn report_document(
-        &mut self,
-        source: usize,
-        rule: &'static Rule,
-        position: Position,
-        message: String,
-        autofix: Option<crate::finding::Autofix>,
-    ) {
-        self.findings.push((
-            source,
-            Finding {
-                rule: rule.id,
-                severity: rule.severity,
-                file: self.names[source].clone(),
-                line: position.line,
-                column: position.column,
-                kind: String::new(),
-                name: String::new(),
-                namespace: None,
-                container: None,
-                message,
-                fix: rule.fix,
-                autofix,
-            },
-        ));
-    }
 }
 
 #[cfg(test)]

@@ -6,8 +6,9 @@
 //! not applied in the same pass: the second waits for a fresh lint of the fixed text (see
 //! [`fix_all`]).
 
-use crate::engine::{Options, lint};
+use crate::engine::lint;
 use crate::finding::{Finding, Report};
+use crate::options::Options;
 use crate::source::Source;
 
 /// One fix applied to one file.

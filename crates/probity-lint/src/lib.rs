@@ -57,12 +57,15 @@ pub mod source;
 pub mod write;
 pub mod yaml;
 
+mod context;
 mod engine;
 mod model;
+mod options;
 mod summary;
 
-pub use engine::{DEFAULT_MAX_DEPENDENCY_RPS, DEFAULT_MAX_PROBE_RPS, Options, lint};
+pub use engine::lint;
 pub use finding::{Autofix, Finding, Report, SkippedDocument, TextEdit};
+pub use options::{DEFAULT_MAX_DEPENDENCY_RPS, DEFAULT_MAX_PROBE_RPS, Options};
 pub use output::Format;
 pub use rules::{Rule, Severity};
 pub use source::Source;

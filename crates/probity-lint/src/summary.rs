@@ -26,6 +26,14 @@ impl Subject {
             suppressions: object.suppressions.clone(),
         }
     }
+
+    /// Whether two objects may select one another: the same namespace, or one not known.
+    pub(crate) fn same_namespace(&self, other: &Subject) -> bool {
+        match (&self.namespace, &other.namespace) {
+            (Some(a), Some(b)) => a == b,
+            _ => true,
+        }
+    }
 }
 
 /// A Pod or a controller with a pod template.
@@ -76,6 +84,21 @@ pub(crate) struct ServiceSummary {
     pub(crate) publish_not_ready: Option<Position>,
     /// Every port serves metrics: no traffic that readiness would steer.
     pub(crate) metrics_only: bool,
+}
+
+impl ServiceSummary {
+    /// Whether this Service's selector selects `workload`'s pods.
+    pub(crate) fn selects(&self, workload: &WorkloadSummary) -> bool {
+        self.selector.as_ref().is_some_and(|selector| {
+            self.subject.same_namespace(&workload.subject)
+                && selector.iter().all(|(key, value)| {
+                    workload
+                        .pod_labels
+                        .iter()
+                        .any(|(label, actual)| label == key && actual == value)
+                })
+        })
+    }
 }
 
 #[derive(Debug)]

@@ -4,7 +4,7 @@
 //! edits do not handle (a key that opens a list item, a multi-line flow mapping), no fix is
 //! offered rather than a risky one.
 
-use crate::engine::Cx;
+use crate::context::Cx;
 use crate::finding::{Autofix, TextEdit};
 use crate::yaml::{DuplicateKey, Entry, Node, Style};
 use std::ops::Range;

@@ -2,19 +2,12 @@
 //! at the replica count (or the autoscaler's maximum), probe hosts that name a Service.
 
 use super::catalogue as rule;
-use crate::engine::Cx;
+use crate::context::Cx;
 use crate::model::Kind;
-use crate::summary::{AutoscalerSummary, ServiceSummary, Subject, Summaries, WorkloadSummary};
+use crate::summary::{AutoscalerSummary, ServiceSummary, Summaries, WorkloadSummary};
 use std::collections::HashMap;
 
 /// Objects without a namespace are deployed wherever the others are: they match any namespace.
-fn same_namespace(a: &Subject, b: &Subject) -> bool {
-    match (&a.namespace, &b.namespace) {
-        (Some(a), Some(b)) => a == b,
-        _ => true,
-    }
-}
-
 /// Positions in a list of selecting objects, indexed by one `key=value` pair each selector
 /// requires, so matching a workload only looks at the objects that could select it (inputs of
 /// thousands of objects stay linear).
@@ -64,18 +57,6 @@ impl<'s> SelectorIndex<'s> {
                 .copied(),
         )
     }
-}
-
-pub(crate) fn selects(service: &ServiceSummary, workload: &WorkloadSummary) -> bool {
-    service.selector.as_ref().is_some_and(|selector| {
-        same_namespace(&service.subject, &workload.subject)
-            && selector.iter().all(|(key, value)| {
-                workload
-                    .pod_labels
-                    .iter()
-                    .any(|(label, actual)| label == key && actual == value)
-            })
-    })
 }
 
 pub(crate) fn check(cx: &mut Cx<'_>, summaries: &Summaries) {
@@ -145,7 +126,7 @@ pub(crate) fn check(cx: &mut Cx<'_>, summaries: &Summaries) {
             .candidates_unordered(&workload.pod_labels)
             .map(|position| &services[position])
             // A Service that only exposes metrics carries no requests for readiness to steer.
-            .find(|service| !service.metrics_only && selects(service, workload))
+            .find(|service| !service.metrics_only && service.selects(workload))
         {
             cx.report(
                 &workload.subject,
@@ -176,7 +157,7 @@ pub(crate) fn check(cx: &mut Cx<'_>, summaries: &Summaries) {
         }
         for workload in long_running().filter(|workload| workload.has_readiness) {
             for position in index.candidates(&workload.pod_labels) {
-                if selects(publishing[position], workload) {
+                if publishing[position].selects(workload) {
                     relying[position].push(format!(
                         "{} `{}`",
                         workload.subject.kind, workload.subject.name
@@ -221,7 +202,7 @@ pub(crate) fn check(cx: &mut Cx<'_>, summaries: &Summaries) {
         let mut covered = false;
         for position in budget_selectors.candidates(&workload.pod_labels) {
             let budget = &budgets[position];
-            let matches = same_namespace(&budget.subject, &workload.subject)
+            let matches = budget.subject.same_namespace(&workload.subject)
                 && budget
                     .selector
                     .as_ref()

@@ -4,7 +4,7 @@
 
 use super::catalogue as rule;
 use super::commands;
-use crate::engine::Cx;
+use crate::context::Cx;
 use crate::summary::{ServiceSummary, WorkloadSummary};
 use probity_contract::probe::ProbeKind;
 use std::collections::HashSet;
@@ -30,7 +30,7 @@ pub(crate) fn check(cx: &mut Cx<'_>, workloads: &[WorkloadSummary], services: &[
             // the wrong pod); any other name is another service.
             let own_service = services.iter().any(|candidate| {
                 candidate.subject.name.eq_ignore_ascii_case(first_label)
-                    && super::fleet::selects(candidate, workload)
+                    && candidate.selects(workload)
             });
             let elsewhere = !own_service && (service || (!loopback && !is_ip));
             if elsewhere

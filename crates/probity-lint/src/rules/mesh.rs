@@ -10,7 +10,7 @@
 //! `pkg/kube/inject/app_probe.go` in istio/istio.
 
 use super::catalogue as rule;
-use crate::engine::Cx;
+use crate::context::Cx;
 use crate::model::{Annotation, Handler, Kind, Object, PodSpec, Workload};
 
 /// Injection per pod: a label (current) or an annotation (older releases).

@@ -15,7 +15,7 @@
 
 use super::catalogue as rule;
 use super::probes::seconds;
-use crate::engine::Cx;
+use crate::context::Cx;
 use crate::facts::Facts;
 use crate::model::{Container, Handler, Object, PodSpec, Probe, Workload, whole_seconds};
 use probity_contract::kube::termination::MINIMUM_GRACE_PERIOD;

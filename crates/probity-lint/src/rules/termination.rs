@@ -4,7 +4,7 @@
 use super::catalogue as rule;
 use super::fixes::Edits;
 use super::probes::seconds;
-use crate::engine::Cx;
+use crate::context::Cx;
 use crate::facts::{DRAIN_DELAY_ANNOTATION, Drain, Facts};
 use crate::finding::Autofix;
 use crate::model::{Container, Object, PodSpec, Workload, whole_seconds};

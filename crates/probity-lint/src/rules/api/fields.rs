@@ -3,7 +3,7 @@
 
 use super::super::catalogue as rule;
 use super::super::fixes::Edits;
-use crate::engine::Cx;
+use crate::context::Cx;
 use crate::model::{Kind, Object};
 use crate::yaml::Node;
 

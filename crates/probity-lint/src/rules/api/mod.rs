@@ -7,7 +7,7 @@ mod tests;
 
 use super::catalogue as rule;
 use super::fixes::Edits;
-use crate::engine::Cx;
+use crate::context::Cx;
 use crate::finding::Autofix;
 use crate::model::{Body, Kind, Object, Probe, field_position, written_scalar};
 use crate::yaml::{Entry, Node, Value};
