@@ -66,7 +66,7 @@ async fn falls_on_one_failure_and_rises_after_three_successes() {
 
 #[tokio::test(start_paused = true)]
 async fn a_flapping_dependency_keeps_the_instance_out() {
-    // Seed 003: up and down every poll; with rise 3 the instance stays out instead of
+    // The flapping incident: up and down every poll; with rise 3 the instance stays out instead of
     // rejoining and leaving rotation with each flap.
     let switch = Switch::new(true);
     let health = Health::builder().check(db(&switch)).build().unwrap();

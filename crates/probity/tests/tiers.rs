@@ -56,7 +56,8 @@ async fn each_tier_affects_readiness_as_documented() {
 
 #[tokio::test(start_paused = true)]
 async fn a_hard_check_fails_open_for_its_window_then_closed() {
-    // Seed 003's JWKS case: keep validating with cached keys for a bounded time.
+    // An identity provider's key set (JWKS) out of reach: keep validating with cached keys for a
+    // bounded time (docs/concepts.md, fail-open).
     let jwks = Switch::new(true);
     let health = Health::builder()
         .check(spec("jwks", Tier::Hard, &jwks).fail_open_for(secs(10.0)))
