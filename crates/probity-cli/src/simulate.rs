@@ -39,14 +39,23 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
     }
     // A progress display on stderr for runs that take a while, when a person watches it.
     let show_progress = !args.json && std::io::stderr().is_terminal();
+    if let Some(chart) = &args.chart {
+        crate::drill_file::refuse_input_as_output(chart, "--chart", &files)?;
+    }
+    let scenarios = files
+        .iter()
+        .map(|file| Scenario::load(file))
+        .collect::<Result<Vec<_>, _>>()?;
+    if comparing {
+        refuse_unlike(&files, &scenarios)?;
+    }
     let mut reports: Vec<Report> = Vec::new();
-    for file in &files {
-        let scenario = Scenario::load(file)?;
-        let seed = effective_seed(&scenario, args.seed);
+    for scenario in &scenarios {
+        let seed = effective_seed(scenario, args.seed);
         let report = if show_progress {
-            run_with_progress(&scenario, seed)
+            run_with_progress(scenario, seed)
         } else {
-            simulate_with_progress(&scenario, seed, &mut |_| {})
+            simulate_with_progress(scenario, seed, &mut |_| {})
         };
         reports.push(report);
     }
@@ -89,6 +98,47 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
             .with_context(|| format!("writing the chart to {}", path.display()))?;
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Refuses to compare two scenarios that differ in length, series resolution or fleet size:
+/// their error rates over one window, side by side, would read as a like-for-like result
+/// when one run had ended or had more instances to spread the load over.
+fn refuse_unlike(files: &[PathBuf], scenarios: &[Scenario]) -> anyhow::Result<()> {
+    let [before, after] = scenarios else {
+        return Ok(());
+    };
+    let millis = |ms: u64| probity_sim::report::human_seconds(ms as f64 / 1000.0);
+    let mut differences = Vec::new();
+    if before.duration != after.duration {
+        differences.push(format!(
+            "duration {} and {}",
+            millis(before.duration),
+            millis(after.duration)
+        ));
+    }
+    if before.measure.resolution != after.measure.resolution {
+        differences.push(format!(
+            "measure.resolution {} and {}",
+            millis(before.measure.resolution),
+            millis(after.measure.resolution)
+        ));
+    }
+    if before.fleet.replicas != after.fleet.replicas {
+        differences.push(format!(
+            "fleet.replicas {} and {}",
+            before.fleet.replicas, after.fleet.replicas
+        ));
+    }
+    if !differences.is_empty() {
+        bail!(
+            "--compare {} {}: the scenarios differ ({}), so their figures are not comparable; \
+             give both the same duration, resolution and replicas, or run them without --compare",
+            files[0].display(),
+            files[1].display(),
+            differences.join("; ")
+        );
+    }
+    Ok(())
 }
 
 /// How long a run goes before its progress bar shows: `PROBITY_PROGRESS_AFTER` (a duration

@@ -180,3 +180,125 @@ fn progress_shows_on_a_terminal_only_and_never_with_json() {
     );
     std::fs::remove_dir_all(&dir).ok();
 }
+
+fn scratch(label: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("probity-cli-sim-{label}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// A copy of a shipped scenario with `edit` applied to its text.
+fn edited(dir: &std::path::Path, from: &str, to: &str, edit: impl Fn(String) -> String) -> PathBuf {
+    let text = std::fs::read_to_string(scenario(from)).unwrap();
+    let path = dir.join(to);
+    std::fs::write(&path, edit(text)).unwrap();
+    path
+}
+
+#[test]
+fn a_name_from_a_scenario_is_printed_with_control_characters_written_out() {
+    let dir = scratch("escapes");
+    let hostile = edited(&dir, "overload-on-drain.yaml", "hostile.yaml", |text| {
+        text.replacen(
+            "name: overload-on-drain",
+            r#"name: "web\e]0;PWNED\a\e[2J<script>alert(1)</script>""#,
+            1,
+        )
+    });
+    let chart = dir.join("chart.html");
+    let output = Command::new(env!("CARGO_BIN_EXE_probity"))
+        .arg("simulate")
+        .arg(&hostile)
+        .arg("--chart")
+        .arg(&chart)
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{output:?}");
+    let stdout = String::from_utf8(output.stdout).unwrap();
+    assert!(
+        !stdout.contains('\u{1b}') && !stdout.contains('\u{7}'),
+        "{stdout:?}"
+    );
+    assert!(stdout.contains(r"web\u{1b}]0;PWNED"), "{stdout}");
+    let html = std::fs::read_to_string(&chart).unwrap();
+    assert!(!html.contains("<script>"), "markup escaped");
+    assert!(
+        !html.contains('\u{1b}') && !html.contains('\u{7}'),
+        "control characters escaped"
+    );
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+#[test]
+fn compare_refuses_scenarios_of_different_length_resolution_or_fleet() {
+    let dir = scratch("unlike");
+    let before = edited(&dir, "overload-on-drain.yaml", "before.yaml", |text| text);
+    type Edit = fn(String) -> String;
+    let edits: [(&str, Edit, &str); 3] = [
+        (
+            "longer.yaml",
+            |text| text.replacen("duration: 3m", "duration: 6m", 1),
+            "duration 3m and 6m",
+        ),
+        (
+            "finer.yaml",
+            |text| format!("{text}\nmeasure: {{ resolution: 7s }}\n"),
+            "measure.resolution",
+        ),
+        (
+            "bigger.yaml",
+            |text| text.replacen("replicas: 3", "replicas: 4", 1),
+            "fleet.replicas 3 and 4",
+        ),
+    ];
+    for (name, edit, says) in edits {
+        let after = edited(&dir, "overload-on-drain.yaml", name, edit);
+        for json in [false, true] {
+            let mut command = Command::new(env!("CARGO_BIN_EXE_probity"));
+            command
+                .arg("simulate")
+                .arg("--compare")
+                .arg(&before)
+                .arg(&after);
+            if json {
+                command.arg("--json");
+            }
+            let output = command.output().unwrap();
+            let stderr = String::from_utf8_lossy(&output.stderr);
+            assert_eq!(output.status.code(), Some(2), "{name}: {stderr}");
+            assert!(
+                output.stdout.is_empty(),
+                "{name}: nothing printed as a result"
+            );
+            assert!(stderr.contains(says), "{name}: {stderr}");
+            assert!(stderr.contains("not comparable"), "{name}: {stderr}");
+        }
+    }
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+#[test]
+fn a_chart_is_never_written_over_a_scenario() {
+    let dir = scratch("output");
+    let file = edited(&dir, "overload-on-drain.yaml", "s.yaml", |text| text);
+    let link = dir.join("link.yaml");
+    std::os::unix::fs::symlink(&file, &link).unwrap();
+    let hard = dir.join("hard.yaml");
+    std::fs::hard_link(&file, &hard).unwrap();
+    let before = std::fs::read(&file).unwrap();
+    for output in [&file, &link, &hard] {
+        let result = Command::new(env!("CARGO_BIN_EXE_probity"))
+            .arg("simulate")
+            .arg(&file)
+            .arg("--chart")
+            .arg(output)
+            .output()
+            .unwrap();
+        assert_eq!(result.status.code(), Some(2), "{}", output.display());
+        let stderr = String::from_utf8_lossy(&result.stderr);
+        assert!(stderr.contains("an input of this run"), "{stderr}");
+    }
+    assert_eq!(std::fs::read(&file).unwrap(), before, "untouched");
+    let _ = std::fs::remove_dir_all(dir);
+}

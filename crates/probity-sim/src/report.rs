@@ -1,5 +1,6 @@
 //! What a run measured, and how it is printed.
 
+use probity_contract::text::escape_control;
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -276,7 +277,7 @@ impl Report {
         let mut qps = self
             .dependency_check_qps
             .iter()
-            .map(|(name, qps)| format!("{name} {qps:.2}/s"))
+            .map(|(name, qps)| format!("{} {qps:.2}/s", escape_control(name)))
             .collect::<Vec<_>>()
             .join(", ");
         if qps.is_empty() {
@@ -326,7 +327,7 @@ impl Report {
             ("peak error rate", percent(self.peak_error_rate)),
             ("refused (no endpoint)", self.requests_refused.to_string()),
             ("drains", self.drains.to_string()),
-            ("routing", self.routing.clone()),
+            ("routing", escape_control(&self.routing).into_owned()),
             ("replicas", self.replicas.to_string()),
             ("probe load", format!("{:.1} req/s", self.probe_rps)),
             ("health-check load", qps),
@@ -342,7 +343,7 @@ impl Report {
     /// A plain-text table of the headline numbers and each instance's error rate.
     pub fn to_text(&self) -> String {
         let mut out = String::new();
-        let _ = writeln!(out, "{} (seed {})", self.name, self.seed);
+        let _ = writeln!(out, "{} (seed {})", escape_control(&self.name), self.seed);
         for (label, value) in self.rows() {
             let _ = writeln!(out, "  {label:<22} {value}");
         }
@@ -351,7 +352,7 @@ impl Report {
                 let _ = write!(
                     out,
                     "  {:<22} {} errors, {} restarts, {} drains",
-                    instance.name,
+                    escape_control(&instance.name),
                     percent(instance.error_rate),
                     instance.restarts,
                     instance.drains
@@ -392,15 +393,16 @@ pub fn compare_text(before: &Report, after: &Report) -> String {
     let degraded = before.requests_degraded.is_some() || after.requests_degraded.is_some();
     let left = before.rows_with(window, degraded);
     let right = after.rows_with(window, degraded);
+    let (before_name, after_name) = (escape_control(&before.name), escape_control(&after.name));
     let width = left
         .iter()
         .map(|(_, v)| v.len())
-        .chain([before.name.len()])
+        .chain([before_name.len()])
         .max()
         .unwrap_or(10)
         .max(10);
     let mut out = String::new();
-    let _ = writeln!(out, "{:<22} {:<width$}  {}", "", before.name, after.name);
+    let _ = writeln!(out, "{:<22} {:<width$}  {}", "", before_name, after_name);
     for ((label, a), (_, b)) in left.iter().zip(right.iter()) {
         let _ = writeln!(out, "{label:<22} {a:<width$}  {b}");
     }

@@ -27,6 +27,8 @@ pub(crate) enum ReadError {
     TooLarge,
     /// Not UTF-8 text.
     NotText,
+    /// Not a regular file: a directory, a FIFO, a socket or a device (named).
+    NotAFile(&'static str),
 }
 
 impl fmt::Display for ReadError {
@@ -39,12 +41,19 @@ impl fmt::Display for ReadError {
                 MAX_FILE_BYTES / 1024
             ),
             ReadError::NotText => write!(f, "not UTF-8 text"),
+            ReadError::NotAFile(what) => write!(f, "{what}, not a regular file"),
         }
     }
 }
 
 /// Reads a whole file of at most [`MAX_FILE_BYTES`].
 pub(crate) fn read_capped(path: &Path) -> Result<String, ReadError> {
+    // Before opening: a FIFO would block the open until a writer came, and a device could be
+    // read for ever.
+    let metadata = std::fs::metadata(path).map_err(ReadError::Io)?;
+    if !metadata.is_file() {
+        return Err(ReadError::NotAFile(file_kind(&metadata)));
+    }
     let file = std::fs::File::open(path).map_err(ReadError::Io)?;
     let mut bytes = Vec::new();
     file.take(MAX_FILE_BYTES + 1)
@@ -54,6 +63,23 @@ pub(crate) fn read_capped(path: &Path) -> Result<String, ReadError> {
         return Err(ReadError::TooLarge);
     }
     String::from_utf8(bytes).map_err(|_| ReadError::NotText)
+}
+
+/// What a path that is not a regular file is.
+fn file_kind(metadata: &std::fs::Metadata) -> &'static str {
+    use std::os::unix::fs::FileTypeExt;
+    let kind = metadata.file_type();
+    if kind.is_dir() {
+        "a directory"
+    } else if kind.is_fifo() {
+        "a FIFO"
+    } else if kind.is_socket() {
+        "a socket"
+    } else if kind.is_block_device() || kind.is_char_device() {
+        "a device"
+    } else {
+        "not a file"
+    }
 }
 
 /// A step in a field path.
@@ -558,13 +584,38 @@ mod tests {
 
     #[test]
     fn files_are_read_up_to_a_cap() {
-        let error = read_capped(Path::new("/dev/zero")).unwrap_err();
+        let dir = std::env::temp_dir().join(format!("probity-sim-cap-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let big = dir.join("big.yaml");
+        std::fs::write(&big, vec![b'#'; MAX_FILE_BYTES as usize + 1]).unwrap();
+        let error = read_capped(&big).unwrap_err();
         assert!(matches!(error, ReadError::TooLarge), "{error}");
         assert!(error.to_string().contains("1024 KiB"));
+        let _ = std::fs::remove_dir_all(dir);
         assert!(matches!(
             read_capped(Path::new("/nonexistent/file.yaml")),
             Err(ReadError::Io(_))
         ));
+    }
+
+    #[test]
+    fn a_fifo_or_a_device_is_refused_before_it_is_opened() {
+        let dir = std::env::temp_dir().join(format!("probity-sim-fifo-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let fifo = dir.join("scenario.yaml");
+        let made = std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap();
+        assert!(made.success());
+        // No writer ever comes: opening it would block for ever.
+        let error = read_capped(&fifo).unwrap_err();
+        assert_eq!(error.to_string(), "a FIFO, not a regular file");
+        let error = read_capped(Path::new("/dev/zero")).unwrap_err();
+        assert_eq!(error.to_string(), "a device, not a regular file");
+        let error = read_capped(&dir).unwrap_err();
+        assert_eq!(error.to_string(), "a directory, not a regular file");
+        let _ = std::fs::remove_dir_all(dir);
     }
 
     #[test]
