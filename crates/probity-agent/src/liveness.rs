@@ -275,8 +275,8 @@ impl Observer {
         if timeout >= interval {
             return Err(format!(
                 "timeout ({}) must be shorter than interval ({})",
-                humantime::format_duration(timeout),
-                humantime::format_duration(interval)
+                probity_contract::duration::format(timeout),
+                probity_contract::duration::format(interval)
             ));
         }
         let max_silence = bound(entry);
@@ -284,8 +284,8 @@ impl Observer {
             return Err(format!(
                 "max_silence ({}) must be at least the interval ({}), or every pause between \
                  two looks fails liveness",
-                humantime::format_duration(max_silence),
-                humantime::format_duration(interval)
+                probity_contract::duration::format(max_silence),
+                probity_contract::duration::format(interval)
             ));
         }
         let max_wait = entry.max_wait.map_or(DEFAULT_MAX_WAIT, |dur| dur.0);
@@ -409,7 +409,7 @@ impl Observer {
                         target: "probity::agent",
                         condition = self.heartbeat.name(),
                         dependency = blocked.dependency,
-                        max_wait = %humantime::format_duration(self.max_wait),
+                        max_wait = %probity_contract::duration::format(self.max_wait),
                         "the app is silent while blocked on a dependency: a bounded wait, not a wedge"
                     );
                     let guard = self
@@ -481,7 +481,7 @@ impl Observer {
                         Some(seconds) if seconds.is_finite() && seconds > max.as_secs_f64() => {
                             Look::NotAlive(format!(
                                 "event-loop lag {seconds:.3}s above {}",
-                                humantime::format_duration(*max)
+                                probity_contract::duration::format(*max)
                             ))
                         }
                         // The app answered: its loop runs, whatever the series says.
@@ -519,7 +519,7 @@ impl Observer {
                         Look::NotAlive(format!(
                             "{} last touched {} ago",
                             path.display(),
-                            humantime::format_duration(Duration::from_secs(age.as_secs()))
+                            probity_contract::duration::format(Duration::from_secs(age.as_secs()))
                         ))
                     }
                 }
