@@ -21,7 +21,7 @@ pub(crate) enum FetchError {
     #[error("connection refused ({0}): nothing is listening")]
     Refused(String),
     /// No complete answer within the timeout.
-    #[error("no answer within {} ({})", humantime::format_duration(*.0), .1)]
+    #[error("no answer within {} ({})", probity_contract::duration::format(*.0), .1)]
     TimedOut(Duration, String),
     /// The body is larger than [`MAX_BODY`].
     #[error("the answer from {} is larger than {} MiB", .0, MAX_BODY >> 20)]

@@ -21,9 +21,12 @@
 //! that dependency, bounded by the condition's `max_wait` — as the core's heartbeats treat
 //! `waiting_on` — and not a wedge. The evidence ([`Evidence`]):
 //!
-//! - a hard readiness check of a dependency, on the agent's own connection, whose last poll
-//!   failed or timed out (the database is down, hung, or locked for what the check reads);
-//! - the app's own readiness (a hard `app` check) answering, promptly, that it fails.
+//! - a hard readiness check of a dependency, on the agent's own connection, that failed or
+//!   timed out at least two polls in a row and as its own `fall` says (the database is down,
+//!   hung, or locked for what the check reads) — one failed poll is a blip
+//!   ([`EVIDENCE_FAILURES`]);
+//! - the app's own readiness (a hard `app` check) answering, promptly, that it fails, likewise
+//!   two polls in a row.
 //!
 //! The wait is declared once per episode and held while the evidence lasts: it never extends
 //! itself, so a process still silent `max_wait` after its dependency went away is a wedge.
@@ -126,7 +129,7 @@ impl Evidence {
                 continue;
             }
             if let Some(last) = state.last()
-                && !last.ok
+                && failing(state)
             {
                 let kind = last.kind.map_or("error", |kind| kind.as_str());
                 return Some(Blocked {
@@ -144,7 +147,7 @@ impl Evidence {
             };
             // An answer, not a timeout: a wedged app's readiness does not answer either.
             if let Some(last) = state.last()
-                && !last.ok
+                && failing(state)
                 && !matches!(
                     last.kind,
                     Some(probity::FailureKind::Timeout | probity::FailureKind::Refused)
@@ -161,6 +164,19 @@ impl Evidence {
         }
         None
     }
+}
+
+/// Failures in a row before a check's failure is evidence of a block. One failed poll is a
+/// blip, not a block: were it evidence, a wedged app would be excused by any dependency that
+/// missed one poll in each silence — the wait declared, ended at the next good poll, and its
+/// silence counted afresh from there, forever. A dependency the app is really blocked on
+/// fails every poll, so two in a row cost one check interval.
+const EVIDENCE_FAILURES: u32 = 2;
+
+/// Whether a check fails as evidence of a block: failing as its own hysteresis says (its
+/// `fall`), and at least [`EVIDENCE_FAILURES`] polls in a row whatever its `fall`.
+fn failing(state: &probity::CheckState) -> bool {
+    !state.is_healthy() && state.consecutive_failures() >= EVIDENCE_FAILURES
 }
 
 /// One condition's settings, resolved.
@@ -275,8 +291,8 @@ impl Observer {
         if timeout >= interval {
             return Err(format!(
                 "timeout ({}) must be shorter than interval ({})",
-                humantime::format_duration(timeout),
-                humantime::format_duration(interval)
+                probity_contract::duration::format(timeout),
+                probity_contract::duration::format(interval)
             ));
         }
         let max_silence = bound(entry);
@@ -284,8 +300,8 @@ impl Observer {
             return Err(format!(
                 "max_silence ({}) must be at least the interval ({}), or every pause between \
                  two looks fails liveness",
-                humantime::format_duration(max_silence),
-                humantime::format_duration(interval)
+                probity_contract::duration::format(max_silence),
+                probity_contract::duration::format(interval)
             ));
         }
         let max_wait = entry.max_wait.map_or(DEFAULT_MAX_WAIT, |dur| dur.0);
@@ -409,7 +425,7 @@ impl Observer {
                         target: "probity::agent",
                         condition = self.heartbeat.name(),
                         dependency = blocked.dependency,
-                        max_wait = %humantime::format_duration(self.max_wait),
+                        max_wait = %probity_contract::duration::format(self.max_wait),
                         "the app is silent while blocked on a dependency: a bounded wait, not a wedge"
                     );
                     let guard = self
@@ -481,7 +497,7 @@ impl Observer {
                         Some(seconds) if seconds.is_finite() && seconds > max.as_secs_f64() => {
                             Look::NotAlive(format!(
                                 "event-loop lag {seconds:.3}s above {}",
-                                humantime::format_duration(*max)
+                                probity_contract::duration::format(*max)
                             ))
                         }
                         // The app answered: its loop runs, whatever the series says.
@@ -519,7 +535,7 @@ impl Observer {
                         Look::NotAlive(format!(
                             "{} last touched {} ago",
                             path.display(),
-                            humantime::format_duration(Duration::from_secs(age.as_secs()))
+                            probity_contract::duration::format(Duration::from_secs(age.as_secs()))
                         ))
                     }
                 }
@@ -686,6 +702,29 @@ mod tests {
         let failed = rig.fails_within(Duration::from_secs(30)).await;
         let failed = failed.expect("a silence with the database answering fails liveness");
         assert!(failed <= SILENCE + Duration::from_secs(6), "{failed:?}");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn one_failed_dependency_poll_per_silence_does_not_excuse_a_wedge() {
+        let rig = rig(None);
+        tokio::time::sleep(Duration::from_secs(5)).await;
+        // The app wedges; its database answers, but misses one poll in every two.
+        rig.silent();
+        let blips = {
+            let down = rig.database_down.clone();
+            tokio::spawn(async move {
+                loop {
+                    down.store(true, Ordering::SeqCst);
+                    tokio::time::sleep(Duration::from_secs(2)).await;
+                    down.store(false, Ordering::SeqCst);
+                    tokio::time::sleep(Duration::from_secs(2)).await;
+                }
+            })
+        };
+        let failed = rig.fails_within(Duration::from_secs(60)).await;
+        blips.abort();
+        let failed = failed.expect("isolated failed polls of the database excused a wedge");
+        assert!(failed <= SILENCE + Duration::from_secs(4), "{failed:?}");
     }
 
     #[tokio::test(start_paused = true)]

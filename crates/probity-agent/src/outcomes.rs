@@ -382,7 +382,7 @@ pub(crate) fn thousands(value: u64) -> String {
 }
 
 fn seconds(span: Duration) -> String {
-    humantime::format_duration(Duration::from_secs(span.as_secs().max(1))).to_string()
+    probity_contract::duration::format(Duration::from_secs(span.as_secs().max(1)))
 }
 
 /// The outcomes read and the scraper that reads them.
@@ -461,8 +461,8 @@ pub(crate) fn configured(
     if resolved.window < resolved.interval * 2 {
         return Err(format!(
             "window ({}) must hold at least two readings (interval {})",
-            humantime::format_duration(resolved.window),
-            humantime::format_duration(resolved.interval)
+            probity_contract::duration::format(resolved.window),
+            probity_contract::duration::format(resolved.interval)
         ));
     }
     let scraper = context.scraper(url);

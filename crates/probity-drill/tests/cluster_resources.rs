@@ -13,7 +13,7 @@ fn repository() -> PathBuf {
 }
 
 /// The venv's Python with jsonschema and kubernetes-validate, from `PROBITY_VENV`, this
-/// checkout's `target/venv`, or the main checkout's when this is a git worktree.
+/// working tree's `target/venv`, or the main working tree's when this is a git worktree.
 fn python() -> Option<PathBuf> {
     let mut candidates: Vec<PathBuf> = std::env::var_os("PROBITY_VENV")
         .map(PathBuf::from)

@@ -127,10 +127,10 @@ fn the_rules_select_the_labels_the_pod_monitor_gives() {
 fn matchers_are_read_from_expressions() {
     assert_eq!(
         matchers(
-            r#"rate(x{job="checkout", status=~"5.."}[2m]) / y{job="other"}"#,
+            r#"rate(x{job="shop", status=~"5.."}[2m]) / y{job="other"}"#,
             "job"
         ),
-        vec!["checkout".to_owned(), "other".to_owned()]
+        vec!["shop".to_owned(), "other".to_owned()]
     );
     assert!(matchers("up", "job").is_empty());
 }

@@ -64,8 +64,8 @@ fn unique() -> u32 {
         .map_or(0, |elapsed| elapsed.subsec_nanos())
 }
 
-/// A server that is ready and answers `POST /orders` with `status` (503s say Retry-After, as
-/// checkout's do), counting the orders whose body arrived whole.
+/// A server that is ready and answers `POST /orders` with `status` (503s say Retry-After, as a
+/// shedding service's do), counting the orders whose body arrived whole.
 async fn server(status: StatusCode) -> (SocketAddr, Arc<AtomicU64>) {
     let whole_orders = Arc::new(AtomicU64::new(0));
     let app = Router::new()

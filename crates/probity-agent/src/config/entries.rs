@@ -485,10 +485,20 @@ pub struct TlsCertificateSettings {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Margin(pub std::time::Duration);
 
+/// A margin as written: whole days (`7d`), or a duration in the grammar every other setting
+/// uses ([`probity_contract::duration::parse`]: `36h`, `90m`).
+fn parse_margin(text: &str) -> Option<std::time::Duration> {
+    if let Some(days) = text.strip_suffix('d') {
+        let days: u64 = days.parse().ok()?;
+        return std::time::Duration::from_secs(86_400).checked_mul(u32::try_from(days).ok()?);
+    }
+    probity_contract::duration::parse(text).ok()
+}
+
 impl<'de> Deserialize<'de> for Margin {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         let text = String::deserialize(deserializer)?;
-        let margin = humantime::parse_duration(text.trim()).map_err(|_| {
+        let margin = parse_margin(text.trim()).ok_or_else(|| {
             de::Error::custom(format!(
                 "`{text}` is not a duration: write e.g. 7d, 30d, 36h"
             ))

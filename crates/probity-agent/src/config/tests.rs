@@ -105,7 +105,7 @@ fn bad_values_are_reported_where_they_stand() {
     error_at(
         toml("[readiness.db]\ninterval = \"2 parsecs\"\npostgres = { url = \"postgres://x\" }\n"),
         2,
-        "not a duration",
+        "unknown unit",
     );
     error_at(
         yaml("readiness:\n  db:\n    tcp: {target: a:1}\n    tier: critical\n"),

@@ -14,9 +14,14 @@ const MAX_DURATION: Duration = Duration::from_secs(86_400);
 pub struct Dur(pub Duration);
 
 /// Parses a duration as the configuration writes it: `500ms`, `2s`, `1m30s`, at most a day.
+///
+/// The grammar is Go's `time.ParseDuration` through [`probity_contract::duration::parse`], the
+/// one `probity inspect`, the drills and the contracts read, so a value copied between them
+/// means the same thing everywhere. A bare number other than `0` is refused with the unit it
+/// lacks.
 pub fn parse_duration(text: &str) -> Result<Duration, String> {
-    let duration = humantime::parse_duration(text.trim())
-        .map_err(|_| format!("`{text}` is not a duration: write e.g. 500ms, 2s, 1m30s"))?;
+    let duration = probity_contract::duration::parse(text.trim())
+        .map_err(|error| format!("{error}: write e.g. 500ms, 2s, 1m30s"))?;
     if duration > MAX_DURATION {
         return Err(format!(
             "`{text}` is longer than a day: durations are at most 24h"
@@ -205,6 +210,25 @@ impl<'de> Deserialize<'de> for StatusRange {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn durations_use_the_grammar_inspect_and_the_contracts_use() {
+        assert_eq!(parse_duration("1m30s"), Ok(Duration::from_secs(90)));
+        assert_eq!(parse_duration(" 500ms "), Ok(Duration::from_millis(500)));
+        assert_eq!(parse_duration("1.5s"), Ok(Duration::from_millis(1500)));
+        assert_eq!(parse_duration("0"), Ok(Duration::ZERO));
+        // humantime read these; Go's time.ParseDuration, and so every other reader, does not.
+        for text in ["1m 30s", "2 seconds", "5sec", "1d"] {
+            assert!(parse_duration(text).is_err(), "{text} was read");
+        }
+        let bare = parse_duration("30").unwrap_err();
+        assert!(bare.contains("30"), "{bare}");
+        assert!(
+            parse_duration("25h")
+                .unwrap_err()
+                .contains("longer than a day")
+        );
+    }
 
     #[test]
     fn conditions_parse_and_hold() {

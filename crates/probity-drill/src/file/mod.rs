@@ -3,7 +3,7 @@
 //!
 //! YAML, read with every key known: a key the schema does not have is an error naming the key
 //! and its line, and so is a placeholder that names nothing (`{dep.dbb.url}`). The format is
-//! documented, key by key, in `docs/drill.md`; `examples/checkout/drill.yaml` is a whole one.
+//! documented, key by key, in `docs/drill.md`, which points at whole ones.
 //!
 //! ```yaml
 //! service: orders

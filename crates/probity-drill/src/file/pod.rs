@@ -441,7 +441,7 @@ pub struct FromManifest {
     pub container: ContainerSpec,
     /// The pod's `terminationGracePeriodSeconds`.
     pub grace_seconds: Option<i64>,
-    /// The workload's kind and name (`Deployment/checkout`).
+    /// The workload's kind and name (`Deployment/orders`).
     pub workload: String,
     /// The container as written, for what the drill does not model (command, env).
     pub raw: serde_json::Value,

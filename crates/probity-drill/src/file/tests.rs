@@ -22,6 +22,61 @@ traffic:
     - { path: /orders }
 "#;
 
+/// A Deployment of a service named `shop`, its probes as a real one writes them (named ports,
+/// a database URL from a Secret), written to a directory of the test's own.
+const DEPLOYMENT: &str = r#"apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: shop
+spec:
+  replicas: 3
+  selector:
+    matchLabels: { app: shop }
+  template:
+    metadata:
+      labels: { app: shop }
+    spec:
+      terminationGracePeriodSeconds: 30
+      containers:
+        - name: shop
+          image: example.org/shop:1.0.0
+          args:
+            - --listen=0.0.0.0:8080
+            - --admin-listen=0.0.0.0:8081
+            - --database-url=$(DATABASE_URL)
+          env:
+            - name: DATABASE_URL
+              valueFrom:
+                secretKeyRef: { name: shop-database, key: url }
+          ports:
+            - { name: http, containerPort: 8080, protocol: TCP }
+            - { name: admin, containerPort: 8081, protocol: TCP }
+          startupProbe:
+            httpGet: { path: /startupz, port: http }
+            periodSeconds: 2
+            timeoutSeconds: 1
+            failureThreshold: 30
+          livenessProbe:
+            httpGet: { path: /livez, port: http }
+            periodSeconds: 10
+            timeoutSeconds: 2
+            failureThreshold: 3
+          readinessProbe:
+            httpGet: { path: /readyz, port: http }
+            periodSeconds: 5
+            timeoutSeconds: 1
+            failureThreshold: 2
+"#;
+
+fn deployment(test: &str) -> std::path::PathBuf {
+    let dir =
+        std::env::temp_dir().join(format!("probity-drill-file-{}-{test}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("deployment.yaml");
+    std::fs::write(&path, DEPLOYMENT).unwrap();
+    path
+}
+
 fn parse(text: &str) -> Result<DrillFile, FileError> {
     DrillFile::parse(text, Path::new("drill.yaml"))
 }
@@ -188,14 +243,11 @@ fn probes_resolve_with_kubernetes_defaults_and_ports_mapped() {
 
 #[test]
 fn probes_come_from_a_real_manifest() {
-    let manifest =
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../deploy/kubernetes/deployment.yaml");
+    let manifest = deployment("probes");
     let text = MINIMAL
         .replace("  port: 3000\n", "  port: 8080\n  ports: { admin: 8081 }\n")
         .replace("port: 3000 }", "port: 8080 }");
-    let pod = loaded(&text)
-        .pod(Some((&manifest, "checkout")), false)
-        .unwrap();
+    let pod = loaded(&text).pod(Some((&manifest, "shop")), false).unwrap();
     let liveness = pod.probe(ProbeKind::Liveness).unwrap();
     assert_eq!(liveness.timing.period, Duration::from_secs(10));
     assert_eq!(liveness.timing.timeout, Duration::from_secs(2));
@@ -211,13 +263,13 @@ fn probes_come_from_a_real_manifest() {
         30
     );
     assert_eq!(pod.grace_period, Duration::from_secs(30));
-    assert!(pod.source.contains("Deployment/checkout"), "{}", pod.source);
+    assert!(pod.source.contains("Deployment/shop"), "{}", pod.source);
 
     let error = loaded(&text)
         .pod(Some((&manifest, "web")), false)
         .unwrap_err();
     assert!(
-        error.contains("no container named `web` (there are: checkout)"),
+        error.contains("no container named `web` (there are: shop)"),
         "{error}"
     );
 }
@@ -244,33 +296,50 @@ fn the_agent_s_probes_replace_the_app_s() {
 }
 
 #[test]
-fn the_checkout_drill_file_parses_and_resolves() {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/checkout/drill.yaml");
-    let loaded = DrillFile::load(&path).unwrap();
-    assert_eq!(loaded.file.service, "checkout");
-    assert_eq!(loaded.file.balancer.mode, BalancerMode::Haproxy);
-    let pod = loaded.pod(None, false).unwrap();
-    assert_eq!(
-        pod.probe(ProbeKind::Liveness)
-            .unwrap()
-            .timing
-            .failure_window(),
-        Duration::from_secs(6)
-    );
+fn every_example_drill_file_parses_and_resolves() {
+    // Each example service ships its drill files beside it, as `drill*.yaml`.
+    let examples = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples");
+    let mut files = Vec::new();
+    for service in std::fs::read_dir(&examples).unwrap() {
+        let dir = service.unwrap().path();
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        for entry in entries {
+            let path = entry.unwrap().path();
+            let name = path.file_name().unwrap().to_string_lossy().into_owned();
+            if name.starts_with("drill") && name.ends_with(".yaml") {
+                files.push(path);
+            }
+        }
+    }
     assert!(
+        !files.is_empty(),
+        "no drill file under {}",
+        examples.display()
+    );
+    let mut hooks = 0;
+    for path in &files {
+        let loaded =
+            DrillFile::load(path).unwrap_or_else(|error| panic!("{}: {error}", path.display()));
         loaded
+            .pod(None, false)
+            .unwrap_or_else(|error| panic!("{}: {error}", path.display()));
+        hooks += loaded
             .file
             .faults()
             .iter()
-            .any(|f| f.kind == FaultKind::Hook)
-    );
+            .filter(|f| f.kind == FaultKind::Hook)
+            .count();
+    }
+    // At least one ships app-assisted faults.
+    assert!(hooks > 0, "{files:?}");
 }
 
 #[test]
 fn a_starting_file_from_a_manifest_parses_and_marks_its_guesses() {
-    let manifest =
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../deploy/kubernetes/deployment.yaml");
-    let text = init::starting_file(&manifest, "checkout", "deployment.yaml").unwrap();
+    let manifest = deployment("init");
+    let text = init::starting_file(&manifest, "shop", "deployment.yaml").unwrap();
     assert!(text.contains("# GUESS:"), "{text}");
     assert!(text.contains("--listen=127.0.0.1:{port}"), "{text}");
     assert!(
