@@ -100,7 +100,8 @@ async fn service_errors_refused_connections_and_timeouts_are_told_apart() {
     let (address, _) = server(Duration::ZERO, StatusCode::SERVICE_UNAVAILABLE).await;
     let short = LoadSpec {
         concurrency: 2,
-        duration: Duration::from_millis(200),
+        // Long enough for a request to go out on a loaded machine.
+        duration: Duration::from_secs(1),
         ..LoadSpec::default()
     };
     let report = load::run(address, short.clone()).await;

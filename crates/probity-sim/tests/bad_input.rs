@@ -200,7 +200,7 @@ fn endless_and_unreadable_files_are_errors() {
     assert!(matches!(error, ScenarioError::Read { .. }), "{error}");
     let dir = std::env::temp_dir().join(format!("probity-bad-input-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
-    // A contract that is /dev/zero: refused at the cap, not read until memory runs out.
+    // A contract that is /dev/zero: refused before it is opened, not read until memory runs out.
     let scenario = dir.join("zero-contract.yaml");
     std::fs::write(
         &scenario,
@@ -209,7 +209,7 @@ fn endless_and_unreadable_files_are_errors() {
     .unwrap();
     let error = Scenario::load(&scenario).unwrap_err().to_string();
     assert!(error.contains("app.contract"), "{error}");
-    assert!(error.contains("larger than 1024 KiB"), "{error}");
+    assert!(error.contains("a device, not a regular file"), "{error}");
     // A scenario larger than the cap.
     let large = dir.join("large.yaml");
     std::fs::write(
