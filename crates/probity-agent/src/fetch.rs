@@ -101,16 +101,7 @@ pub(crate) fn classify(error: &reqwest::Error, shown: &str) -> FetchError {
         }
         source = cause.source();
     }
-    let mut message = error.to_string();
-    let mut source = std::error::Error::source(error);
-    while let Some(cause) = source {
-        let text = cause.to_string();
-        if !message.contains(&text) {
-            message.push_str(": ");
-            message.push_str(&text);
-        }
-        source = cause.source();
-    }
+    let message = probity_contract::text::error_chain(error);
     // reqwest names the URL in its messages; the URL may carry a credential.
     FetchError::Failed(
         shown.to_owned(),
