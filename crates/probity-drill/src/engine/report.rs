@@ -424,14 +424,7 @@ impl FileReport {
 
     /// JUnit XML: one test case per target, in a suite per fault.
     pub fn to_junit(&self) -> String {
-        // Control characters are not allowed in XML 1.0 at all: written out first.
-        let escape = |text: &str| {
-            shown(text)
-                .replace('&', "&amp;")
-                .replace('<', "&lt;")
-                .replace('>', "&gt;")
-                .replace('"', "&quot;")
-        };
+        let escape = crate::junit::escape;
         let tests: usize = self.faults.iter().map(|row| row.checks.len()).sum();
         let failures: usize = self
             .faults

@@ -211,7 +211,7 @@ impl Dependency {
     /// The real `host:port` the dependency listens on.
     pub fn target(&self) -> Option<(String, u16)> {
         if let Some(url) = &self.url {
-            return crate::proxy::url_target(url);
+            return crate::address::url_target(url);
         }
         let address = self.address.as_deref()?;
         let (host, port) = address.rsplit_once(':')?;
