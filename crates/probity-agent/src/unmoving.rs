@@ -185,13 +185,15 @@ impl Unmoving {
         });
         if state.followed.insert(address.clone()) {
             let unmoving = self.clone();
+            // `host:port` for the log: the URL may hold credentials.
+            let shown = crate::fetch::address(scraper.url());
             scraper.on_scrape(Box::new(move |exposition| {
-                unmoving.scraped(&address, exposition);
+                unmoving.scraped(&address, &shown, exposition);
             }));
         }
     }
 
-    fn scraped(&self, address: &str, exposition: &Exposition) {
+    fn scraped(&self, address: &str, shown: &str, exposition: &Exposition) {
         let served = self
             .outcomes
             .as_ref()
@@ -201,12 +203,14 @@ impl Unmoving {
                 Change::Found(series, finding) => tracing::warn!(
                     target: "probity::agent",
                     series,
+                    exposition = shown,
                     finding,
                     "a gauge has not moved while the app was busy: a finding, not a failure"
                 ),
                 Change::Moved(series, from, to) => tracing::info!(
                     target: "probity::agent",
                     series,
+                    exposition = shown,
                     from,
                     to,
                     "a gauge reported as unmoving moved"

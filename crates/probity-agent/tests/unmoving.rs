@@ -1,7 +1,7 @@
 //! A gauge that never moves is a finding: a real HTTP app whose pool gauge the test holds
 //! still or moves, whose request counter counts the requests it really served, behind an agent
-//! that reports a gauge unmoved for 10 scrapes (`stale_after_scrapes`) on its status page —
-//! without touching readiness.
+//! that reports a gauge unmoved for 10 scrapes (`stale_after_scrapes`) once in its log and on
+//! its status page — without touching readiness.
 
 mod support;
 
@@ -9,11 +9,51 @@ use axum::Router;
 use axum::extract::State;
 use axum::routing::get;
 use probity_agent::Format;
-use std::sync::Arc;
+use std::io::Write;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 use support::{client, eventually};
 use tokio::time::Instant;
+
+/// What the agent logs, shared by the tests of this file (one subscriber per process).
+#[derive(Clone, Default)]
+struct Captured(Arc<Mutex<Vec<u8>>>);
+
+impl Write for Captured {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(bytes);
+        Ok(bytes.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// The log lines about the exposition at `app` (`http://host:port`).
+fn logged(app: &str) -> Vec<String> {
+    let captured = log().0.lock().unwrap().clone();
+    let address = app.trim_start_matches("http://");
+    String::from_utf8_lossy(&captured)
+        .lines()
+        .filter(|line| line.contains(address))
+        .map(str::to_owned)
+        .collect()
+}
+
+fn log() -> &'static Captured {
+    static LOG: OnceLock<Captured> = OnceLock::new();
+    LOG.get_or_init(|| {
+        let captured = Captured::default();
+        let writer = captured.clone();
+        let _ = tracing_subscriber::fmt()
+            .with_ansi(false)
+            .with_writer(move || writer.clone())
+            .try_init();
+        captured
+    })
+}
 
 /// The app's figures: what its `/metrics` says, and how often it was asked.
 #[derive(Default)]
@@ -141,6 +181,7 @@ async fn after_scrapes(figures: &Figures, agent: &str, scrapes: u64) -> Vec<serd
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_gauge_stuck_at_zero_while_requests_are_served_is_a_finding_not_a_failure() {
+    log();
     let figures = Arc::new(Figures::default());
     figures.counts_requests.store(true, Ordering::SeqCst);
     let url = app(figures.clone()).await;
@@ -170,6 +211,19 @@ async fn a_gauge_stuck_at_zero_while_requests_are_served_is_a_finding_not_a_fail
     );
     // A finding, not a failure.
     assert!(ready(&agent.url).await, "the finding changed readiness");
+    // Logged once at warn, however long it stays.
+    after_scrapes(&figures, &agent.url, 20).await;
+    let lines = logged(&url);
+    let found: Vec<&String> = lines
+        .iter()
+        .filter(|line| line.contains("is it wired?"))
+        .collect();
+    assert_eq!(found.len(), 1, "{lines:#?}");
+    assert!(
+        found[0].contains("WARN") && found[0].contains("a finding, not a failure"),
+        "{}",
+        found[0]
+    );
 
     // The gauge moves: the finding clears.
     figures.moving.store(true, Ordering::SeqCst);
@@ -178,6 +232,13 @@ async fn a_gauge_stuck_at_zero_while_requests_are_served_is_a_finding_not_a_fail
     })
     .await;
     assert!(cleared.is_some(), "{:?}", findings(&agent.url).await);
+    let lines = logged(&url);
+    assert!(
+        lines
+            .iter()
+            .any(|line| line.contains("a gauge reported as unmoving moved")),
+        "{lines:#?}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
