@@ -6,6 +6,7 @@ use crate::checks::{self, Context, Task};
 use crate::config::ReadinessKind;
 use crate::config::{Config, ConfigError, DetailsSetting};
 use crate::liveness::{self, Evidence, Observer, StartupGate};
+use crate::unmoving::Unmoving;
 use probity::{Contract, Health, ProbePaths};
 use probity_axum::Details;
 use std::collections::HashMap;
@@ -48,6 +49,8 @@ pub struct Agent {
     pub(crate) health: Health,
     pub(crate) details: Details,
     pub(crate) listen: SocketAddr,
+    /// The gauges read that never move, for the status page.
+    pub(crate) unmoving: std::sync::Arc<Unmoving>,
     tasks: Vec<Task>,
 }
 
@@ -109,9 +112,12 @@ impl Agent {
             tasks: Vec::new(),
             service: service.clone(),
             outcomes: None,
+            unmoving: Unmoving::new(None),
         };
         let requests =
             crate::outcomes::configured(config, &mut context).map_err(BuildFailure::Requests)?;
+        // Activity is read from the request counters, once they are known.
+        context.unmoving = Unmoving::new(context.outcomes.clone());
         let paths = ProbePaths::new(
             config.paths.liveness.clone(),
             config.paths.readiness.clone(),
@@ -215,6 +221,7 @@ impl Agent {
                 DetailsSetting::Shown => Details::Admin,
             },
             listen: config.listen.address,
+            unmoving: context.unmoving,
             tasks: context.tasks,
         })
     }

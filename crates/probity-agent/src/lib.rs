@@ -44,6 +44,7 @@ mod outcomes;
 mod process;
 mod scrape;
 mod serve;
+mod unmoving;
 
 pub use agent::{Agent, AgentError, BuildFailure};
 pub use config::{Config, ConfigError, Format};

@@ -316,6 +316,12 @@ impl Observer {
                     .clone()
                     .unwrap_or_else(|| DEFAULT_LAG_SERIES.to_owned());
                 scraper.register([series.as_str()], timeout);
+                context.unmoving.watch(
+                    &scraper,
+                    &series,
+                    &[],
+                    crate::unmoving::DEFAULT_STALE_AFTER_SCRAPES,
+                );
                 Source::Lag {
                     scraper,
                     series,

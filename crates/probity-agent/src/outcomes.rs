@@ -302,6 +302,14 @@ impl Outcomes {
         })
     }
 
+    /// Requests answered since the first reading (every status, the agent's own left out),
+    /// once the request counters are found: `None` while the app exports none the agent reads.
+    pub(crate) fn served(&self) -> Option<u64> {
+        let state = self.state.lock();
+        state.shape.as_ref()?;
+        Some((state.answered + state.failed).max(0.0).round() as u64)
+    }
+
     /// The series and status label read, once found.
     pub(crate) fn shape(&self) -> Option<(String, String)> {
         self.state.lock().shape.clone()

@@ -346,6 +346,9 @@ impl ScrapeError {
 
 type Scraped = Result<Arc<Exposition>, ScrapeError>;
 
+/// Called with every exposition a scrape reads, once per scrape, whoever asked for it.
+pub(crate) type OnScrape = Box<dyn Fn(&Exposition) + Send + Sync>;
+
 #[derive(Default)]
 struct State {
     last: Option<(Instant, Scraped)>,
@@ -362,6 +365,8 @@ pub(crate) struct Scraper {
     /// Frozen copy of the wanted series for the parser.
     frozen: Mutex<Option<Arc<HashSet<String>>>>,
     state: Mutex<State>,
+    /// Readers of every scrape (not of the cached copies): set while the agent is built.
+    on_scrape: Mutex<Vec<OnScrape>>,
 }
 
 impl std::fmt::Debug for Scraper {
@@ -381,6 +386,7 @@ impl Scraper {
             wanted: Mutex::new((HashSet::new(), Duration::ZERO)),
             frozen: Mutex::new(None),
             state: Mutex::new(State::default()),
+            on_scrape: Mutex::new(Vec::new()),
         }
     }
 
@@ -399,6 +405,11 @@ impl Scraper {
         wanted.0.extend(series.into_iter().map(str::to_owned));
         wanted.1 = wanted.1.max(timeout);
         *self.frozen.lock() = None;
+    }
+
+    /// Calls `reader` with the exposition of every successful scrape, once per scrape.
+    pub(crate) fn on_scrape(&self, reader: OnScrape) {
+        self.on_scrape.lock().push(reader);
     }
 
     fn wanted(&self) -> (Arc<HashSet<String>>, Duration) {
@@ -436,7 +447,12 @@ impl Scraper {
                         state.last = Some((started, scraped.clone()));
                         state.in_flight = None;
                         drop(state);
-                        let _ = sender.send(Some(scraped));
+                        let _ = sender.send(Some(scraped.clone()));
+                        if let Ok(exposition) = &scraped {
+                            for reader in scraper.on_scrape.lock().iter() {
+                                reader(exposition);
+                            }
+                        }
                     });
                     receiver
                 }

@@ -40,7 +40,12 @@ pub(crate) fn router(agent: &Agent, metrics: Option<PrometheusHandle>) -> Router
         );
     // The page shows full reasons: only where the listener already does.
     if agent.details == Details::Admin {
-        router.merge(StatusPage::new(agent.health.clone()).router())
+        let unmoving = agent.unmoving.clone();
+        router.merge(
+            StatusPage::new(agent.health.clone())
+                .findings(move || unmoving.findings())
+                .router(),
+        )
     } else {
         router
     }

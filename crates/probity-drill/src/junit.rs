@@ -1,14 +1,17 @@
 //! The verdicts as JUnit XML, the format CI systems (GitLab, Jenkins, GitHub test reporters)
 //! show as test results: one test case per target, a failure for each one missed.
 //!
-//! The document is flat — one `<testsuite>` of `<testcase>`s — so it is written here directly,
-//! with the five XML entities escaped, rather than through an XML library.
+//! The documents are flat — `<testsuite>`s of `<testcase>`s — so they are written directly, with
+//! the five XML entities escaped, rather than through an XML library. The report's own document
+//! is [`crate::engine::report::FileReport::to_junit`]; a run that could not be carried out is
+//! [`render_error`].
 
-use crate::targets::Verdict;
-use std::fmt::Write as _;
+use probity_contract::text::escape_control;
 
-/// Escapes text for an XML attribute or element.
-fn escape(text: &str) -> String {
+/// Escapes text for an XML attribute or element. Control characters, which XML 1.0 cannot carry
+/// at all, are written out as the terminal report writes them (`\u{1b}`).
+pub fn escape(text: &str) -> String {
+    let text = escape_control(text);
     let mut out = String::with_capacity(text.len());
     for c in text.chars() {
         match c {
@@ -17,55 +20,9 @@ fn escape(text: &str) -> String {
             '>' => out.push_str("&gt;"),
             '"' => out.push_str("&quot;"),
             '\'' => out.push_str("&apos;"),
-            // Characters XML 1.0 cannot carry at all.
-            c if (c as u32) < 0x20 && !matches!(c, '\t' | '\n' | '\r') => out.push('\u{FFFD}'),
             c => out.push(c),
         }
     }
-    out
-}
-
-/// The JUnit document for `verdicts`, from a run that took `elapsed_s` seconds.
-pub fn render(verdicts: &[Verdict], elapsed_s: f64) -> String {
-    let failures = verdicts.iter().filter(|verdict| !verdict.passed).count();
-    let mut out = String::new();
-    let _ = writeln!(out, r#"<?xml version="1.0" encoding="UTF-8"?>"#);
-    let _ = writeln!(
-        out,
-        r#"<testsuites name="probity drill" tests="{}" failures="{failures}" time="{elapsed_s:.3}">"#,
-        verdicts.len()
-    );
-    let _ = writeln!(
-        out,
-        r#"  <testsuite name="probity drill" tests="{}" failures="{failures}" errors="0" time="{elapsed_s:.3}">"#,
-        verdicts.len()
-    );
-    for verdict in verdicts {
-        let _ = write!(
-            out,
-            r#"    <testcase classname="probity drill.{}" name="{}">"#,
-            escape(verdict.drill),
-            escape(&verdict.target)
-        );
-        if !verdict.passed {
-            let _ = write!(
-                out,
-                r#"<failure message="{}">measured {}</failure>"#,
-                escape(&format!(
-                    "missed: {} (measured {})",
-                    verdict.target, verdict.measured
-                )),
-                escape(&verdict.measured)
-            );
-        }
-        let _ = writeln!(
-            out,
-            "<system-out>measured {}</system-out></testcase>",
-            escape(&verdict.measured)
-        );
-    }
-    let _ = writeln!(out, "  </testsuite>");
-    let _ = writeln!(out, "</testsuites>");
     out
 }
 
@@ -90,40 +47,24 @@ mod tests {
     use super::*;
 
     #[test]
-    fn one_test_case_per_target_and_a_failure_for_each_miss() {
-        let verdicts = vec![
-            Verdict {
-                drill: "pool",
-                target: "out of rotation ≤ 1s".into(),
-                measured: "0.62s".into(),
-                passed: true,
-            },
-            Verdict {
-                drill: "busy",
-                target: "failed requests <direct> & \"all\" ≤ 0".into(),
-                measured: "3".into(),
-                passed: false,
-            },
-        ];
-        let xml = render(&verdicts, 12.5);
-        assert!(xml.starts_with("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"));
-        assert!(xml.contains(
-            r#"<testsuite name="probity drill" tests="2" failures="1" errors="0" time="12.500">"#
-        ));
-        assert!(xml.contains(
-            r#"<testcase classname="probity drill.pool" name="out of rotation ≤ 1s"><system-out>measured 0.62s</system-out></testcase>"#
-        ));
-        assert!(xml.contains(
-            r#"name="failed requests &lt;direct&gt; &amp; &quot;all&quot; ≤ 0"><failure message="missed: failed requests &lt;direct&gt; &amp; &quot;all&quot; ≤ 0 (measured 3)">measured 3</failure>"#
-        ), "{xml}");
-        assert_eq!(xml.matches("<failure").count(), 1);
-        assert_eq!(escape("a\u{1}b'"), "a\u{FFFD}b&apos;");
-
+    fn a_run_that_could_not_be_carried_out_is_one_test_case_in_error() {
         let xml = render_error("HAProxy not found at `x` & <y>", 0.5);
+        assert!(xml.starts_with("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"));
         assert!(xml.contains(r#"errors="1""#));
         assert!(
             xml.contains(r#"<error message="HAProxy not found at `x` &amp; &lt;y&gt;">"#),
             "{xml}"
+        );
+    }
+
+    #[test]
+    fn escapes_entities_and_writes_control_characters_out() {
+        assert_eq!(escape("a<b>&\"c'"), "a&lt;b&gt;&amp;&quot;c&apos;");
+        let escaped = escape("x\u{1b}[2Jy");
+        assert!(!escaped.contains('\u{1b}'), "{escaped}");
+        assert!(
+            escaped.starts_with('x') && escaped.ends_with("[2Jy"),
+            "{escaped}"
         );
     }
 }

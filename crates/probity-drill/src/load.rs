@@ -184,22 +184,13 @@ impl LoadRequest {
         }
     }
 
-    /// A `POST /orders` with a one-item order as JSON: a write that needs a pooled connection.
-    pub fn order() -> Self {
+    /// A `POST` of `body` (sent as `application/json`) to `path`, class 0.
+    pub fn post(path: &str, body: &str) -> Self {
         LoadRequest {
             method: reqwest::Method::POST,
-            body: Some(
-                r#"{"customer":"drill","items":[{"sku":"book-1","quantity":1,"price_cents":1299}]}"#
-                    .to_owned(),
-            ),
-            ..LoadRequest::get("/orders")
+            body: Some(body.to_owned()),
+            ..LoadRequest::get(path)
         }
-    }
-}
-
-impl Default for LoadRequest {
-    fn default() -> Self {
-        LoadRequest::order()
     }
 }
 
@@ -221,12 +212,12 @@ pub struct LoadSpec {
 }
 
 impl Default for LoadSpec {
-    /// 32 connections, closed loop, for 10 s, of [`LoadRequest::order`], 5 s per request.
+    /// 32 connections, closed loop, for 10 s, of `GET /`, 5 s per request.
     fn default() -> Self {
         LoadSpec {
             concurrency: 32,
             duration: Duration::from_secs(10),
-            request: LoadRequest::order(),
+            request: LoadRequest::get("/"),
             rate: None,
             timeout: Duration::from_secs(5),
         }
@@ -303,11 +294,21 @@ impl Counts {
     }
 }
 
+/// Serialises a duration as seconds (fractional).
+fn secs<S: serde::Serializer>(duration: &Duration, serializer: S) -> Result<S::Ok, S::Error> {
+    serializer.serialize_f64(duration.as_secs_f64())
+}
+
+/// Serialises a duration as milliseconds with microsecond precision.
+fn millis_f64<S: serde::Serializer>(duration: &Duration, serializer: S) -> Result<S::Ok, S::Error> {
+    serializer.serialize_f64((duration.as_micros() as f64) / 1000.0)
+}
+
 /// What a load generator saw over a window.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct LoadReport {
     /// The window's length.
-    #[serde(rename = "elapsed_s", serialize_with = "crate::report::secs")]
+    #[serde(rename = "elapsed_s", serialize_with = "secs")]
     pub elapsed: Duration,
     /// Requests sent in the window.
     pub requests: u64,
@@ -336,22 +337,13 @@ pub struct LoadReport {
     /// closed loop retries against a balancer that refuses at once.
     pub failing_s: f64,
     /// Median latency of every request in the window.
-    #[serde(
-        rename = "latency_p50_ms",
-        serialize_with = "crate::report::millis_f64"
-    )]
+    #[serde(rename = "latency_p50_ms", serialize_with = "millis_f64")]
     pub latency_p50: Duration,
     /// 99th percentile latency.
-    #[serde(
-        rename = "latency_p99_ms",
-        serialize_with = "crate::report::millis_f64"
-    )]
+    #[serde(rename = "latency_p99_ms", serialize_with = "millis_f64")]
     pub latency_p99: Duration,
     /// Slowest request.
-    #[serde(
-        rename = "latency_max_ms",
-        serialize_with = "crate::report::millis_f64"
-    )]
+    #[serde(rename = "latency_max_ms", serialize_with = "millis_f64")]
     pub latency_max: Duration,
 }
 

@@ -1,15 +1,15 @@
-//! The shipped HAProxy configuration, run by a real HAProxy: a 503 meaning "not processed" is
-//! replayed on another server, body and all, so the client never sees it; with no server in
-//! rotation HAProxy's own 503 is counted as refused by the balancer; without health checks
-//! every server is taken as up.
+//! The drill's balancer, run by a real HAProxy: a 503 meaning "not processed" is replayed on
+//! another server, body and all, so the client never sees it (the drill file's `retry_on`);
+//! with no server in rotation HAProxy's own 503 is counted as refused by the balancer; in
+//! `kubernetes` mode a server is out of rotation until readiness puts it in, and leaves at once.
 
 use axum::Router;
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::IntoResponse;
 use axum::routing::{get, post};
-use probity_drill::drills::poll_until;
-use probity_drill::haproxy::{CheckTiming, Haproxy, Layout};
-use probity_drill::load::{self, LoadSpec};
+use probity_drill::engine::balancer::{Balancer, Checks, Layout, Server};
+use probity_drill::file::BalancerMode;
+use probity_drill::load::{self, LoadRequest, LoadSpec};
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -64,6 +64,17 @@ fn unique() -> u32 {
         .map_or(0, |elapsed| elapsed.subsec_nanos())
 }
 
+const ORDER: &str = r#"{"customer":"drill","items":[{"sku":"book-1","quantity":1}]}"#;
+
+fn orders(concurrency: u32, duration: Duration) -> LoadSpec {
+    LoadSpec {
+        concurrency,
+        duration,
+        request: LoadRequest::post("/orders", ORDER),
+        ..LoadSpec::default()
+    }
+}
+
 /// A server that is ready and answers `POST /orders` with `status` (503s say Retry-After, as a
 /// shedding service's do), counting the orders whose body arrived whole.
 async fn server(status: StatusCode) -> (SocketAddr, Arc<AtomicU64>) {
@@ -77,7 +88,7 @@ async fn server(status: StatusCode) -> (SocketAddr, Arc<AtomicU64>) {
                 move |body: String| {
                     let whole_orders = whole_orders.clone();
                     async move {
-                        if body == probity_drill::load::LoadRequest::order().body.unwrap() {
+                        if body == ORDER {
                             whole_orders.fetch_add(1, Ordering::AcqRel);
                         }
                         let mut response = status.into_response();
@@ -97,37 +108,54 @@ async fn server(status: StatusCode) -> (SocketAddr, Arc<AtomicU64>) {
     (address, whole_orders)
 }
 
-async fn start(work: &WorkDir, servers: Vec<(String, SocketAddr)>, health_checks: bool) -> Haproxy {
+async fn start(work: &WorkDir, servers: Vec<(String, SocketAddr)>, mode: BalancerMode) -> Balancer {
     let layout = Layout {
         frontend: free_port(),
-        stats_page: None,
-        stats_socket: work.0.join("haproxy.sock"),
-        servers,
-        timing: CheckTiming::shipped().unwrap(),
-        health_checks,
+        socket: work.0.join("haproxy.sock"),
+        servers: servers
+            .into_iter()
+            .map(|(name, address)| Server {
+                name,
+                address,
+                check_port: None,
+            })
+            .collect(),
+        mode,
+        checks: Checks {
+            inter: Duration::from_millis(250),
+            rise: 2,
+            fall: 1,
+            timeout: Duration::from_millis(500),
+        },
+        check_path: Some("/readyz".into()),
+        server_timeout: Duration::from_secs(5),
+        retry_on: vec!["conn-failure".into(), "503".into()],
     };
-    Haproxy::start("haproxy".as_ref(), &work.0, "haproxy", &layout)
+    Balancer::start("haproxy".as_ref(), &work.0, &layout)
         .await
         .unwrap()
 }
 
-/// Waits (generously: HAProxy checks every second) until `count` servers are in rotation.
-async fn wait_in_rotation(haproxy: &Haproxy, count: usize) {
-    let reached = poll_until(
-        Duration::from_secs(20),
-        Duration::from_millis(50),
-        || async {
-            haproxy.stats().await.is_ok_and(|stats| {
-                stats
-                    .iter()
-                    .filter(|stat| stat.name != "BACKEND" && stat.in_rotation())
-                    .count()
-                    == count
-            })
-        },
-    )
-    .await;
-    assert!(reached.is_some(), "{:?}", haproxy.stats().await);
+/// Waits (generously, for a loaded machine) until `count` servers are in rotation.
+async fn wait_in_rotation(balancer: &Balancer, count: usize) {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+    loop {
+        let stats = balancer.stats().await;
+        let in_rotation = stats.as_ref().map_or(usize::MAX, |stats| {
+            stats
+                .iter()
+                .filter(|stat| stat.name != "BACKEND" && stat.in_rotation())
+                .count()
+        });
+        if in_rotation == count {
+            return;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "not {count} in rotation: {stats:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
 }
 
 #[tokio::test]
@@ -141,19 +169,11 @@ async fn a_503_is_replayed_on_another_server_so_the_client_never_sees_it() {
     let haproxy = start(
         &work,
         vec![("shedding".into(), shedding), ("serving".into(), serving)],
-        true,
+        BalancerMode::Haproxy,
     )
     .await;
     wait_in_rotation(&haproxy, 2).await;
-    let report = load::run(
-        haproxy.frontend,
-        LoadSpec {
-            concurrency: 4,
-            duration: Duration::from_secs(1),
-            ..LoadSpec::default()
-        },
-    )
-    .await;
+    let report = load::run(haproxy.frontend, orders(4, Duration::from_secs(1))).await;
     assert!(report.requests > 10, "{report}");
     assert_eq!(report.failed, 0, "{report}");
     let shed = shed_orders.load(Ordering::Acquire);
@@ -175,42 +195,38 @@ async fn with_no_server_in_rotation_the_refusals_are_the_balancers() {
     }
     let work = WorkDir::new("nosrv");
     let nothing = free_port();
-    let haproxy = start(&work, vec![("gone".into(), nothing)], true).await;
+    let haproxy = start(&work, vec![("gone".into(), nothing)], BalancerMode::Haproxy).await;
     wait_in_rotation(&haproxy, 0).await;
-    let report = load::run(
-        haproxy.frontend,
-        LoadSpec {
-            concurrency: 2,
-            duration: Duration::from_millis(300),
-            ..LoadSpec::default()
-        },
-    )
-    .await;
+    let report = load::run(haproxy.frontend, orders(2, Duration::from_secs(1))).await;
     assert!(report.requests > 0);
     assert_eq!(report.refused_by_balancer, report.requests, "{report}");
     assert_eq!(report.balancer_refusals(), report.requests);
 }
 
 #[tokio::test]
-async fn without_health_checks_every_server_is_taken_as_up() {
+async fn in_kubernetes_mode_readiness_puts_a_server_in_rotation_and_takes_it_out() {
     if !haproxy_available() {
         return;
     }
-    let work = WorkDir::new("nocheck");
+    let work = WorkDir::new("kube");
     let (serving, _) = server(StatusCode::CREATED).await;
-    let haproxy = start(&work, vec![("serving".into(), serving)], false).await;
-    wait_in_rotation(&haproxy, 1).await;
-    let stats = haproxy.stats().await.unwrap();
-    assert_eq!(stats[0].status, "no check", "{stats:?}");
-    let report = load::run(
-        haproxy.frontend,
-        LoadSpec {
-            concurrency: 2,
-            duration: Duration::from_millis(300),
-            ..LoadSpec::default()
-        },
+    let haproxy = start(
+        &work,
+        vec![("serving".into(), serving)],
+        BalancerMode::Kubernetes,
     )
     .await;
+    // Out of rotation until the kubelet counts it Ready: HAProxy refuses.
+    wait_in_rotation(&haproxy, 0).await;
+    let report = load::run(haproxy.frontend, orders(2, Duration::from_millis(300))).await;
+    assert_eq!(report.refused_by_balancer, report.requests, "{report}");
+    haproxy.set_rotation("serving", true).await.unwrap();
+    wait_in_rotation(&haproxy, 1).await;
+    let report = load::run(haproxy.frontend, orders(2, Duration::from_secs(1))).await;
     assert!(report.requests > 0);
     assert_eq!(report.failed, 0, "{report}");
+    haproxy.set_rotation("serving", false).await.unwrap();
+    wait_in_rotation(&haproxy, 0).await;
+    let error = haproxy.set_rotation("nobody", true).await.unwrap_err();
+    assert!(error.to_string().contains("nobody"), "{error}");
 }

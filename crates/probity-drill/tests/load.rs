@@ -18,6 +18,13 @@ struct Seen {
     requests: AtomicU64,
 }
 
+fn order() -> LoadRequest {
+    LoadRequest::post(
+        "/orders",
+        r#"{"customer":"drill","items":[{"sku":"book-1","quantity":1}]}"#,
+    )
+}
+
 /// A server whose `POST /orders` takes `delay` and answers `status`.
 async fn server(delay: Duration, status: StatusCode) -> (SocketAddr, Arc<Seen>) {
     let seen = Arc::new(Seen::default());
@@ -57,6 +64,7 @@ async fn a_closed_loop_keeps_exactly_its_connections_busy_and_stops_with_its_dur
         LoadSpec {
             concurrency: 8,
             duration: DURATION,
+            request: order(),
             ..LoadSpec::default()
         },
     )
@@ -86,6 +94,7 @@ async fn a_rate_caps_the_total() {
             concurrency: 4,
             duration: Duration::from_secs(1),
             rate: Some(40),
+            request: order(),
             ..LoadSpec::default()
         },
     )
@@ -102,6 +111,7 @@ async fn service_errors_refused_connections_and_timeouts_are_told_apart() {
         concurrency: 2,
         // Long enough for a request to go out on a loaded machine.
         duration: Duration::from_secs(1),
+        request: order(),
         ..LoadSpec::default()
     };
     let report = load::run(address, short.clone()).await;
@@ -127,7 +137,7 @@ async fn service_errors_refused_connections_and_timeouts_are_told_apart() {
         slow,
         LoadSpec {
             timeout: Duration::from_millis(100),
-            request: LoadRequest::order(),
+            request: order(),
             ..short
         },
     )

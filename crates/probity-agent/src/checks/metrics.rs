@@ -3,6 +3,7 @@
 use crate::config::{MetricsSettings, Missing};
 use crate::outcomes::Outcomes;
 use crate::scrape::{Matcher, Scraper};
+use crate::unmoving::Unmoving;
 use parking_lot::Mutex;
 use probity::{Check, CheckError, CheckFuture, CheckResult, Detail, Timing};
 use std::collections::BTreeMap;
@@ -41,6 +42,7 @@ impl MetricsCheck {
         settings: MetricsSettings,
         timing: Timing,
         outcomes: Option<Arc<Outcomes>>,
+        unmoving: &Arc<Unmoving>,
     ) -> Result<Self, String> {
         let matchers = settings
             .labels
@@ -48,6 +50,15 @@ impl MetricsCheck {
             .map(|(label, value)| Matcher::parse(label, value))
             .collect::<Result<Vec<_>, _>>()?;
         scraper.register([settings.series.as_str()], timing.timeout);
+        // A counter's flat run says only that nothing happened.
+        if !settings.change {
+            unmoving.watch(
+                &scraper,
+                &settings.series,
+                &matchers,
+                settings.stale_after_scrapes,
+            );
+        }
         Ok(Self {
             scraper,
             settings,

@@ -43,6 +43,8 @@ pub(crate) struct Context<'a> {
     pub(crate) service: String,
     /// The app's request outcomes, when read.
     pub(crate) outcomes: Option<Arc<crate::outcomes::Outcomes>>,
+    /// The gauges read, followed for values that never move.
+    pub(crate) unmoving: Arc<crate::unmoving::Unmoving>,
 }
 
 impl Context<'_> {
@@ -128,6 +130,7 @@ pub(crate) fn build(
                 settings.clone(),
                 timing,
                 context.outcomes.clone(),
+                &context.unmoving,
             )?;
             return Ok(apply(CheckSpec::new(name, tier, check), policy, timing));
         }

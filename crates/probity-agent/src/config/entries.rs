@@ -203,6 +203,9 @@ pub struct MetricsSettings {
     pub change: bool,
     /// Consecutive polls the condition must hold before the check fails.
     pub for_polls: u32,
+    /// Scrapes in a row a gauge may read the same value while the app serves requests before
+    /// the agent reports it as a finding (is it wired?); `0` never reports. Default 120.
+    pub stale_after_scrapes: u32,
 }
 
 #[derive(Deserialize)]
@@ -223,6 +226,8 @@ struct MetricsRaw {
     for_polls: Option<u32>,
     #[serde(default)]
     missing: Option<Missing>,
+    #[serde(default)]
+    stale_after_scrapes: Option<u32>,
 }
 
 /// What a `metrics` check does when no sample matches.
@@ -292,6 +297,16 @@ impl TryFrom<MetricsRaw> for MetricsSettings {
             .change
             .or(preset.map(|preset| preset.change))
             .unwrap_or(false);
+        let stale_after_scrapes = raw
+            .stale_after_scrapes
+            .unwrap_or(crate::unmoving::DEFAULT_STALE_AFTER_SCRAPES);
+        if stale_after_scrapes == 1 {
+            return Err(
+                "`stale_after_scrapes = 1`: a value read once has not stayed; write 2 or more, \
+                 or 0 to never report"
+                    .to_owned(),
+            );
+        }
         Ok(MetricsSettings {
             url: raw.url,
             preset: preset.map(|preset| preset.name),
@@ -300,6 +315,7 @@ impl TryFrom<MetricsRaw> for MetricsSettings {
             fail_if,
             change,
             for_polls,
+            stale_after_scrapes,
             missing: raw
                 .missing
                 .unwrap_or(if change { Missing::Pass } else { Missing::Fail }),

@@ -54,14 +54,15 @@ pub use entries::{
 pub use entries::{GrpcHealthSettings, Margin, TargetSettings, TlsCertificateSettings};
 pub use values::{Condition, Dur, Op, Secret, StatusRange, parse_duration};
 
+use probity_contract::file::{ReadError, read_text};
 use serde::Deserialize;
 use serde::de::{self, Deserializer};
-use std::io::Read;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 
-/// Largest configuration file read: far more than any real one, and a bound on `/dev/zero`.
-pub const MAX_FILE_BYTES: u64 = 1 << 20;
+/// Largest configuration file read: far more than any real one (the bound every probity tool
+/// puts on a file it is given).
+pub const MAX_FILE_BYTES: u64 = probity_contract::file::MAX_TEXT_BYTES;
 /// Most entries in one section.
 pub const MAX_ENTRIES: usize = 500;
 
@@ -372,22 +373,6 @@ pub enum ConfigError {
     },
 }
 
-fn file_type(metadata: &std::fs::Metadata) -> &'static str {
-    use std::os::unix::fs::FileTypeExt;
-    let kind = metadata.file_type();
-    if kind.is_dir() {
-        "a directory"
-    } else if kind.is_fifo() {
-        "a FIFO"
-    } else if kind.is_socket() {
-        "a socket"
-    } else if kind.is_block_device() || kind.is_char_device() {
-        "a device"
-    } else {
-        "not a file"
-    }
-}
-
 fn position(line: Option<usize>, column: Option<usize>) -> String {
     match (line, column) {
         (Some(line), Some(column)) => format!(":{line}:{column}"),
@@ -412,37 +397,26 @@ impl Config {
         let format = Format::from_path(path).ok_or_else(|| ConfigError::UnknownFormat {
             file: path.to_owned(),
         })?;
-        let read = |source| ConfigError::Read {
-            file: path.to_owned(),
-            source,
-        };
-        // Before opening: a FIFO would block the open until a writer comes, a device would be
-        // read for ever.
-        let metadata = std::fs::metadata(path).map_err(read)?;
-        if !metadata.is_file() {
-            return Err(ConfigError::NotAFile {
+        // A FIFO or a device is refused before it is opened: the open would block, or the
+        // read never end.
+        let text = read_text(path, MAX_FILE_BYTES).map_err(|error| match error {
+            ReadError::NotAFile(kind) => ConfigError::NotAFile {
                 file: path.to_owned(),
-                what: file_type(&metadata),
-            });
-        }
-        let file = std::fs::File::open(path).map_err(read)?;
-        let mut bytes = Vec::new();
-        file.take(MAX_FILE_BYTES + 1)
-            .read_to_end(&mut bytes)
-            .map_err(read)?;
-        if bytes.len() as u64 > MAX_FILE_BYTES {
-            return Err(ConfigError::TooLarge {
+                what: kind.as_str(),
+            },
+            ReadError::TooLarge { .. } => ConfigError::TooLarge {
                 file: path.to_owned(),
-            });
-        }
-        let text = String::from_utf8(bytes).map_err(|error| ConfigError::Invalid {
-            file: path.to_owned(),
-            line: None,
-            column: None,
-            message: format!(
-                "not UTF-8 text (invalid byte at offset {})",
-                error.utf8_error().valid_up_to()
-            ),
+            },
+            ReadError::NotText { .. } => ConfigError::Invalid {
+                file: path.to_owned(),
+                line: None,
+                column: None,
+                message: error.to_string(),
+            },
+            ReadError::Io(source) => ConfigError::Read {
+                file: path.to_owned(),
+                source,
+            },
         })?;
         Config::parse(&text, format, path)
     }

@@ -296,3 +296,36 @@ fn a_missing_series_is_a_choice_and_change_defaults_to_pass() {
         .collect();
     assert_eq!(missing, [Missing::Pass, Missing::Fail, Missing::Fail]);
 }
+
+#[test]
+fn stale_after_scrapes_defaults_to_120_and_a_misspelling_is_still_refused() {
+    let config = toml(
+        "[app]\nurl = \"http://127.0.0.1:3000\"\n[readiness.pending]\nmetrics = { url = \"/metrics\", series = \"db_pool_pending_acquires\", fail_if = \"> 5\" }\n\
+         [readiness.max]\nmetrics = { url = \"/metrics\", series = \"db_pool_max\", fail_if = \"< 1\", stale_after_scrapes = 0 }\n",
+    )
+    .unwrap();
+    let settings: Vec<u32> = config
+        .readiness
+        .0
+        .iter()
+        .map(|(_, entry)| match &entry.kind {
+            ReadinessKind::Metrics(metrics) => metrics.stale_after_scrapes,
+            other => panic!("{other:?}"),
+        })
+        .collect();
+    assert_eq!(settings, vec![120, 0]);
+    error_at(
+        toml(
+            "[app]\nurl = \"http://127.0.0.1:3000\"\n[readiness.pending]\nmetrics = { url = \"/metrics\", series = \"a\", fail_if = \"> 5\", stale_after_scrape = 10 }\n",
+        ),
+        4,
+        "unknown field `stale_after_scrape`",
+    );
+    error_at(
+        toml(
+            "[app]\nurl = \"http://127.0.0.1:3000\"\n[readiness.pending]\nmetrics = { url = \"/metrics\", series = \"a\", fail_if = \"> 5\", stale_after_scrapes = 1 }\n",
+        ),
+        4,
+        "write 2 or more, or 0 to never report",
+    );
+}

@@ -83,19 +83,14 @@ struct ContainerPort {
 /// Reads every `httpGet` probe of every container (init containers included) in a
 /// multi-document manifest.
 pub fn read_manifest(path: &Path) -> Result<Vec<ManifestProbe>, ManifestError> {
-    use std::io::Read;
     let error = |message: String| ManifestError {
         file: probity_contract::text::escape_control(&path.display().to_string()).into_owned(),
         message: probity_contract::text::escape_control(&message).into_owned(),
     };
-    let file = std::fs::File::open(path).map_err(|e| error(e.to_string()))?;
-    let mut text = String::new();
-    file.take(MAX_MANIFEST_BYTES + 1)
-        .read_to_string(&mut text)
-        .map_err(|e| error(format!("not UTF-8 text: {e}")))?;
-    if text.len() as u64 > MAX_MANIFEST_BYTES {
-        return Err(error("larger than 8 MiB: not a manifest".into()));
-    }
+    // A FIFO or a device is refused before it is opened: the open would block, or the read
+    // never end.
+    let text = probity_contract::file::read_text(path, MAX_MANIFEST_BYTES)
+        .map_err(|e| error(e.to_string()))?;
     let documents: Vec<Value> = serde_saphyr::from_str_multiple(&text)
         .map_err(|e| error(e.without_snippet().to_string()))?;
     let mut probes = Vec::new();
@@ -205,4 +200,44 @@ fn collect(container: &Container, probes: &mut Vec<ManifestProbe>) -> Result<(),
         });
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_manifest_path_that_is_not_a_regular_file_is_refused_before_it_is_opened() {
+        let dir =
+            std::env::temp_dir().join(format!("probity-agent-manifest-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let fifo = dir.join("deployment.yaml");
+        let made = std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap();
+        assert!(made.success());
+        // No writer ever comes: a read that opened it would block, so it runs on a thread the
+        // test waits for with a deadline.
+        let (sender, receiver) = std::sync::mpsc::channel();
+        let path = fifo.clone();
+        std::thread::spawn(move || {
+            let _ = sender.send(read_manifest(&path).map(|_| ()));
+        });
+        let error = receiver
+            .recv_timeout(std::time::Duration::from_secs(10))
+            .expect("the read returned rather than blocked")
+            .unwrap_err()
+            .to_string();
+        assert!(error.contains(&fifo.display().to_string()), "{error}");
+        assert!(error.contains("a FIFO, not a regular file"), "{error}");
+        let error = read_manifest(Path::new("/dev/zero"))
+            .unwrap_err()
+            .to_string();
+        assert!(error.contains("a device, not a regular file"), "{error}");
+        let error = read_manifest(&dir).unwrap_err().to_string();
+        assert!(error.contains("a directory, not a regular file"), "{error}");
+        let _ = std::fs::remove_dir_all(dir);
+    }
 }

@@ -26,6 +26,9 @@
 //! ([`Report::unanswered`]): `probity inspect` exits 2, naming what happened — a timeout, a
 //! refused connection, TLS spoken to a plain port or plain HTTP to a TLS port, headers too
 //! large to read.
+//!
+//! Inspect reads no metrics exposition: a gauge that never moves while the service serves
+//! requests takes many scrapes to see, and is the agent's finding (its status page and log).
 
 mod body;
 mod discover;

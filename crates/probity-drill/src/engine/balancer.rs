@@ -11,7 +11,6 @@
 
 use crate::file::pod::{ProbeAction, ResolvedPod};
 use crate::file::{BalancerMode, HaproxyCheck};
-use crate::haproxy::{HaproxyError, ServerStat, parse_stat};
 use std::fmt::Write as _;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -26,14 +25,14 @@ pub const BACKEND: &str = "fleet";
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 pub struct Checks {
     /// Interval.
-    #[serde(serialize_with = "crate::report::millis")]
+    #[serde(serialize_with = "millis")]
     pub inter: Duration,
     /// Checks passed to enter.
     pub rise: u32,
     /// Checks failed to leave.
     pub fall: u32,
     /// Longest check.
-    #[serde(serialize_with = "crate::report::millis")]
+    #[serde(serialize_with = "millis")]
     pub timeout: Duration,
 }
 
@@ -83,6 +82,10 @@ pub struct Layout {
     pub server_timeout: Duration,
     /// HAProxy's `retry-on` keywords.
     pub retry_on: Vec<String>,
+}
+
+fn millis<S: serde::Serializer>(duration: &Duration, serializer: S) -> Result<S::Ok, S::Error> {
+    serializer.serialize_u64(u64::try_from(duration.as_millis()).unwrap_or(u64::MAX))
 }
 
 fn ms(duration: Duration) -> String {
@@ -156,6 +159,105 @@ pub fn config(layout: &Layout) -> String {
     out
 }
 
+/// Why HAProxy could not be run.
+#[derive(Debug, thiserror::Error)]
+pub enum HaproxyError {
+    /// The binary is missing.
+    #[error(
+        "HAProxy not found at `{0}`: install it (Debian: `apt-get install haproxy`) or pass --haproxy PATH"
+    )]
+    Missing(String),
+    /// `haproxy -c` rejected the generated configuration.
+    #[error("HAProxy rejected the generated configuration {path}: {message}")]
+    Config {
+        /// The configuration file.
+        path: PathBuf,
+        /// HAProxy's complaint.
+        message: String,
+    },
+    /// Starting or talking to the process failed.
+    #[error("HAProxy: {0}")]
+    Io(#[from] std::io::Error),
+}
+
+/// One server's (or the backend's) figures from `show stat`.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct ServerStat {
+    /// The server's name (`BACKEND` for the backend's row).
+    pub name: String,
+    /// `UP`, `DOWN`, `UP 1/3`, `no check`, ….
+    pub status: String,
+    /// Times HAProxy took it out of rotation (`chkdown`).
+    pub check_downs: u64,
+    /// Requests retried on it (`wretr`).
+    pub retries: u64,
+    /// Requests redispatched away from it to another server (`wredis`).
+    pub redispatches: u64,
+    /// Requests sent to it (`stot`).
+    pub sessions: u64,
+}
+
+impl ServerStat {
+    /// Whether the server takes traffic.
+    pub fn in_rotation(&self) -> bool {
+        in_rotation(&self.status)
+    }
+}
+
+/// Whether a `show stat` status means "in rotation".
+pub fn in_rotation(status: &str) -> bool {
+    status.starts_with("UP") || status == "no check"
+}
+
+/// Parses `show stat` CSV into the rows of one backend: its servers, then `BACKEND`.
+pub fn parse_stat(text: &str, backend: &str) -> Vec<ServerStat> {
+    let mut lines = text.lines();
+    let Some(header) = lines.next() else {
+        return Vec::new();
+    };
+    let columns: Vec<&str> = header.trim_start_matches("# ").split(',').collect();
+    let position = |name: &str| columns.iter().position(|c| *c == name);
+    let (Some(px), Some(sv), Some(status)) =
+        (position("pxname"), position("svname"), position("status"))
+    else {
+        return Vec::new();
+    };
+    let counter = |fields: &[&str], name: &str| {
+        position(name)
+            .and_then(|at| fields.get(at))
+            .and_then(|value| value.parse().ok())
+            .unwrap_or(0)
+    };
+    lines
+        .filter_map(|line| {
+            let fields: Vec<&str> = line.split(',').collect();
+            let (pxname, svname, state) = (fields.get(px)?, fields.get(sv)?, fields.get(status)?);
+            (*pxname == backend && *svname != "FRONTEND").then(|| ServerStat {
+                name: (*svname).to_owned(),
+                status: (*state).to_owned(),
+                check_downs: counter(&fields, "chkdown"),
+                retries: counter(&fields, "wretr"),
+                redispatches: counter(&fields, "wredis"),
+                sessions: counter(&fields, "stot"),
+            })
+        })
+        .collect()
+}
+
+/// Whether `binary` is an HAProxy that runs (`haproxy -v`): asked before anything starts, so a
+/// missing HAProxy is an error at once rather than after the fleet boots.
+pub async fn check_binary(binary: &Path) -> Result<(), HaproxyError> {
+    let version = tokio::process::Command::new(binary)
+        .arg("-v")
+        .output()
+        .await;
+    if matches!(version, Ok(output) if output.status.success()) {
+        Ok(())
+    } else {
+        Err(HaproxyError::Missing(binary.display().to_string()))
+    }
+}
+
 /// A running HAProxy.
 #[derive(Debug)]
 pub struct Balancer {
@@ -174,13 +276,7 @@ impl Balancer {
         work_dir: &Path,
         layout: &Layout,
     ) -> Result<Balancer, HaproxyError> {
-        let version = tokio::process::Command::new(binary)
-            .arg("-v")
-            .output()
-            .await;
-        if !matches!(version, Ok(output) if output.status.success()) {
-            return Err(HaproxyError::Missing(binary.display().to_string()));
-        }
+        check_binary(binary).await?;
         let path = work_dir.join("haproxy.cfg");
         std::fs::write(&path, config(layout))?;
         let check = tokio::process::Command::new(binary)
@@ -299,5 +395,35 @@ mod tests {
             text.contains("server orders-1 127.0.0.1:4001 port 4002"),
             "{text}"
         );
+    }
+
+    #[test]
+    fn parses_show_stat() {
+        let text = "# pxname,svname,qcur,qmax,scur,smax,slim,stot,bin,bout,dreq,dresp,ereq,econ,eresp,wretr,wredis,status,weight,act,bck,chkfail,chkdown\n\
+fleet,FRONTEND,,,0,1,4096,3,0,0,0,0,0,,,,,OPEN,,,,,\n\
+fleet,fleet-1,0,0,0,1,,3,0,0,,0,,0,0,4,2,UP,1,1,0,0,0\n\
+fleet,fleet-2,0,0,0,1,,3,0,0,,0,,0,0,0,0,DOWN 1/2,1,1,0,3,2\n\
+fleet,BACKEND,0,0,0,1,410,6,0,0,0,0,,0,0,4,2,UP,2,2,0,,1\n";
+        let stats = parse_stat(text, "fleet");
+        assert_eq!(stats.len(), 3);
+        assert_eq!(
+            stats[0],
+            ServerStat {
+                name: "fleet-1".into(),
+                status: "UP".into(),
+                check_downs: 0,
+                retries: 4,
+                redispatches: 2,
+                sessions: 3,
+            }
+        );
+        assert_eq!(stats[1].status, "DOWN 1/2");
+        assert_eq!(stats[1].check_downs, 2);
+        assert!(!stats[1].in_rotation());
+        assert_eq!(stats[2].name, "BACKEND");
+        assert!(in_rotation("UP 1/3"));
+        assert!(in_rotation("no check"));
+        assert!(!in_rotation("DOWN 1/2"));
+        assert!(parse_stat("", "fleet").is_empty());
     }
 }

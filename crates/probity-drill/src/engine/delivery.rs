@@ -36,7 +36,7 @@ impl Broker {
     }
 
     fn redacted(&self, error: impl std::fmt::Display) -> String {
-        crate::proxy::url_target(&self.url).map_or_else(
+        crate::address::url_target(&self.url).map_or_else(
             || format!("the broker: {error}"),
             |(host, port)| format!("the broker at {host}:{port}: {error}"),
         )

@@ -4,6 +4,7 @@
 //! The drill runs one; the health-check cost runs two more beside it ([`super::cost`]): one
 //! identical, one with no health checking at all ([`Variant::Bare`]).
 
+use super::Progress;
 use super::balancer::{self, Balancer};
 use super::events::{EventKind, Events};
 use super::pod::{Pod, Ports, Program, ProgramChange};
@@ -12,7 +13,6 @@ use crate::DrillError;
 use crate::file::placeholder::{self, DependencyPart, Placeholder};
 use crate::file::pod::{ProbeAction, ResolvedPod};
 use crate::file::{AppChange, BalancerMode, Loaded, Scope};
-use crate::run::Progress;
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -93,7 +93,7 @@ impl Instance {
                     let address = *self.proxies.get(dep)?;
                     match part {
                         DependencyPart::Url => {
-                            crate::proxy::redirect_url(self.urls.get(dep)?, address)?
+                            crate::address::redirect_url(self.urls.get(dep)?, address)?
                         }
                         DependencyPart::Address => address.to_string(),
                         DependencyPart::Host => address.ip().to_string(),

@@ -33,7 +33,6 @@ use crate::file::placeholder::{self, Placeholder};
 use crate::file::pod::ResolvedPod;
 use crate::file::{BalancerMode, Fault, FaultKind, Loaded, Scope};
 use crate::load::{LoadSpec, Outcome, Timeline};
-use crate::run::Progress;
 use backend::Backend;
 use events::EventKind;
 use fleet::{Fleet, Variant};
@@ -51,6 +50,18 @@ const WARMUP: Duration = Duration::from_secs(2);
 const HOOK_CONNECT_ATTEMPTS: u32 = 3;
 /// When a `start-during-outage` fault replaces its instance.
 const REPLACE_AFTER: Duration = Duration::from_secs(2);
+
+/// Where the drill reports progress: one line per step, for a terminal.
+pub trait Progress: Send + Sync {
+    /// One line of progress.
+    fn step(&self, message: &str);
+}
+
+impl<F: Fn(&str) + Send + Sync> Progress for F {
+    fn step(&self, message: &str) {
+        self(message)
+    }
+}
 
 /// What the run needs besides the file.
 pub struct Options<'a> {
@@ -90,7 +101,6 @@ impl Drop for WorkDir {
     }
 }
 
-/// Runs `faults` against the fleet `loaded` describes, with the probes of `pod`.
 /// Runs the file's `setup` commands, in order, in its folder; the first that fails (or runs
 /// past [`crate::file::SETUP_TIMEOUT`]) stops the drill, with the end of what it wrote.
 async fn setup(loaded: &Loaded, progress: &dyn Progress) -> Result<(), DrillError> {
@@ -167,6 +177,7 @@ pub async fn run(
         }
         targets.insert(name.clone(), address);
     }
+    balancer::check_binary(&options.haproxy).await?;
     setup(loaded, progress).await?;
     let agent_config = match (&file.agent, options.with_agent) {
         (Some(agent), true) => {
@@ -192,6 +203,7 @@ pub async fn run(
         keep: true,
     };
     std::fs::create_dir_all(&work.path)?;
+    progress.step(&format!("work folder {}", work.path.display()));
     let shared = fleet::Shared {
         loaded,
         pod: pod_spec,

@@ -242,7 +242,7 @@ pub fn starting_file(
         let value = variable.get("value").and_then(|v| v.as_str());
         let from_url = value.and_then(|value| {
             let (scheme, _) = value.split_once("://")?;
-            let port = crate::proxy::url_target(value).map(|(_, port)| port);
+            let port = crate::address::url_target(value).map(|(_, port)| port);
             scheme_port(scheme).map(|default| (value.to_owned(), port.unwrap_or(default)))
         });
         if let Some((url, _)) = from_url {

@@ -37,8 +37,9 @@ use std::time::Duration;
 pub use placeholder::Placeholder;
 pub use pod::{PodSpec, ResolvedPod};
 
-/// The largest drill file read: far more than any real one, and a bound on `/dev/zero`.
-pub const MAX_FILE_BYTES: u64 = 1 << 20;
+/// The largest drill file read (the bound every probity tool puts on a file it is given): far
+/// more than any real one.
+pub const MAX_FILE_BYTES: u64 = probity_contract::file::MAX_TEXT_BYTES;
 /// The most instances a fleet may have on one machine.
 pub const MAX_INSTANCES: u32 = 16;
 /// The most faults in one file.
@@ -211,7 +212,7 @@ impl Dependency {
     /// The real `host:port` the dependency listens on.
     pub fn target(&self) -> Option<(String, u16)> {
         if let Some(url) = &self.url {
-            return crate::proxy::url_target(url);
+            return crate::address::url_target(url);
         }
         let address = self.address.as_deref()?;
         let (host, port) = address.rsplit_once(':')?;
@@ -850,18 +851,11 @@ impl Loaded {
     }
 }
 
-/// Reads at most [`MAX_FILE_BYTES`] of a text file.
+/// Reads at most [`MAX_FILE_BYTES`] of a text file, refusing a path that is not a regular file
+/// (a FIFO, a device, a directory) before opening it. The message does not name the path: the
+/// caller does.
 pub(crate) fn read_text(path: &Path) -> Result<String, String> {
-    use std::io::Read;
-    let file = std::fs::File::open(path).map_err(|error| error.to_string())?;
-    let mut bytes = Vec::new();
-    file.take(MAX_FILE_BYTES + 1)
-        .read_to_end(&mut bytes)
-        .map_err(|error| error.to_string())?;
-    if bytes.len() as u64 > MAX_FILE_BYTES {
-        return Err(format!("larger than {} KiB", MAX_FILE_BYTES / 1024));
-    }
-    String::from_utf8(bytes).map_err(|_| "not UTF-8 text".to_owned())
+    probity_contract::file::read_text(path, MAX_FILE_BYTES).map_err(|error| error.to_string())
 }
 
 impl DrillFile {

@@ -489,3 +489,40 @@ fn delivery_names_a_broker_dependency_and_a_traffic_request() {
         assert!(error.contains(message), "{delivery}: {error}");
     }
 }
+
+#[test]
+fn a_drill_file_path_that_is_not_a_regular_file_is_refused_before_it_is_opened() {
+    let dir = std::env::temp_dir().join(format!("probity-drill-fifo-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let fifo = dir.join("drill.yaml");
+    let made = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap();
+    assert!(made.success());
+    // No writer ever comes: a load that opened it would block, so it runs on a thread the test
+    // waits for with a deadline.
+    let (sender, receiver) = std::sync::mpsc::channel();
+    let path = fifo.clone();
+    std::thread::spawn(move || {
+        let _ = sender.send(DrillFile::load(&path).map(|_| ()));
+    });
+    let error = receiver
+        .recv_timeout(Duration::from_secs(10))
+        .expect("the load returned rather than blocked")
+        .unwrap_err()
+        .to_string();
+    assert_eq!(
+        error,
+        format!("{}: a FIFO, not a regular file", fifo.display())
+    );
+    let error = DrillFile::load(Path::new("/dev/zero")).unwrap_err();
+    assert_eq!(error.to_string(), "/dev/zero: a device, not a regular file");
+    let error = DrillFile::load(&dir).unwrap_err();
+    assert_eq!(
+        error.to_string(),
+        format!("{}: a directory, not a regular file", dir.display())
+    );
+    let _ = std::fs::remove_dir_all(dir);
+}

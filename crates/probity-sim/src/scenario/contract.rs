@@ -6,10 +6,11 @@ use super::app::{
     CheckFile, Declared, EndpointFile, EndpointMode, Imported, InternalKind, default_detect,
 };
 use super::dependency::DependencyNames;
-use super::read::read_capped;
+use super::read::MAX_FILE_BYTES;
 use crate::error::Invalid;
 use crate::time::Span;
 use probity_contract::contract::{Contract, LivenessKind};
+use probity_contract::file::read_text;
 use probity_contract::probe::ProbeKind;
 use std::path::Path;
 
@@ -39,7 +40,7 @@ pub(super) fn imported(
 
 /// Reads a contract file (at most [`super::read::MAX_FILE_BYTES`]).
 fn read(path: &Path) -> Checked<Contract> {
-    let text = read_capped(path).map_err(|error| {
+    let text = read_text(path, MAX_FILE_BYTES).map_err(|error| {
         Invalid::new(
             "app.contract",
             format!("cannot read {}: {error}", path.display()),

@@ -37,6 +37,7 @@ pub use routing::{
 
 use crate::error::{Invalid, ScenarioError};
 use crate::time::{Millis, Span};
+use probity_contract::file::{ReadError, read_text};
 use serde::Deserialize;
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -145,10 +146,12 @@ impl Scenario {
                 reason: "unknown file type: a scenario ends in .yaml, .yml or .toml".into(),
             });
         };
-        let text = read::read_capped(path).map_err(|error| ScenarioError::Read {
+        // A FIFO or a device is refused before it is opened: the open would block, or the
+        // read never end.
+        let text = read_text(path, read::MAX_FILE_BYTES).map_err(|error| ScenarioError::Read {
             file: path.to_path_buf(),
             source: match error {
-                read::ReadError::Io(source) => source,
+                ReadError::Io(source) => source,
                 other => std::io::Error::new(std::io::ErrorKind::InvalidData, other.to_string()),
             },
         })?;

@@ -1,5 +1,4 @@
-//! Reading a scenario's text: bounded file reads, YAML or TOML into a value tree, and the
-//! value tree into the file types with errors in the user's words.
+//! Reading a scenario's text: YAML or TOML into a value tree, and the value tree into the file types with errors in the user's words.
 //!
 //! The value tree is read by a deserializer of our own rather than serde's defaults, for
 //! three reasons: a mapping is required where the file types have fields (serde would also
@@ -11,76 +10,12 @@
 use serde::de::{self, DeserializeOwned, DeserializeSeed, IntoDeserializer, Visitor};
 use serde_json::{Map, Value};
 use std::fmt;
-use std::io::Read;
-use std::path::Path;
 
-/// The largest scenario or contract file read (1 MiB): far more than any real one, small
-/// enough that `/dev/zero` or a log file given by mistake is refused at once.
-pub const MAX_FILE_BYTES: u64 = 1 << 20;
-
-/// Why a file could not be read.
-#[derive(Debug)]
-pub(crate) enum ReadError {
-    /// The operating system refused.
-    Io(std::io::Error),
-    /// Larger than [`MAX_FILE_BYTES`].
-    TooLarge,
-    /// Not UTF-8 text.
-    NotText,
-    /// Not a regular file: a directory, a FIFO, a socket or a device (named).
-    NotAFile(&'static str),
-}
-
-impl fmt::Display for ReadError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            ReadError::Io(error) => write!(f, "{error}"),
-            ReadError::TooLarge => write!(
-                f,
-                "larger than {} KiB, the most a scenario or contract file may be",
-                MAX_FILE_BYTES / 1024
-            ),
-            ReadError::NotText => write!(f, "not UTF-8 text"),
-            ReadError::NotAFile(what) => write!(f, "{what}, not a regular file"),
-        }
-    }
-}
-
-/// Reads a whole file of at most [`MAX_FILE_BYTES`].
-pub(crate) fn read_capped(path: &Path) -> Result<String, ReadError> {
-    // Before opening: a FIFO would block the open until a writer came, and a device could be
-    // read for ever.
-    let metadata = std::fs::metadata(path).map_err(ReadError::Io)?;
-    if !metadata.is_file() {
-        return Err(ReadError::NotAFile(file_kind(&metadata)));
-    }
-    let file = std::fs::File::open(path).map_err(ReadError::Io)?;
-    let mut bytes = Vec::new();
-    file.take(MAX_FILE_BYTES + 1)
-        .read_to_end(&mut bytes)
-        .map_err(ReadError::Io)?;
-    if bytes.len() as u64 > MAX_FILE_BYTES {
-        return Err(ReadError::TooLarge);
-    }
-    String::from_utf8(bytes).map_err(|_| ReadError::NotText)
-}
-
-/// What a path that is not a regular file is.
-fn file_kind(metadata: &std::fs::Metadata) -> &'static str {
-    use std::os::unix::fs::FileTypeExt;
-    let kind = metadata.file_type();
-    if kind.is_dir() {
-        "a directory"
-    } else if kind.is_fifo() {
-        "a FIFO"
-    } else if kind.is_socket() {
-        "a socket"
-    } else if kind.is_block_device() || kind.is_char_device() {
-        "a device"
-    } else {
-        "not a file"
-    }
-}
+/// The largest scenario or contract file read (1 MiB, the bound every probity tool puts on a
+/// file it is given): far more than any real one, small enough that a log file given by
+/// mistake is refused at once. The file is read by [`probity_contract::file::read_text`],
+/// which refuses a FIFO or a device before opening it.
+pub const MAX_FILE_BYTES: u64 = probity_contract::file::MAX_TEXT_BYTES;
 
 /// A step in a field path.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -583,24 +518,10 @@ mod tests {
     }
 
     #[test]
-    fn files_are_read_up_to_a_cap() {
-        let dir = std::env::temp_dir().join(format!("probity-sim-cap-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let big = dir.join("big.yaml");
-        std::fs::write(&big, vec![b'#'; MAX_FILE_BYTES as usize + 1]).unwrap();
-        let error = read_capped(&big).unwrap_err();
-        assert!(matches!(error, ReadError::TooLarge), "{error}");
-        assert!(error.to_string().contains("1024 KiB"));
-        let _ = std::fs::remove_dir_all(dir);
-        assert!(matches!(
-            read_capped(Path::new("/nonexistent/file.yaml")),
-            Err(ReadError::Io(_))
-        ));
-    }
-
-    #[test]
-    fn a_fifo_or_a_device_is_refused_before_it_is_opened() {
+    fn a_scenario_path_that_is_not_a_regular_file_is_refused_before_it_is_opened() {
+        use crate::scenario::Scenario;
         let dir = std::env::temp_dir().join(format!("probity-sim-fifo-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).unwrap();
         let fifo = dir.join("scenario.yaml");
         let made = std::process::Command::new("mkfifo")
@@ -608,13 +529,23 @@ mod tests {
             .status()
             .unwrap();
         assert!(made.success());
-        // No writer ever comes: opening it would block for ever.
-        let error = read_capped(&fifo).unwrap_err();
-        assert_eq!(error.to_string(), "a FIFO, not a regular file");
-        let error = read_capped(Path::new("/dev/zero")).unwrap_err();
-        assert_eq!(error.to_string(), "a device, not a regular file");
-        let error = read_capped(&dir).unwrap_err();
-        assert_eq!(error.to_string(), "a directory, not a regular file");
+        // No writer ever comes: a load that opened it would block, so it runs on a thread the
+        // test waits for with a deadline.
+        let (sender, receiver) = std::sync::mpsc::channel();
+        let path = fifo.clone();
+        std::thread::spawn(move || {
+            let _ = sender.send(Scenario::load(&path).map(|_| ()).map_err(|e| e.to_string()));
+        });
+        let error = receiver
+            .recv_timeout(std::time::Duration::from_secs(10))
+            .expect("the load returned rather than blocked")
+            .unwrap_err();
+        assert!(error.contains(&fifo.display().to_string()), "{error}");
+        assert!(error.contains("a FIFO, not a regular file"), "{error}");
+        let folder = dir.join("folder.yaml");
+        std::fs::create_dir_all(&folder).unwrap();
+        let error = Scenario::load(&folder).unwrap_err().to_string();
+        assert!(error.contains("a directory, not a regular file"), "{error}");
         let _ = std::fs::remove_dir_all(dir);
     }
 
