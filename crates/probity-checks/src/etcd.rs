@@ -38,6 +38,8 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 /// Interval and timeout for an etcd check: `/health` includes a linearizable read.
+///
+/// Interval 5 s, timeout 2 s.
 pub const DEFAULT_TIMING: Timing = Timing {
     interval: Duration::from_secs(5),
     timeout: Duration::from_secs(2),

@@ -27,6 +27,16 @@
 //! http://pricing.internal:8080/readyz (expected 200-204)`, `response body exceeds the 64 KiB
 //! cap`, `TLS: invalid peer certificate: UnknownIssuer (pricing.internal:443)`. URLs in messages
 //! never carry their user name or password.
+//!
+// The method exists only with `http-tls`: without it the link points at docs.rs.
+#![cfg_attr(
+    feature = "http-tls",
+    doc = "[`HttpCheck::root_certificate_pem`]: HttpCheck::root_certificate_pem"
+)]
+#![cfg_attr(
+    not(feature = "http-tls"),
+    doc = "[`HttpCheck::root_certificate_pem`]: https://docs.rs/probity-checks/latest/probity_checks/http_endpoint/struct.HttpCheck.html#method.root_certificate_pem"
+)]
 
 use crate::error::{chain, describe_io, find_io};
 use crate::millis;

@@ -262,3 +262,13 @@ struct AxumReadmeDoctests;
 #[cfg(doctest)]
 #[doc = include_str!("../../probity-grpc/README.md")]
 struct GrpcReadmeDoctests;
+
+/// The core's README (its crates.io page) and the repository's: both mount the probes with
+/// probity-axum, which the core does not depend on, so they are compiled here.
+#[cfg(doctest)]
+#[doc = include_str!("../../probity/README.md")]
+struct CoreReadmeDoctests;
+
+#[cfg(doctest)]
+#[doc = include_str!("../../../README.md")]
+struct RepositoryReadmeDoctests;

@@ -34,6 +34,8 @@ use tokio::sync::Mutex;
 use tokio::time::Instant;
 
 /// Interval and timeout for a memcached check: one command on a warm connection.
+///
+/// Interval 2 s, timeout 500 ms.
 pub const DEFAULT_TIMING: Timing = Timing {
     interval: Duration::from_secs(2),
     timeout: Duration::from_millis(500),
@@ -86,7 +88,7 @@ impl MemcachedCheck {
         }
     }
 
-    /// Warns from this share of `max_connections` in use (default
+    /// Warns from this share of `max_connections` in use (default 90 %,
     /// [`DEFAULT_WARN_ABOVE_PERCENT`]).
     pub fn warn_above(mut self, percent: f64) -> Self {
         self.warn_above = percent;

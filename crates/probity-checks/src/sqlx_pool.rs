@@ -74,8 +74,9 @@ pub const DEFAULT_TIMING: Timing = Timing {
     timeout: Duration::from_secs(1),
 };
 
-/// A database whose sqlx pool [`PoolCheck`] can check: [`sqlx::Postgres`], [`sqlx::MySql`]
-/// and [`sqlx::Sqlite`], each behind its cargo feature.
+/// A database whose sqlx pool [`PoolCheck`] can check: `sqlx::Postgres`, `sqlx::MySql` and
+/// `sqlx::Sqlite`, each behind its cargo feature (`sqlx-postgres`, `sqlx-mysql`,
+/// `sqlx-sqlite`; the implementors below are the ones this build has).
 pub trait PoolDatabase: Database + sealed::Sealed {
     /// The dependency name the check reports: `postgres`, `mysql` or `sqlite`.
     const DEPENDENCY: &'static str;

@@ -59,6 +59,8 @@ use tokio_rustls::rustls::{
 
 /// Interval and timeout for a TLS expiry check: a handshake per poll, for a figure that
 /// changes by the day, so once a minute is plenty (a renewed certificate shows within one).
+///
+/// Interval 60 s, timeout 5 s.
 pub const DEFAULT_TIMING: Timing = Timing {
     interval: Duration::from_secs(60),
     timeout: Duration::from_secs(5),
@@ -173,13 +175,13 @@ impl TlsExpiryCheck {
         self
     }
 
-    /// Fails from this long before `notAfter` (default [`DEFAULT_FAIL_WITHIN`]).
+    /// Fails from this long before `notAfter` (default 7 days, [`DEFAULT_FAIL_WITHIN`]).
     pub fn fail_within(mut self, margin: Duration) -> Self {
         self.fail_within = margin;
         self
     }
 
-    /// Warns from this long before `notAfter` (default [`DEFAULT_WARN_WITHIN`]).
+    /// Warns from this long before `notAfter` (default 30 days, [`DEFAULT_WARN_WITHIN`]).
     pub fn warn_within(mut self, margin: Duration) -> Self {
         self.warn_within = margin;
         self

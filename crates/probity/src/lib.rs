@@ -22,16 +22,13 @@
 //!
 //! ## Example
 //!
-//! Declare what a request needs, mount the probes, serve with the drain sequence. The probes
-//! are mounted with [probity-axum](https://docs.rs/probity-axum), a crate of its own (this one
-//! has no HTTP framework in it): `cargo add probity probity-axum axum tokio`. The migration
-//! loop waits on [`Health::shutdown_triggered`] too, so a SIGTERM during a database outage
-//! ends it instead of leaving the process retrying until the grace period kills it.
+//! Declare what a request needs, start the pollers, shut down on SIGTERM. The migration loop
+//! waits on [`Health::shutdown_triggered`] too, so a SIGTERM during a database outage ends it
+//! instead of leaving the process retrying until the grace period kills it. This crate has no
+//! HTTP framework in it: the example compiles with `probity` and `tokio` alone.
 //!
 //! ```no_run
-//! use axum::{Router, routing::post};
-//! use probity::{CheckError, CheckSpec, Detail, Health, Tier};
-//! use probity_axum::{Probes, serve};
+//! use probity::{CheckError, CheckSpec, Detail, Health, ProbeKind, Tier};
 //! use std::time::Duration;
 //!
 //! # #[tokio::main]
@@ -56,15 +53,6 @@
 //! health.start()?;
 //! health.shutdown_on_signals();
 //!
-//! let app = Router::new()
-//!     .route("/orders", post(|| async { "created" }))
-//!     .merge(Probes::new(&health).router());
-//! let listener = tokio::net::TcpListener::bind("127.0.0.1:8080").await?;
-//! let serving = tokio::spawn({
-//!     let health = health.clone();
-//!     async move { serve(listener, app, &health).await }
-//! });
-//!
 //! // Retry the migrations until the database answers, or until shutdown starts.
 //! # async fn migrate() -> Result<(), std::io::Error> { Ok(()) }
 //! let migrated = loop {
@@ -83,10 +71,23 @@
 //! if migrated {
 //!     health.complete_step("migrations")?;
 //! }
-//! serving.await??;
+//!
+//! // What a probe answers is read from the published snapshot: no I/O on the probe's path.
+//! let readiness = health.snapshot().status(ProbeKind::Readiness, tokio::time::Instant::now());
+//! println!("readiness: {readiness}");
+//!
+//! // SIGTERM: readiness fails at once; this resolves once the drain delay has passed, the
+//! // moment a server stops accepting.
+//! health.drained().await;
 //! # Ok(())
 //! # }
 //! ```
+//!
+//! To answer the probes over HTTP, mount them with
+//! [probity-axum](https://docs.rs/probity-axum) (`cargo add probity-axum axum`): one line
+//! merges `/livez`, `/readyz` and `/startupz` into the service's router, and its `serve` runs
+//! the drain above for you. Its crate page opens with the service above served by axum; this
+//! crate's README shows both together.
 //!
 //! ## What is in the crate
 //!
@@ -170,12 +171,5 @@ pub use snapshot::{
 pub use spec::CheckSpec;
 pub use view::HealthView;
 
-/// The repository README's Rust examples, compiled as doc tests so they cannot drift.
-#[cfg(doctest)]
-#[doc = include_str!("../../../README.md")]
-struct ReadmeDoctests;
-
-/// The crate README's (the crates.io page's) examples, compiled likewise.
-#[cfg(doctest)]
-#[doc = include_str!("../README.md")]
-struct CrateReadmeDoctests;
+// The README examples (this crate's and the repository's) mount the probes with probity-axum,
+// which is not a dependency of this crate: probity-checks compiles them as its doc tests.

@@ -10,7 +10,7 @@ fn read(relative: &str) -> String {
     std::fs::read_to_string(&path).unwrap_or_else(|error| panic!("{}: {error}", path.display()))
 }
 
-/// The drill file's `balancer:` lines.
+/// The drill file's `balancer:` lines, comments left out.
 fn balancer(drill: &str) -> Vec<String> {
     drill
         .lines()
@@ -18,6 +18,7 @@ fn balancer(drill: &str) -> Vec<String> {
         .skip(1)
         .take_while(|line| line.starts_with(' '))
         .map(|line| line.trim().to_owned())
+        .filter(|line| !line.starts_with('#'))
         .collect()
 }
 

@@ -16,6 +16,8 @@ pub const DEFAULT_ACQUIRE_BUDGET: Duration = Duration::from_millis(750);
 /// How many failed polls in a row a pool check needs before it counts as unhealthy
 /// ([`crate::NETWORK_FALL`]): one slow acquisition on a busy machine is a sample, two in a row
 /// are evidence. Passive reports of real acquire timeouts still fail the check at once.
+///
+/// Value: 2.
 pub const FALL: u32 = crate::NETWORK_FALL;
 
 /// A pool's figures at one instant.

@@ -131,7 +131,25 @@ fn windows(
     served
 }
 
-/// The mean of `values` and half its 95% interval (1.96 standard errors).
+/// Windows per block in the margin's batch means.
+///
+/// Adjacent 1 s windows are not independent: when the kernel gives one fleet a little more of
+/// the cores in one second, another gets it back in the next, so the windows' costs swing
+/// further than the run's figure does, and a margin from them overstates the noise. The margin
+/// is computed over blocks of this many windows instead (batch means), each block's cost from
+/// its summed throughputs, which the swings within a block cancel out of.
+pub const BLOCK: usize = 5;
+
+/// Student's t for a two-sided 95% interval with `df` degrees of freedom (1.96 from 30 on).
+fn t95(df: usize) -> f64 {
+    const TABLE: [f64; 29] = [
+        12.71, 4.30, 3.18, 2.78, 2.57, 2.45, 2.36, 2.31, 2.26, 2.23, 2.20, 2.18, 2.16, 2.14, 2.13,
+        2.12, 2.11, 2.10, 2.09, 2.09, 2.08, 2.07, 2.07, 2.06, 2.06, 2.06, 2.05, 2.05, 2.05,
+    ];
+    TABLE.get(df.wrapping_sub(1)).copied().unwrap_or(1.96)
+}
+
+/// The mean of `values` and half its 95% interval (Student's t, standard error).
 fn mean_and_margin(values: &[f64]) -> (f64, f64) {
     let n = values.len() as f64;
     if values.is_empty() {
@@ -142,7 +160,22 @@ fn mean_and_margin(values: &[f64]) -> (f64, f64) {
         return (mean, 0.0);
     }
     let variance = values.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / (n - 1.0);
-    (mean, 1.96 * (variance / n).sqrt())
+    (mean, t95(values.len() - 1) * (variance / n).sqrt())
+}
+
+/// Each block's cost (`1 − checked / unchecked` over its summed windows), for blocks of
+/// [`BLOCK`] windows (or single windows when there are too few for two blocks).
+fn block_costs(checked: &[u64], unchecked: &[u64], halve: bool) -> Vec<f64> {
+    let block = if checked.len() >= 2 * BLOCK { BLOCK } else { 1 };
+    checked
+        .chunks(block)
+        .zip(unchecked.chunks(block))
+        .filter_map(|(checked, unchecked)| {
+            let checked = checked.iter().sum::<u64>() as f64 / if halve { 2.0 } else { 1.0 };
+            let unchecked = unchecked.iter().sum::<u64>() as f64;
+            (unchecked > 0.0).then(|| 1.0 - checked / unchecked)
+        })
+        .collect()
 }
 
 fn percentile(sorted: &[f64], quantile: f64) -> f64 {
@@ -172,16 +205,9 @@ pub fn compare(fleet: &[u64], control: &[u64], bare: &[u64]) -> CheckCost {
             0.0
         }
     };
-    let mut costs = Vec::new();
-    let mut controls = Vec::new();
-    for ((fleet, control), bare) in fleet.iter().zip(control).zip(bare) {
-        if *bare > 0 {
-            costs.push(ratio_cost((*fleet + *control) as f64 / 2.0, *bare as f64));
-        }
-        if *control > 0 {
-            controls.push(ratio_cost(*fleet as f64, *control as f64));
-        }
-    }
+    let both: Vec<u64> = fleet.iter().zip(control).map(|(a, b)| a + b).collect();
+    let costs = block_costs(&both, bare, true);
+    let controls = block_costs(fleet, control, false);
     let (_, cost_margin) = mean_and_margin(&costs);
     let (_, control_margin) = mean_and_margin(&controls);
     let mut sorted = costs.clone();
@@ -189,6 +215,12 @@ pub fn compare(fleet: &[u64], control: &[u64], bare: &[u64]) -> CheckCost {
     CheckCost {
         window_s: WINDOW.as_secs_f64(),
         windows: fleet.len() as u32,
+        block_s: WINDOW.as_secs_f64()
+            * if fleet.len() >= 2 * BLOCK {
+                BLOCK as f64
+            } else {
+                1.0
+            },
         fleet_rps: rate(fleet),
         control_rps: rate(control),
         bare_rps: rate(bare),
@@ -221,6 +253,33 @@ mod tests {
         // No bare throughput at all: no cost claimed.
         assert_eq!(compare(&[1], &[1], &[0]).cost, 0.0);
         assert_eq!(compare(&[], &[], &[]).windows, 0);
+    }
+
+    #[test]
+    fn swings_between_adjacent_windows_cancel_within_a_block() {
+        // The kernel gives the checked fleets 20% more in one second and the bare one 20% more
+        // in the next: the windows' costs swing ±20%, the run's figure does not, and neither
+        // does the margin over 5 s blocks (each block's sums all but cancel the swing).
+        let bare: Vec<u64> = (0..30)
+            .map(|i| if i % 2 == 0 { 800 } else { 1200 })
+            .collect();
+        let checked: Vec<u64> = (0..30)
+            .map(|i| if i % 2 == 0 { 1176 } else { 784 })
+            .collect();
+        let cost = compare(&checked, &checked, &bare);
+        assert!((cost.cost - 0.02).abs() < 0.001, "{cost:?}");
+        assert_eq!(cost.block_s, 5.0);
+        assert!(cost.cost_margin < 0.1, "{cost:?}");
+        let per_window = block_costs(
+            &checked[..9].iter().map(|n| n * 2).collect::<Vec<_>>(),
+            &bare[..9],
+            true,
+        );
+        assert_eq!(
+            per_window.len(),
+            9,
+            "too few windows for two blocks: one each"
+        );
     }
 
     #[test]

@@ -207,9 +207,12 @@ pub struct CheckCost {
     pub bare_rps: f64,
     /// The share of throughput health checking costs: 1 − (fleet + control) / (2 × bare).
     pub cost: f64,
-    /// Half the 95% interval of the cost (1.96 standard errors of the windows' costs).
+    /// Each block's length, seconds: the margins are computed over blocks of windows (batch
+    /// means), each block's cost from its summed throughputs.
+    pub block_s: f64,
+    /// Half the 95% interval of the cost (Student's t over the blocks' costs).
     pub cost_margin: f64,
-    /// The windows' costs: 10th and 90th percentiles.
+    /// The blocks' costs: 10th and 90th percentiles.
     pub cost_p10: f64,
     /// 90th percentile.
     pub cost_p90: f64,
