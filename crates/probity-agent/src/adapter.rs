@@ -11,34 +11,16 @@ pub(crate) fn redact(text: &str) -> std::borrow::Cow<'_, str> {
 /// The startup step the agent completes once every liveness condition has shown a sign of life.
 pub(crate) const APP_STARTED_STEP: &str = "app_started";
 
-/// The core's naming rule for checks and conditions, applied while the file is parsed so a
-/// bad name is reported at its line (the core checks it again when the registry is built).
-pub(crate) fn validate_name(name: &str) -> Result<(), &'static str> {
-    if name.is_empty() || name.len() > 63 {
-        return Err("names are 1 to 63 characters");
+/// The core's naming rule for checks and conditions ([`probity::validate_name`]), applied while
+/// the file is parsed so a bad name is reported at its line (the core checks it again when the
+/// registry is built), and the agent's own startup step's name reserved too.
+pub(crate) fn validate_name(name: &str) -> Result<(), String> {
+    if name == APP_STARTED_STEP {
+        return Err(format!(
+            "invalid name `{name}`: the name is reserved for the agent's own startup step"
+        ));
     }
-    if !name
-        .chars()
-        .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || matches!(c, '_' | '-' | '.'))
-    {
-        return Err("names hold only lowercase letters, digits, '_', '-' and '.'");
-    }
-    if !name.starts_with(|c: char| c.is_ascii_alphanumeric()) {
-        return Err("names start with a letter or digit");
-    }
-    if [
-        "shutdown",
-        "startup",
-        "liveness",
-        "readiness",
-        "marked_broken",
-        APP_STARTED_STEP,
-    ]
-    .contains(&name)
-    {
-        return Err("the name is reserved for a built-in gate");
-    }
-    Ok(())
+    probity::validate_name(name).map_err(|error| error.to_string())
 }
 
 #[cfg(test)]
@@ -47,10 +29,31 @@ mod tests {
 
     #[test]
     fn names_follow_the_core_rules() {
-        assert!(validate_name("db-pool").is_ok());
-        assert!(validate_name("Db").is_err());
-        assert!(validate_name("-db").is_err());
-        assert!(validate_name("app_started").is_err());
+        for name in ["db-pool", "redis.cache", "0ready"] {
+            assert_eq!(validate_name(name), Ok(()));
+        }
+        for name in [
+            "Db",
+            "-db",
+            "",
+            "db pool",
+            "deadlock",
+            "runtime_stall",
+            "marked_broken",
+            "readiness",
+            "app_started",
+        ] {
+            let error = validate_name(name).unwrap_err();
+            assert!(
+                error.starts_with(&format!("invalid name `{name}`: ")),
+                "{error}"
+            );
+        }
         assert!(validate_name(&"a".repeat(64)).is_err());
+        // Whatever the core refuses, the agent refuses with the core's words.
+        for name in ["deadlock", "Db", &"a".repeat(64)] {
+            let core = probity::validate_name(name).unwrap_err().to_string();
+            assert_eq!(validate_name(name), Err(core));
+        }
     }
 }

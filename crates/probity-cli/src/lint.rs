@@ -167,16 +167,39 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
         } else {
             match write::write_fixed(&sources, &fixed, &args.paths, args.max_input_size) {
                 Ok(written) => written,
-                Err(errors) => {
-                    // Nothing was written: say why, and claim no fix.
-                    for error in &errors {
+                Err(failure) => {
+                    // Say why, and claim no fix but those written whole.
+                    for error in &failure.errors {
                         writeln!(
                             stderr,
                             "error: {}",
                             output::escape_control(&error.to_string())
                         )?;
                     }
-                    writeln!(stderr, "error: no file was changed")?;
+                    if failure.written.is_empty() {
+                        writeln!(stderr, "error: no file was changed")?;
+                    } else {
+                        for &index in &failure.written {
+                            writeln!(
+                                stderr,
+                                "error: {} was fixed and written before the failure",
+                                output::escape_control(&sources[index].name)
+                            )?;
+                        }
+                        let left: Vec<String> = (0..sources.len())
+                            .filter(|index| {
+                                fixed.changed(&sources, *index) && !failure.written.contains(index)
+                            })
+                            .map(|index| output::escape_control(&sources[index].name).into_owned())
+                            .collect();
+                        writeln!(
+                            stderr,
+                            "error: {} of {} fixed file(s) written; not written: {}",
+                            failure.written.len(),
+                            failure.written.len() + left.len(),
+                            left.join(", ")
+                        )?;
+                    }
                     return Ok(ExitCode::from(2));
                 }
             }

@@ -48,23 +48,46 @@ pub enum WriteError {
     },
 }
 
+/// Why `--fix` did not write every file it fixed, and which it did write.
+#[derive(Debug)]
+pub struct WriteFailure {
+    /// The inputs written before the failure (renamed into place, each whole). Empty when a
+    /// check refused before anything was written, which is the usual case: only a rename that
+    /// fails after others succeeded (a full disk, a file removed meanwhile) leaves some written.
+    pub written: Vec<usize>,
+    /// Every reason a file was not written.
+    pub errors: Vec<WriteError>,
+}
+
 /// One file ready to be renamed into place.
+#[derive(Debug)]
 struct Staged {
     index: usize,
     temporary: PathBuf,
     target: PathBuf,
 }
 
-/// Writes every input that `fixed` changed, or none: the indices of the inputs written, or
-/// every reason a file could not be (then no file was touched). `roots` are the paths given on
-/// the command line (files and folders); `limit` the input size limit the inputs were read
-/// with.
+/// Writes every input that `fixed` changed: the indices of the inputs written, or every reason
+/// a file could not be with those that were (none, unless a rename failed after others).
+/// `roots` are the paths given on the command line (files and folders); `limit` the input size
+/// limit the inputs were read with.
 pub fn write_fixed(
     original: &[Source],
     fixed: &Fixed,
     roots: &[PathBuf],
     limit: u64,
-) -> Result<Vec<usize>, Vec<WriteError>> {
+) -> Result<Vec<usize>, WriteFailure> {
+    stage_fixed(original, fixed, roots, limit)?.commit(original)
+}
+
+/// Every changed file checked and its new text written to a temporary file beside it, nothing
+/// renamed yet; or every reason a file could not be (then no temporary file is left).
+pub fn stage_fixed(
+    original: &[Source],
+    fixed: &Fixed,
+    roots: &[PathBuf],
+    limit: u64,
+) -> Result<StagedFixes, WriteFailure> {
     let mut staged = Vec::new();
     let mut errors = Vec::new();
     for (index, source) in original.iter().enumerate() {
@@ -80,24 +103,47 @@ pub fn write_fixed(
         for file in staged {
             let _ = std::fs::remove_file(&file.temporary);
         }
-        return Err(errors);
+        return Err(WriteFailure {
+            written: Vec::new(),
+            errors,
+        });
     }
-    let mut written = Vec::new();
-    let mut staged = staged.into_iter();
-    while let Some(file) = staged.next() {
-        if let Err(reason) = std::fs::rename(&file.temporary, &file.target) {
-            let _ = std::fs::remove_file(&file.temporary);
-            for rest in staged {
-                let _ = std::fs::remove_file(&rest.temporary);
+    Ok(StagedFixes(staged))
+}
+
+/// Fixed files written beside their targets, to be renamed into place by [`StagedFixes::commit`].
+#[derive(Debug)]
+pub struct StagedFixes(Vec<Staged>);
+
+impl StagedFixes {
+    /// The temporary files, in the order they will be renamed.
+    pub fn temporaries(&self) -> impl Iterator<Item = &Path> {
+        self.0.iter().map(|file| file.temporary.as_path())
+    }
+
+    /// Renames each temporary file over its target, in order; at the first failure the rest
+    /// are removed and the failure says which were written. `original` names the inputs.
+    pub fn commit(self, original: &[Source]) -> Result<Vec<usize>, WriteFailure> {
+        let mut written = Vec::new();
+        let mut staged = self.0.into_iter();
+        while let Some(file) = staged.next() {
+            if let Err(reason) = std::fs::rename(&file.temporary, &file.target) {
+                let _ = std::fs::remove_file(&file.temporary);
+                for rest in staged {
+                    let _ = std::fs::remove_file(&rest.temporary);
+                }
+                return Err(WriteFailure {
+                    written,
+                    errors: vec![WriteError::Io {
+                        path: original[file.index].name.clone(),
+                        reason,
+                    }],
+                });
             }
-            return Err(vec![WriteError::Io {
-                path: original[file.index].name.clone(),
-                reason,
-            }]);
+            written.push(file.index);
         }
-        written.push(file.index);
+        Ok(written)
     }
-    Ok(written)
 }
 
 /// Checks one file and writes its new text to a temporary file beside its target.

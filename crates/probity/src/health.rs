@@ -3,6 +3,7 @@
 
 use crate::heartbeat::{Heartbeat, HeartbeatCell};
 use crate::liveness::{self, Watchdog, Watched};
+use crate::name::validate_name;
 use crate::passive::Reporter;
 use crate::paths::ProbePaths;
 use crate::snapshot::Snapshot;
@@ -12,16 +13,12 @@ use crate::view::HealthView;
 use parking_lot::Mutex;
 use probity_contract::Tier;
 use probity_contract::contract::LivenessKind;
-use probity_contract::verdict::Gate;
 use std::fmt;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::time::Duration;
 use tokio::sync::Notify;
 use tokio::time::Instant;
-
-/// Longest a name may be (the DNS label limit, so names fit gRPC service names and labels).
-const MAX_NAME_LEN: usize = 63;
 
 /// Why a registry could not be built. Every variant names the check (or step) and the field.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -208,45 +205,6 @@ pub struct UnknownName {
     pub name: String,
     /// The declared names, comma-separated.
     pub known: String,
-}
-
-fn validate_name(name: &str) -> Result<(), BuildError> {
-    let invalid = |reason| BuildError::InvalidName {
-        name: name.to_owned(),
-        reason,
-    };
-    if name.is_empty() {
-        return Err(invalid("names must not be empty"));
-    }
-    if name.len() > MAX_NAME_LEN {
-        return Err(invalid("names must be at most 63 characters"));
-    }
-    if !name
-        .chars()
-        .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || matches!(c, '_' | '-' | '.'))
-    {
-        return Err(invalid(
-            "names may hold only lowercase letters, digits, '_', '-' and '.'",
-        ));
-    }
-    if !name.starts_with(|c: char| c.is_ascii_alphanumeric()) {
-        return Err(invalid("names must start with a letter or digit"));
-    }
-    let reserved = [
-        Gate::Shutdown.name(),
-        Gate::Startup.name(),
-        Gate::Liveness.name(),
-        "readiness",
-        "runtime_stall",
-        "deadlock",
-        "marked_broken",
-    ];
-    if reserved.contains(&name) {
-        return Err(invalid(
-            "the name is reserved for a built-in gate or condition",
-        ));
-    }
-    Ok(())
 }
 
 /// Builds a [`Health`].

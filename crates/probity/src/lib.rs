@@ -131,6 +131,7 @@ mod health;
 mod heartbeat;
 mod history;
 mod liveness;
+mod name;
 mod passive;
 mod paths;
 mod poller;
@@ -157,6 +158,7 @@ pub use history::{
     ConditionHistory, ConditionPhase, ConditionTransition, HISTORY_LEN, History, PollRecord,
     TransitionRecord,
 };
+pub use name::validate_name;
 pub use passive::Reporter;
 pub use paths::{PathError, ProbePaths};
 pub use poller::poll_once;

@@ -832,8 +832,8 @@ impl<'de, T: Deserialize<'de>> Deserialize<'de> for Named<T> {
                     if entries.iter().any(|(known, _)| *known == name) {
                         return Err(key.error(format!("`{name}` is named twice")));
                     }
-                    if let Err(reason) = crate::adapter::validate_name(&name) {
-                        return Err(key.error(format!("`{name}`: {reason}")));
+                    if let Err(message) = crate::adapter::validate_name(&name) {
+                        return Err(key.error(message));
                     }
                     if entries.len() >= super::MAX_ENTRIES {
                         return Err(key.error(format!(

@@ -329,3 +329,26 @@ fn stale_after_scrapes_defaults_to_120_and_a_misspelling_is_still_refused() {
         "write 2 or more, or 0 to never report",
     );
 }
+
+#[test]
+fn a_name_the_core_reserves_is_refused_at_its_key_and_line() {
+    // `deadlock` and `runtime_stall` are the core's own liveness conditions: the registry would
+    // refuse them when built; the agent refuses them where they are written.
+    for name in ["deadlock", "runtime_stall", "marked_broken", "readiness"] {
+        let core = probity::validate_name(name).unwrap_err().to_string();
+        let text = format!("service = \"a\"\n\n[readiness.{name}]\ntcp = {{ target = \"a:1\" }}\n");
+        error_at(toml(&text), 3, &core);
+        let text = format!(
+            "readiness:\n  db:\n    tcp: {{target: a:1}}\n  {name}:\n    tcp: {{target: b:1}}\n"
+        );
+        error_at(yaml(&text), 4, &core);
+    }
+    let error = toml("[readiness.app_started]\ntcp = { target = \"a:1\" }\n").unwrap_err();
+    assert_eq!(error.line(), Some(1), "{error}");
+    assert!(
+        error
+            .to_string()
+            .contains("reserved for the agent's own startup step"),
+        "{error}"
+    );
+}
