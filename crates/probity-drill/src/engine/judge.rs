@@ -7,7 +7,7 @@
 //! after the fault ends. Each window adds [`SERVICE_SLACK`] for the service's own check to
 //! notice (a check polled in the background, as it should be, sees a change one poll late).
 
-use super::report::{Check, Diagnosis, Row};
+use super::report::{Check, Diagnosis, Row, opt_secs, secs};
 use crate::engine::balancer::Checks;
 use crate::file::pod::ResolvedPod;
 use crate::file::{BalancerMode, Fault, FaultKind, Scope};
@@ -74,14 +74,6 @@ impl Windows {
             drain,
         }
     }
-}
-
-fn secs(duration: Duration) -> String {
-    format!("{:.1}s", duration.as_secs_f64())
-}
-
-fn opt_secs(value: Option<f64>) -> String {
-    value.map_or("never".to_owned(), |s| format!("{s:.1}s"))
 }
 
 /// The diagnosis for probes that hang while a dependency does not answer.

@@ -5,6 +5,18 @@ use crate::file::{BalancerMode, FaultKind, Scope};
 use probity_contract::text::escape_control as shown;
 use serde::Serialize;
 use std::fmt::Write as _;
+use std::time::Duration;
+
+/// A measured time, to a tenth of a second (`4.2s`): the report's one format for figures (the
+/// drill file's durations are written in the duration grammar instead).
+pub(crate) fn secs(duration: Duration) -> String {
+    format!("{:.1}s", duration.as_secs_f64())
+}
+
+/// A measured instant in seconds from the fault's start, or `never`.
+pub(crate) fn opt_secs(value: Option<f64>) -> String {
+    value.map_or("never".to_owned(), |s| format!("{s:.1}s"))
+}
 
 /// Failed requests, by what failed them.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]

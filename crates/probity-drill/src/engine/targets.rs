@@ -4,20 +4,11 @@
 //! served while the fault lasts, marked answers gone after it, writes delivered to a broker, and
 //! what health checking costs.
 
-use super::report::{Check, Diagnosis, Row};
+use super::report::{Check, Diagnosis, Row, opt_secs, secs};
 use crate::file::{Fault, FaultKind, Traffic};
-use std::time::Duration;
 
 /// What health checking may cost in throughput by default.
 pub const CHECK_COST: f64 = 0.03;
-
-fn secs(duration: Duration) -> String {
-    format!("{:.1}s", duration.as_secs_f64())
-}
-
-fn opt_secs(value: Option<f64>) -> String {
-    value.map_or("never".to_owned(), |s| format!("{s:.1}s"))
-}
 
 fn percent(share: f64) -> String {
     let percent = share * 100.0;

@@ -69,9 +69,9 @@ pub(crate) fn check(
                 probe.position,
                 Some(&container.name),
                 format!(
-                    "the {} probe connects to {}, but `{REWRITE}: \"false\"` (line {}) leaves it \
-                     to the kubelet, and under Istio's sidecar every inbound port is accepted by \
-                     the proxy: the probe passes while the proxy runs, whatever `{}` does",
+                    "the {} probe is a {}, but `{REWRITE}: \"false\"` (line {}) leaves it to \
+                     the kubelet, and under Istio's sidecar every inbound port is accepted by the \
+                     proxy: the probe always passes while the proxy runs, whatever `{}` does",
                     probe.kind,
                     probe.handler.describe(container),
                     rewrite_off.position.line,
