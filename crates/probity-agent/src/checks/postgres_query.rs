@@ -84,13 +84,7 @@ impl PostgresQueryCheck {
             ),
             None if error.is_closed() => format!("connection closed ({})", self.target),
             None => {
-                let mut text = error.to_string();
-                let mut source = std::error::Error::source(error);
-                while let Some(cause) = source {
-                    text.push_str(": ");
-                    text.push_str(&cause.to_string());
-                    source = cause.source();
-                }
+                let text = probity_contract::text::error_chain(error);
                 format!("{} ({})", probity::redact::redact(&text), self.target)
             }
         };
@@ -122,5 +116,36 @@ impl Check for PostgresQueryCheck {
 
     fn default_fall(&self) -> Option<u32> {
         Some(probity_checks::NETWORK_FALL)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_connection_error_names_its_cause_once() {
+        // Port 1 on the loopback: nothing listens, the connect is refused at once.
+        let config: Config = "host=127.0.0.1 port=1 user=probity dbname=test connect_timeout=5"
+            .parse()
+            .unwrap();
+        let check = PostgresQueryCheck::new(
+            config,
+            "SELECT 1".into(),
+            Timing {
+                interval: Duration::from_secs(2),
+                timeout: Duration::from_secs(1),
+            },
+        );
+        let error = check.poll().await.unwrap_err();
+        let message = error.message();
+        assert!(
+            message.starts_with("error connecting to server: "),
+            "{message}"
+        );
+        assert!(message.ends_with("(127.0.0.1:1)"), "{message}");
+        // The cause follows tokio-postgres's own message, once.
+        let cause = "Connection refused";
+        assert_eq!(message.matches(cause).count(), 1, "{message}");
     }
 }

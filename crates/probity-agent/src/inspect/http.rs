@@ -297,21 +297,8 @@ fn classify(error: &reqwest::Error) -> Failure {
 /// The messages of an error's sources, skipping repeats: reqwest's own message only says which
 /// URL it was asking, which the report already shows.
 fn chain(error: &reqwest::Error) -> String {
-    use std::error::Error as _;
-    let mut message = String::new();
-    let mut source = error.source();
-    while let Some(cause) = source {
-        let text = cause.to_string();
-        if !message.contains(&text) {
-            if !message.is_empty() {
-                message.push_str(": ");
-            }
-            message.push_str(&text);
-        }
-        source = cause.source();
+    match std::error::Error::source(error) {
+        Some(cause) => probity_contract::text::error_chain(cause),
+        None => error.to_string(),
     }
-    if message.is_empty() {
-        message = error.to_string();
-    }
-    message
 }
