@@ -37,6 +37,15 @@ RUSTDOCFLAGS="-D warnings" cargo doc --workspace --all-features --no-deps --lock
 # The libraries with features also document cleanly with none of them (what a user who enables
 # one backend reads: no link points at an item a feature hides).
 RUSTDOCFLAGS="-D warnings" cargo doc -p probity -p probity-checks --no-default-features --no-deps --locked
+# And with each backend alone: a link to an item behind another feature must not dangle.
+backends=$(cargo metadata --format-version 1 --no-deps --locked | python3 -c 'import json, sys
+for p in json.load(sys.stdin)["packages"]:
+    if p["name"] == "probity-checks":
+        print(" ".join(f for f in p["features"] if f not in ("default", "all") and not f.startswith("_")))')
+[ -n "$backends" ] || { echo "no probity-checks features found" >&2; exit 1; }
+for feature in $backends; do
+  RUSTDOCFLAGS="-D warnings" cargo doc -q -p probity-checks --no-default-features --features "$feature" --no-deps --locked
+done
 
 log "cargo package (every published crate, in dependency order)"
 # One invocation packages the crates in dependency order against the ones packaged before it (a
