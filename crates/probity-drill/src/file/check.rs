@@ -1,7 +1,13 @@
 //! The rules of a drill file that span keys: what a placeholder, a fault or a hook names
 //! exists; numbers are in range.
 
-use super::*;
+use super::read::find_line;
+use super::{
+    BalancerMode, Dependency, DrillFile, FaultKind, FileError, MAX_FAULTS, MAX_INSTANCES,
+    MAX_SETUP, Request, Scope, placeholder,
+};
+use std::path::Path;
+use std::time::Duration;
 
 impl DrillFile {
     /// Rules that span keys: what a placeholder, a fault or a hook names exists; numbers are in

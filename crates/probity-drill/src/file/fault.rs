@@ -1,7 +1,10 @@
 //! The faults a drill file names: what each does, to what, when, and what the app may change
 //! meanwhile.
 
-use super::*;
+use super::Dur;
+use serde::{Deserialize, Deserializer};
+use std::collections::BTreeMap;
+use std::time::Duration;
 
 /// What a fault does.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, serde::Serialize)]

@@ -34,15 +34,15 @@ mod read;
 
 use serde::{Deserialize, Deserializer};
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::Duration;
 
 pub use fault::{AppChange, Cost, Fault, FaultKind, Scope, Share, TargetOverrides};
 pub use placeholder::Placeholder;
 pub use pod::{PodSpec, ResolvedPod};
+pub(crate) use read::read_text;
 use read::yaml_message;
 pub use read::{FileError, Loaded};
-pub(crate) use read::{find_line, read_text};
 
 /// The largest drill file read (the bound every probity tool puts on a file it is given): far
 /// more than any real one.

@@ -1,7 +1,8 @@
 //! Reading a drill file: the bounded read, the YAML, and the errors that name the file and
 //! line.
 
-use super::*;
+use super::{DrillFile, MAX_FILE_BYTES};
+use std::path::{Path, PathBuf};
 
 /// Why a drill file cannot be used.
 #[derive(Debug, thiserror::Error)]

@@ -1,6 +1,7 @@
 use super::pod::{PortTarget, PreStop, ProbeAction};
 use super::*;
 use probity_contract::probe::ProbeKind;
+use std::path::Path;
 
 const MINIMAL: &str = r#"service: orders
 app:
