@@ -19,8 +19,8 @@
 //! - [`duration`]: one parser and formatter for durations as Go and Kubernetes write them
 //!   (`1m30s`, `500ms`, `2h`).
 //! - [`probe`]: the probe kinds.
-//! - [`file`](mod@file): a file a person named, read as every tool reads one: a regular file (a FIFO or
-//!   device is refused before it is opened), capped, UTF-8 ([`file::read_text`]).
+//! - [`file`](mod@file): a file a person named, read as every tool reads one: a regular file
+//!   (a FIFO or device is refused before it is opened), capped, UTF-8 ([`file::read_text`]).
 //! - [`text`]: names that came from input, made safe to print on a terminal
 //!   ([`text::escape_control`]) and in XML or HTML ([`text::escape_markup`]).
 //!
