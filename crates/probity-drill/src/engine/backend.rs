@@ -81,6 +81,10 @@ pub trait Backend {
     /// What a placeholder means for instance `index` (`None` for one it does not fill).
     fn placeholder(&self, index: usize, placeholder: &Placeholder) -> Option<String>;
 
+    /// The processes whose CPU time the health-check cost counts: each instance's app and
+    /// agent, and the balancer.
+    fn processes(&self) -> super::cpu::Processes;
+
     /// `text` with instance `index`'s placeholders filled.
     fn fill(&self, index: usize, text: &str) -> String;
 }
@@ -186,6 +190,10 @@ impl Backend for Fleet {
             Placeholder::Name => Some(pod.name.clone()),
             _ => None,
         }
+    }
+
+    fn processes(&self) -> super::cpu::Processes {
+        Fleet::processes(self)
     }
 
     fn fill(&self, index: usize, text: &str) -> String {

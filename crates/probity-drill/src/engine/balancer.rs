@@ -317,6 +317,11 @@ impl Balancer {
         Ok(balancer)
     }
 
+    /// HAProxy's process.
+    pub fn pid(&self) -> Option<u32> {
+        self._child.id()
+    }
+
     async fn command(&self, command: &str) -> std::io::Result<String> {
         let mut socket = UnixStream::connect(&self.socket).await?;
         socket.write_all(command.as_bytes()).await?;

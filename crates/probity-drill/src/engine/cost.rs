@@ -10,15 +10,24 @@
 //! alike. The cost is what the two checked fleets serve against the bare one; the control —
 //! the fleet against its identical twin — is the instrument's own noise, reported beside it, in
 //! every run.
+//!
+//! Throughput still depends on how the kernel shares the cores from one second to the next. The
+//! CPU time each fleet's processes spend per request served does not: the drill reads it from
+//! the kernel's accounting every block ([`super::cpu`]), and the cost judged is the one it
+//! gives — on a saturated machine throughput is the inverse of CPU per request, so the two
+//! agree in expectation, and the CPU figure is the steadier of the two.
 
+use super::cpu;
 use super::fleet::{Fleet, Shared, Variant};
-use super::report::CheckCost;
+use super::report::{CheckCost, CpuCost};
 use super::traffic::Running;
 use crate::DrillError;
 use crate::file::Cost;
 use crate::load::{LoadHandle, Sample, Timeline};
 use std::path::Path;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
+use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
 /// Each window the throughputs are compared in.
@@ -31,12 +40,32 @@ pub struct Bench {
     control: Fleet,
     bare_load: LoadHandle,
     control_load: LoadHandle,
+    cpu: Arc<Mutex<Vec<CpuSample>>>,
+    _sampler: AbortOnDrop,
+}
+
+/// A task that ends with its owner.
+#[derive(Debug)]
+struct AbortOnDrop(JoinHandle<()>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
+/// The three fleets' CPU time (clock ticks) at one instant: the drill's, the control, the bare.
+#[derive(Debug, Clone, Copy)]
+struct CpuSample {
+    at: Instant,
+    ticks: [u64; 3],
 }
 
 impl Bench {
     /// Starts the bare and the control fleets and their traffic (for at most `bound`).
     pub async fn start(
         shared: &Shared<'_>,
+        fleet: &impl super::backend::Backend,
         cost: &Cost,
         work: &Path,
         traffic: &Running,
@@ -79,11 +108,38 @@ impl Bench {
         }
         let bare_load = traffic.also_to(bare.balancer.frontend, bound);
         let control_load = traffic.also_to(control.balancer.frontend, bound);
+        // The CPU time of each fleet at every block's edge, read off the runtime's threads
+        // (a scan of /proc) and bounded by the traffic's own bound.
+        let cpu = Arc::new(Mutex::new(Vec::new()));
+        // Nothing restarts while the cost is measured (a restart is a missed target of its own),
+        // so the processes are listed once.
+        let processes = [fleet.processes(), control.processes(), bare.processes()];
+        let sampler = tokio::spawn({
+            let cpu = cpu.clone();
+            async move {
+                let deadline = Instant::now() + bound;
+                let mut every = tokio::time::interval(WINDOW * BLOCK as u32);
+                while Instant::now() < deadline {
+                    every.tick().await;
+                    let at = Instant::now();
+                    let processes = processes.clone();
+                    let ticks =
+                        tokio::task::spawn_blocking(move || processes.each_ref().map(cpu::ticks))
+                            .await
+                            .unwrap_or([0; 3]);
+                    if let Ok(mut samples) = cpu.lock() {
+                        samples.push(CpuSample { at, ticks });
+                    }
+                }
+            }
+        });
         Ok(Bench {
             bare,
             control,
             bare_load,
             control_load,
+            cpu,
+            _sampler: AbortOnDrop(sampler),
         })
     }
 
@@ -96,6 +152,7 @@ impl Bench {
         to: Instant,
         success: impl Fn(&Sample) -> bool,
     ) -> CheckCost {
+        drop(self._sampler);
         self.bare_load.stop();
         self.control_load.stop();
         let bare = self.bare_load.timeline().samples(from, to);
@@ -103,13 +160,97 @@ impl Bench {
         let fleet = fleet.samples(from, to);
         self.bare.shutdown().await;
         self.control.shutdown().await;
+        let cpu_samples: Vec<CpuSample> = self
+            .cpu
+            .lock()
+            .map(|samples| {
+                samples
+                    .iter()
+                    .filter(|sample| sample.at >= from && sample.at <= to)
+                    .copied()
+                    .collect()
+            })
+            .unwrap_or_default();
         let per_window = |samples: &[Sample]| windows(samples, from, to, &success);
-        compare(
+        let mut cost = compare(
             &per_window(&fleet),
             &per_window(&control),
             &per_window(&bare),
-        )
+        );
+        let served = |samples: &[Sample], a: Instant, b: Instant| {
+            samples
+                .iter()
+                .filter(|s| s.sent >= a && s.sent < b && success(s))
+                .count() as u64
+        };
+        let blocks: Vec<CpuBlock> = cpu_samples
+            .windows(2)
+            .map(|pair| {
+                let (a, b) = (pair[0], pair[1]);
+                CpuBlock {
+                    ticks: [0, 1, 2].map(|i| b.ticks[i].saturating_sub(a.ticks[i])),
+                    served: [
+                        served(&fleet, a.at, b.at),
+                        served(&control, a.at, b.at),
+                        served(&bare, a.at, b.at),
+                    ],
+                }
+            })
+            .collect();
+        cost.cpu = cpu_compare(&blocks);
+        cost
     }
+}
+
+/// One block's CPU time (clock ticks) and requests served: the drill's fleet, the control, the
+/// bare fleet.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CpuBlock {
+    /// CPU time used in the block.
+    pub ticks: [u64; 3],
+    /// Successful requests sent in it.
+    pub served: [u64; 3],
+}
+
+/// The cost from CPU time per request served: `1 − bare / checked` (checked the mean of the
+/// drill's fleet and the control), over every block, with its 95% margin over the blocks; the
+/// control is `1 − control / fleet`. `None` without two blocks that served and used CPU.
+pub fn cpu_compare(blocks: &[CpuBlock]) -> Option<CpuCost> {
+    let per_request = |ticks: u64, served: u64| (served > 0).then(|| ticks as f64 / served as f64);
+    let cost = |block: &CpuBlock| {
+        let fleet = per_request(block.ticks[0], block.served[0])?;
+        let control = per_request(block.ticks[1], block.served[1])?;
+        let bare = per_request(block.ticks[2], block.served[2])?;
+        let checked = (fleet + control) / 2.0;
+        (checked > 0.0 && bare > 0.0).then(|| (1.0 - bare / checked, 1.0 - control / fleet))
+    };
+    let each: Vec<(f64, f64)> = blocks.iter().filter_map(cost).collect();
+    if each.len() < 2 {
+        return None;
+    }
+    let total = blocks.iter().fold(
+        CpuBlock {
+            ticks: [0; 3],
+            served: [0; 3],
+        },
+        |mut sum, block| {
+            for i in 0..3 {
+                sum.ticks[i] += block.ticks[i];
+                sum.served[i] += block.served[i];
+            }
+            sum
+        },
+    );
+    let (figure, control) = cost(&total)?;
+    let (_, margin) = mean_and_margin(&each.iter().map(|(c, _)| *c).collect::<Vec<_>>());
+    let (_, control_margin) = mean_and_margin(&each.iter().map(|(_, c)| *c).collect::<Vec<_>>());
+    Some(CpuCost {
+        blocks: each.len() as u32,
+        cost: figure,
+        margin,
+        control,
+        control_margin,
+    })
 }
 
 /// Successful requests sent in each whole [`WINDOW`] of `[from, to)`.
@@ -230,6 +371,7 @@ pub fn compare(fleet: &[u64], control: &[u64], bare: &[u64]) -> CheckCost {
         cost_p90: percentile(&sorted, 0.90),
         control: ratio_cost(sum(fleet), sum(control)),
         control_margin,
+        cpu: None,
     }
 }
 
@@ -280,6 +422,32 @@ mod tests {
             9,
             "too few windows for two blocks: one each"
         );
+    }
+
+    #[test]
+    fn the_cpu_cost_is_cpu_per_request_whatever_share_of_the_cores_each_fleet_got() {
+        // Each block the kernel hands the fleets different shares of the cores: requests and
+        // CPU move together, CPU per request does not. The checked fleets spend 2% more per
+        // request than the bare one.
+        let blocks: Vec<CpuBlock> = [(300u64, 500u64, 400u64), (520, 310, 450), (400, 400, 410)]
+            .iter()
+            .map(|&(fleet, control, bare)| CpuBlock {
+                ticks: [fleet * 102, control * 102, bare * 100],
+                served: [fleet * 10, control * 10, bare * 10],
+            })
+            .collect();
+        let cpu = cpu_compare(&blocks).expect("three blocks");
+        assert_eq!(cpu.blocks, 3);
+        assert!((cpu.cost - 0.0196).abs() < 0.001, "{cpu:?}");
+        assert!(cpu.margin < 0.001, "{cpu:?}");
+        assert!(cpu.control.abs() < 1e-9, "{cpu:?}");
+        // Fewer than two blocks that served: no figure.
+        assert_eq!(cpu_compare(&blocks[..1]), None);
+        let idle = CpuBlock {
+            ticks: [1, 1, 1],
+            served: [0, 0, 0],
+        };
+        assert_eq!(cpu_compare(&[idle, idle]), None);
     }
 
     #[test]

@@ -149,6 +149,18 @@ pub fn tail(path: &Path) -> String {
 }
 
 impl Fleet {
+    /// The processes the fleet runs, for their CPU time: each pod's app and agent, and HAProxy.
+    pub fn processes(&self) -> super::cpu::Processes {
+        super::cpu::Processes {
+            groups: self
+                .pods
+                .iter()
+                .flat_map(|pod| pod.process_groups())
+                .collect(),
+            pids: self.balancer.pid().into_iter().collect(),
+        }
+    }
+
     /// Prepares the pods (nothing runs yet but the proxies) and starts the balancer, with
     /// logs and configuration under `work`; instances are named `SERVICE-N`, or
     /// `SERVICE-LABEL-N` with a label.

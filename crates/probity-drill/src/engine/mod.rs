@@ -17,6 +17,7 @@
 pub mod backend;
 pub mod balancer;
 pub mod cost;
+pub mod cpu;
 pub mod delivery;
 pub mod events;
 pub mod figures;
@@ -332,6 +333,7 @@ async fn drill(
             Some(cost) => Some(
                 cost::Bench::start(
                     shared,
+                    fleet,
                     cost,
                     &work.join(format!("cost-{}", number + 1)),
                     &load,

@@ -209,6 +209,8 @@ pub struct Pod {
     ready: watch::Sender<bool>,
     exited: watch::Sender<u32>,
     agent_child: tokio::sync::Mutex<Option<(tokio::process::Child, Option<Group>)>>,
+    /// The agent's process (0: none), for the CPU it uses.
+    agent_pid: std::sync::atomic::AtomicU32,
     /// Added to the app's program while a fault says so.
     change: Mutex<Option<ProgramChange>>,
     /// Kills, restarts and replacements, one at a time.
@@ -255,6 +257,7 @@ impl Pod {
             ready,
             exited,
             agent_child: tokio::sync::Mutex::new(None),
+            agent_pid: std::sync::atomic::AtomicU32::new(0),
             change: Mutex::new(None),
             lifecycle: tokio::sync::Mutex::new(()),
             tasks: Mutex::new(Vec::new()),
@@ -292,6 +295,22 @@ impl Pod {
         self.lock().pid
     }
 
+    /// The process groups the pod runs: the app's and the agent's (each leads its own).
+    pub fn process_groups(&self) -> Vec<u32> {
+        let agent = self.agent_pid.load(std::sync::atomic::Ordering::Acquire);
+        self.pid()
+            .into_iter()
+            .chain((agent != 0).then_some(agent))
+            .collect()
+    }
+
+    fn note_agent(&self, child: &tokio::process::Child) {
+        self.agent_pid.store(
+            child.id().unwrap_or(0),
+            std::sync::atomic::Ordering::Release,
+        );
+    }
+
     /// The app's log file.
     pub fn log_path(&self) -> &std::path::Path {
         &self.app.log
@@ -323,6 +342,7 @@ impl Pod {
     pub async fn start(self: &Arc<Self>) -> std::io::Result<()> {
         if let Some(agent) = &self.agent {
             let child = agent.spawn()?;
+            self.note_agent(&child);
             let group = Group::of(&child);
             *self.agent_child.lock().await = Some((child, group));
             self.events.record(self.index, EventKind::Spawned);
@@ -599,6 +619,7 @@ impl Pod {
                 let _ = old.kill().await;
             }
             let child = agent.spawn()?;
+            self.note_agent(&child);
             let group = Group::of(&child);
             *slot = Some((child, group));
             self.events.record(self.index, EventKind::Spawned);

@@ -232,6 +232,25 @@ pub struct CheckCost {
     pub control: f64,
     /// Half its 95% interval.
     pub control_margin: f64,
+    /// The same from the CPU time each fleet spent per request served (the figure judged, when
+    /// measured).
+    pub cpu: Option<CpuCost>,
+}
+
+/// The health-check cost from the CPU time per request served, which the kernel's sharing of
+/// the cores between fleets does not move.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+pub struct CpuCost {
+    /// Blocks measured (5 s each).
+    pub blocks: u32,
+    /// `1 − bare / checked` CPU time per request served, over every block.
+    pub cost: f64,
+    /// Half its 95% interval over the blocks (Student's t).
+    pub margin: f64,
+    /// `1 − control / fleet`: two identical fleets, the instrument's own noise.
+    pub control: f64,
+    /// Half its 95% interval.
+    pub control_margin: f64,
 }
 
 impl Row {
@@ -388,7 +407,7 @@ impl FileReport {
                 let _ = writeln!(
                     out,
                     "  health checking costs {:.1}% ± {:.1}% of throughput ({:.0} req/s checked, \
-                     {:.0} bare; windows p10 {:.1}%, p90 {:.1}%); control {:.1}% ± {:.1}% \
+                     {:.0} bare; blocks p10 {:.1}%, p90 {:.1}%); control {:.1}% ± {:.1}% \
                      ({} windows of {:.0} s)",
                     cost.cost * 100.0,
                     cost.cost_margin * 100.0,
@@ -401,6 +420,18 @@ impl FileReport {
                     cost.windows,
                     cost.window_s
                 );
+                if let Some(cpu) = &cost.cpu {
+                    let _ = writeln!(
+                        out,
+                        "  health checking costs {:.1}% ± {:.1}% of CPU per request; control \
+                         {:.1}% ± {:.1}% ({} blocks)",
+                        cpu.cost * 100.0,
+                        cpu.margin * 100.0,
+                        cpu.control * 100.0,
+                        cpu.control_margin * 100.0,
+                        cpu.blocks
+                    );
+                }
             }
             if let Some(delivery) = &figures.delivery {
                 let _ = writeln!(
