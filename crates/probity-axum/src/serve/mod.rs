@@ -48,7 +48,7 @@
 //!    once; the server keeps accepting and serving while the load balancers notice. From now
 //!    on every HTTP/1 response carries `Connection: close`;
 //! 2. after the drain delay ([`HealthView::drained`]) the listener closes: on Linux the kernel
-//!    is first told to complete no new handshake, and every connection already waiting in the
+//!    is first told to start no new handshake (those under way complete), and every connection waiting in the
 //!    accept backlog is taken and answered, so closing resets none. HTTP/2 connections get
 //!    `GOAWAY`; an HTTP/1 connection waiting for a request gets a second more for one already
 //!    sent (answered, then closed) — a request on its way is never cut;
@@ -354,7 +354,11 @@ where
     }
     listening.shutting_down.store(true, Ordering::Relaxed);
     let listener_closed = Instant::now();
-    // What the kernel already accepted for us is answered, not reset by the close.
+    // What the kernel already accepted for us is answered, not reset by the close: new
+    // handshakes stop, those under way complete, then the queue is taken whole.
+    if stop_handshakes(&listener) {
+        tokio::time::sleep(HANDSHAKES_IN_FLIGHT).await;
+    }
     let backlog = take_backlog(&listener);
     let backlog_answered = backlog.len();
     for io in backlog {
@@ -428,24 +432,49 @@ fn deepen_backlog<L: Listener>(listener: &L) {
     }
 }
 
-/// Stops the kernel completing new connections for a TCP `listener` and takes every
-/// connection it already completed, so closing the listener resets none of them. Other
-/// listeners: nothing (their backlog, if any, is theirs).
+/// How long handshakes already under way get to complete once new ones are refused: the
+/// client's kernel answers the SYN-ACK at once, so on any network a round trip is enough.
+const HANDSHAKES_IN_FLIGHT: Duration = Duration::from_millis(50);
+
+/// Stops the kernel starting new connections for a TCP `listener`: a socket filter drops every
+/// segment with SYN set, so a new client sees no answer to its SYN (and, once the socket is
+/// closed, a refusal), while a handshake already under way — the client's final ACK — still
+/// completes and waits in the accept queue to be taken by [`take_backlog`]. (Dropping every
+/// segment would drop those ACKs too: that client believes it is connected, sends its request
+/// and is reset when the listener closes.) The filter runs on the segment from its TCP header,
+/// where byte 13 holds the flags. Returns whether there is a backlog to take (a TCP listener).
+fn stop_handshakes<L: Listener>(listener: &L) -> bool {
+    let Some(tcp) = (listener as &dyn Any).downcast_ref::<tokio::net::TcpListener>() else {
+        return false;
+    };
+    #[cfg(any(target_os = "linux", target_os = "android"))]
+    {
+        // ldb [13]; jset #SYN, drop, keep; drop: ret #0; keep: ret #-1
+        const BPF_LD_B_ABS: u16 = 0x30;
+        const BPF_JSET_K: u16 = 0x45;
+        const BPF_RET_K: u16 = 0x06;
+        const TCP_FLAGS: u32 = 13;
+        const SYN: u32 = 0x02;
+        let program = [
+            socket2::SockFilter::new(BPF_LD_B_ABS, 0, 0, TCP_FLAGS),
+            socket2::SockFilter::new(BPF_JSET_K, 0, 1, SYN),
+            socket2::SockFilter::new(BPF_RET_K, 0, 0, 0),
+            socket2::SockFilter::new(BPF_RET_K, 0, 0, u32::MAX),
+        ];
+        if let Err(error) = socket2::SockRef::from(tcp).attach_filter(&program) {
+            tracing::debug!(target: "probity::shutdown", %error, "cannot stop new handshakes");
+        }
+    }
+    true
+}
+
+/// Takes every connection the kernel completed for a TCP `listener`, so closing the listener
+/// resets none of them. Other listeners: nothing (their backlog, if any, is theirs).
 fn take_backlog<L: Listener>(listener: &L) -> Vec<tokio::net::TcpStream> {
     let Some(tcp) = (listener as &dyn Any).downcast_ref::<tokio::net::TcpListener>() else {
         return Vec::new();
     };
     let socket = socket2::SockRef::from(tcp);
-    // A filter that drops every packet: new handshakes stop here (the client sees no answer to
-    // its SYN and, once the socket is closed, a refusal), while connections the kernel already
-    // completed wait in the queue, untouched, to be accepted below.
-    #[cfg(any(target_os = "linux", target_os = "android"))]
-    {
-        const BPF_RET_K: u16 = 0x06;
-        if let Err(error) = socket.attach_filter(&[socket2::SockFilter::new(BPF_RET_K, 0, 0, 0)]) {
-            tracing::debug!(target: "probity::shutdown", %error, "cannot stop new handshakes");
-        }
-    }
     let mut taken = Vec::new();
     while taken.len() < BACKLOG_MAX {
         match socket.accept() {

@@ -86,3 +86,26 @@ fn listeners_of_one_process_share_the_descriptor_limit_by_default() {
     drop(admin);
     assert_eq!(public.refresh_budget(), alone);
 }
+
+/// Once new handshakes are stopped, a client's SYN gets no answer (its connect cannot complete),
+/// while a connection the kernel completed before is still in the queue to be taken.
+#[cfg(any(target_os = "linux", target_os = "android"))]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stopped_handshakes_leave_completed_connections_to_be_taken() {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let address = listener.local_addr().unwrap();
+    let before = std::net::TcpStream::connect(address).unwrap();
+    assert!(stop_handshakes(&listener));
+    let after = tokio::task::spawn_blocking(move || {
+        std::net::TcpStream::connect_timeout(&address, Duration::from_millis(500))
+    })
+    .await
+    .unwrap();
+    assert!(
+        after.is_err(),
+        "a new handshake completed after the filter: {after:?}"
+    );
+    let taken = take_backlog(&listener);
+    assert_eq!(taken.len(), 1, "the connection completed before is taken");
+    drop(before);
+}
