@@ -164,6 +164,15 @@ async fn a_service_serving_every_request_at_32x_its_pool_stays_in_rotation() {
     for (label, requests) in [("before", "enabled = false"), ("after", "")] {
         let agent = support::agent(&config(&app, "/ready", requests), Format::Toml).await;
         assert!(ready(&agent.url).await, "{label}: never ready");
+        // The contract states the rule: with request outcomes read, they outrank the self-check.
+        let (_, contract) = get(&client(), &format!("{}/contract", agent.url))
+            .await
+            .expect("the contract");
+        assert_eq!(
+            contract.contains("\"outranked_by_requests\": true"),
+            label == "after",
+            "{label}: {contract}"
+        );
         // 128 clients on a pool of 4.
         let load = Load::start(format!("{}/orders", app.url()), 128, None);
         // The window fills and the load settles.

@@ -142,6 +142,12 @@ pub struct CheckContract {
     /// readiness degrades (`warn`) instead of failing while the fallback is healthy.
     #[serde(default)]
     pub fallback: Option<String>,
+    /// Whether the service's own request outcomes outrank a failure of this check: while its
+    /// requests succeed, the failure degrades to `warn` (busy, not broken). Requests that fail
+    /// are the other direction, passive reports (`passive_failure_threshold`). `probity agent`
+    /// declares it for the self-checks of an app whose request metrics it reads. Absent: `false`.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub outranked_by_requests: bool,
 }
 
 /// What a liveness condition watches. None of them touches anything outside the process.
@@ -362,6 +368,7 @@ mod tests {
                 boot_requires_rise: false,
                 passive_failure_threshold: Some(5),
                 calls_health_endpoint: false,
+                outranked_by_requests: false,
                 fallback: None,
             }],
             liveness: vec![LivenessContract {

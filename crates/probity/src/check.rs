@@ -65,6 +65,14 @@ pub trait Check: Send + Sync + 'static {
     fn calls_health_endpoint(&self) -> bool {
         false
     }
+
+    /// Whether the service's own request outcomes outrank a failure of this check: while its
+    /// requests succeed, the failure degrades to `warn` (busy, not broken). A check that applies
+    /// that rule itself says so here, and the contract states it (`outranked_by_requests`);
+    /// `probity agent`'s self-checks of an app whose request metrics it reads do.
+    fn outranked_by_requests(&self) -> bool {
+        false
+    }
 }
 
 tokio::task_local! {

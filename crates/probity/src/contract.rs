@@ -31,6 +31,7 @@ pub(crate) fn describe(store: &Store) -> Contract {
             boot_requires_rise: cell.boot_requires_rise,
             passive_failure_threshold: Some(cell.passive_failures),
             calls_health_endpoint: cell.check.calls_health_endpoint(),
+            outranked_by_requests: cell.check.outranked_by_requests(),
             fallback: cell
                 .fallback
                 .map(|index| store.cells[index].name.to_string()),

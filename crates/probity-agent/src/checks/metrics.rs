@@ -202,6 +202,10 @@ impl Check for MetricsCheck {
         Box::pin(self.poll())
     }
 
+    fn outranked_by_requests(&self) -> bool {
+        self.outcomes.is_some()
+    }
+
     fn dependency(&self) -> Option<&str> {
         // The app's own figures: what they measure (a pool, a queue) is the app's.
         Some("app")

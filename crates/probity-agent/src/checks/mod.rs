@@ -372,6 +372,10 @@ impl Check for AppCheck {
     fn calls_health_endpoint(&self) -> bool {
         self.inner.calls_health_endpoint()
     }
+
+    fn outranked_by_requests(&self) -> bool {
+        self.outcomes.is_some()
+    }
 }
 
 fn apply(mut spec: CheckSpec, policy: &Policy, timing: Timing) -> CheckSpec {
