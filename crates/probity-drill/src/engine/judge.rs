@@ -565,6 +565,9 @@ pub fn judge(
     // Back.
     let back_within = overrides.back_within.unwrap_or(match kind {
         FaultKind::Terminate | FaultKind::Crash | FaultKind::Wedge => fault.recover(),
+        // A fault meant to restart the process (a hook that stalls or wedges it) comes back
+        // through a boot, as a wedge does: not within readiness's rise alone.
+        _ if restarts_target > 0 => fault.recover(),
         _ => windows.rise + SERVICE_SLACK,
     });
     // A new instance started during an outage can rise only once it has booted: its window

@@ -684,3 +684,36 @@ fn every_miss_comes_with_a_diagnosis() {
         undiagnosed.join("\n")
     );
 }
+
+#[test]
+fn a_hook_meant_to_restart_the_process_comes_back_through_a_boot() {
+    // A stall that liveness ends: the instance restarts and its new process boots and rises
+    // 12 s after the 20 s the hook was given, past readiness's 9 s window — a boot, not
+    // readiness recovering slowly.
+    let pod = pod();
+    let mut fault = fault(FaultKind::Hook);
+    fault.targets.restarts = Some(1);
+    let mut row = honest(&fault);
+    row.restarts = 1;
+    row.liveness_kills = 1;
+    row.restarted_at_s = Some(9.0);
+    row.back_in_rotation_at_s = Some(32.0);
+    let judged = judged(row.clone(), &fault, &pod, BalancerMode::Kubernetes);
+    assert!(
+        judged.checks.iter().all(|check| check.met),
+        "{:#?}",
+        judged.checks
+    );
+    // A hook meant to leave the process running is still held to readiness's rise.
+    let mut fault = fault.clone();
+    fault.targets.restarts = None;
+    row.restarts = 0;
+    row.liveness_kills = 0;
+    row.restarted_at_s = None;
+    let judged = judged_row(row, &fault, &pod);
+    missed(&judged, "back in rotation");
+}
+
+fn judged_row(row: Row, fault: &Fault, pod: &ResolvedPod) -> Row {
+    judged(row, fault, pod, BalancerMode::Kubernetes)
+}
