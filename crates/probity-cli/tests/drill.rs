@@ -86,12 +86,17 @@ fn shipped_file(name: &str, dir: &Path, faults: &str, edit: impl Fn(String) -> S
     path
 }
 
-fn drill(file: &Path) -> (Output, serde_json::Value) {
-    let path = format!(
+/// `PATH` with the checkout binary's folder first, as the drill files name it `checkout`.
+fn path_with_checkout() -> String {
+    format!(
         "{}:{}",
         checkout_dir().display(),
         std::env::var("PATH").unwrap_or_default()
-    );
+    )
+}
+
+fn drill(file: &Path) -> (Output, serde_json::Value) {
+    let path = path_with_checkout();
     let output = probity()
         .args(["drill", "--json", "--file"])
         .arg(file)
@@ -493,11 +498,7 @@ fn start_a_long_drill(dir: &Path) -> (Child, String) {
         head.replace("instances: 3", "instances: 2")
             .replace("concurrency: 32", "concurrency: 2\n  rate: 20")
     });
-    let path = format!(
-        "{}:{}",
-        checkout_dir().display(),
-        std::env::var("PATH").unwrap_or_default()
-    );
+    let path = path_with_checkout();
     let mut child = probity()
         .args(["drill", "--file"])
         .arg(&file)
