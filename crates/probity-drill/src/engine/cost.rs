@@ -13,9 +13,9 @@
 //!
 //! Throughput still depends on how the kernel shares the cores from one second to the next. The
 //! CPU time each fleet's processes spend per request served does not: the drill reads it from
-//! the kernel's accounting every block ([`super::cpu`]), and the cost judged is the one it
-//! gives — on a saturated machine throughput is the inverse of CPU per request, so the two
-//! agree in expectation, and the CPU figure is the steadier of the two.
+//! the kernel's accounting every block ([`super::cpu`]) — on a saturated machine throughput is
+//! the inverse of CPU per request, so the two agree in expectation. Which of the two is judged
+//! is decided per run by their noise (`targets::cost_check`).
 
 use super::cpu;
 use super::fleet::{Fleet, Shared, Variant};
@@ -54,11 +54,11 @@ impl Drop for AbortOnDrop {
     }
 }
 
-/// The three fleets' CPU time (clock ticks) at one instant: the drill's, the control, the bare.
+/// The three fleets' CPU time (nanoseconds) at one instant: the drill's, the control, the bare.
 #[derive(Debug, Clone, Copy)]
 struct CpuSample {
     at: Instant,
-    ticks: [u64; 3],
+    nanos: [u64; 3],
 }
 
 impl Bench {
@@ -121,14 +121,16 @@ impl Bench {
                 let mut every = tokio::time::interval(WINDOW * BLOCK as u32);
                 while Instant::now() < deadline {
                     every.tick().await;
-                    let at = Instant::now();
                     let processes = processes.clone();
-                    let ticks =
-                        tokio::task::spawn_blocking(move || processes.each_ref().map(cpu::ticks))
-                            .await
-                            .unwrap_or([0; 3]);
-                    if let Ok(mut samples) = cpu.lock() {
-                        samples.push(CpuSample { at, ticks });
+                    // Stamped with the middle of the scan, which is when it read on average.
+                    let read = tokio::task::spawn_blocking(move || {
+                        let start = Instant::now();
+                        let nanos = cpu::nanos(&processes);
+                        (start + start.elapsed() / 2, nanos)
+                    })
+                    .await;
+                    if let (Ok((at, nanos)), Ok(mut samples)) = (read, cpu.lock()) {
+                        samples.push(CpuSample { at, nanos });
                     }
                 }
             }
@@ -188,7 +190,7 @@ impl Bench {
             .map(|pair| {
                 let (a, b) = (pair[0], pair[1]);
                 CpuBlock {
-                    ticks: [0, 1, 2].map(|i| b.ticks[i].saturating_sub(a.ticks[i])),
+                    nanos: [0, 1, 2].map(|i| b.nanos[i].saturating_sub(a.nanos[i])),
                     served: [
                         served(&fleet, a.at, b.at),
                         served(&control, a.at, b.at),
@@ -202,12 +204,12 @@ impl Bench {
     }
 }
 
-/// One block's CPU time (clock ticks) and requests served: the drill's fleet, the control, the
+/// One block's CPU time (nanoseconds) and requests served: the drill's fleet, the control, the
 /// bare fleet.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct CpuBlock {
     /// CPU time used in the block.
-    pub ticks: [u64; 3],
+    pub nanos: [u64; 3],
     /// Successful requests sent in it.
     pub served: [u64; 3],
 }
@@ -216,11 +218,11 @@ pub struct CpuBlock {
 /// drill's fleet and the control), over every block, with its 95% margin over the blocks; the
 /// control is `1 − control / fleet`. `None` without two blocks that served and used CPU.
 pub fn cpu_compare(blocks: &[CpuBlock]) -> Option<CpuCost> {
-    let per_request = |ticks: u64, served: u64| (served > 0).then(|| ticks as f64 / served as f64);
+    let per_request = |nanos: u64, served: u64| (served > 0).then(|| nanos as f64 / served as f64);
     let cost = |block: &CpuBlock| {
-        let fleet = per_request(block.ticks[0], block.served[0])?;
-        let control = per_request(block.ticks[1], block.served[1])?;
-        let bare = per_request(block.ticks[2], block.served[2])?;
+        let fleet = per_request(block.nanos[0], block.served[0])?;
+        let control = per_request(block.nanos[1], block.served[1])?;
+        let bare = per_request(block.nanos[2], block.served[2])?;
         let checked = (fleet + control) / 2.0;
         (checked > 0.0 && bare > 0.0).then(|| (1.0 - bare / checked, 1.0 - control / fleet))
     };
@@ -230,12 +232,12 @@ pub fn cpu_compare(blocks: &[CpuBlock]) -> Option<CpuCost> {
     }
     let total = blocks.iter().fold(
         CpuBlock {
-            ticks: [0; 3],
+            nanos: [0; 3],
             served: [0; 3],
         },
         |mut sum, block| {
             for i in 0..3 {
-                sum.ticks[i] += block.ticks[i];
+                sum.nanos[i] += block.nanos[i];
                 sum.served[i] += block.served[i];
             }
             sum
@@ -432,7 +434,7 @@ mod tests {
         let blocks: Vec<CpuBlock> = [(300u64, 500u64, 400u64), (520, 310, 450), (400, 400, 410)]
             .iter()
             .map(|&(fleet, control, bare)| CpuBlock {
-                ticks: [fleet * 102, control * 102, bare * 100],
+                nanos: [fleet * 102, control * 102, bare * 100],
                 served: [fleet * 10, control * 10, bare * 10],
             })
             .collect();
@@ -444,7 +446,7 @@ mod tests {
         // Fewer than two blocks that served: no figure.
         assert_eq!(cpu_compare(&blocks[..1]), None);
         let idle = CpuBlock {
-            ticks: [1, 1, 1],
+            nanos: [1, 1, 1],
             served: [0, 0, 0],
         };
         assert_eq!(cpu_compare(&[idle, idle]), None);
