@@ -659,7 +659,8 @@ fn what_stops_a_drill_before_its_fleet_starts_is_a_clear_error() {
     );
     assert!(!stderr.contains("hunter2"), "{stderr}");
 
-    // An app command that does not exist: the instance's error, with its log.
+    // An app command that does not exist: said before any instance starts (each would fail to
+    // start, and the fleet would wait out its whole timeout for them).
     if services_available() {
         let missing = checkout_file(&dir, "  - { kind: busy, duration: 1s }\n", |head| {
             head.replace("    - checkout\n", "    - /nonexistent/checkout\n")
@@ -671,7 +672,10 @@ fn what_stops_a_drill_before_its_fleet_starts_is_a_clear_error() {
             .expect("probity runs");
         assert_eq!(output.status.code(), Some(2));
         let stderr = String::from_utf8_lossy(&output.stderr);
-        assert!(stderr.contains("/nonexistent/checkout"), "{stderr}");
+        assert!(
+            stderr.contains("app.command: `/nonexistent/checkout` not found"),
+            "{stderr}"
+        );
     }
     let _ = std::fs::remove_dir_all(dir);
 }

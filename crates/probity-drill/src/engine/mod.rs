@@ -180,6 +180,17 @@ pub async fn run(
     }
     balancer::check_binary(&options.haproxy).await?;
     setup(loaded, progress).await?;
+    // After the setup, which may be what builds it.
+    if let Some(program) = file.app.command.first()
+        && !program.contains('{')
+    {
+        let path = match file.app.env.get("PATH") {
+            Some(path) => Some(std::ffi::OsString::from(path)),
+            None => std::env::var_os("PATH"),
+        };
+        pod::find_program(program, &loaded.workdir(), path.as_deref())
+            .map_err(|message| DrillError::Config(format!("app.command: {message}")))?;
+    }
     let agent_config = match (&file.agent, options.with_agent) {
         (Some(agent), true) => {
             let path = loaded.dir.join(&agent.config);

@@ -149,6 +149,39 @@ pub(crate) fn resolve_program(program: &str, workdir: &std::path::Path) -> PathB
     }
 }
 
+/// Where `program` is found as [`resolve_program`] and the kernel would find it: a path
+/// relative to `workdir`, or the first executable of that name on `path` (the app's own `PATH`
+/// when its environment sets one). A program that is not there would only be found missing
+/// when each instance fails to start, and the fleet waits out its whole timeout for them.
+pub(crate) fn find_program(
+    program: &str,
+    workdir: &std::path::Path,
+    path: Option<&std::ffi::OsStr>,
+) -> Result<PathBuf, String> {
+    use std::os::unix::fs::PermissionsExt;
+    let executable = |candidate: &std::path::Path| {
+        std::fs::metadata(candidate)
+            .is_ok_and(|meta| meta.is_file() && meta.permissions().mode() & 0o111 != 0)
+    };
+    if program.contains('/') {
+        let resolved = resolve_program(program, workdir);
+        return if executable(&resolved) {
+            Ok(resolved)
+        } else if resolved.exists() {
+            Err(format!("`{program}` is not an executable file"))
+        } else {
+            Err(format!(
+                "`{program}` not found (from {})",
+                workdir.display()
+            ))
+        };
+    }
+    std::env::split_paths(path.unwrap_or_default())
+        .map(|dir| workdir.join(dir).join(program))
+        .find(|candidate| executable(candidate))
+        .ok_or_else(|| format!("`{program}` not found on PATH"))
+}
+
 /// The instance's own ports.
 #[derive(Debug, Clone)]
 pub struct Ports {

@@ -182,3 +182,43 @@ fn nothing_outlives_a_drill_dropped_mid_run() {
     }
     let _ = std::fs::remove_dir_all(dir);
 }
+
+#[test]
+fn a_program_is_found_where_the_kernel_would_find_it_or_named_as_missing() {
+    let dir = std::env::temp_dir().join(format!("probity-find-program-{}", std::process::id()));
+    std::fs::create_dir_all(dir.join("bin")).expect("scratch folder");
+    let program = dir.join("bin/app");
+    std::fs::write(&program, "#!/bin/sh\n").expect("write");
+    let plain = dir.join("bin/data");
+    std::fs::write(&plain, "").expect("write");
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&program, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+
+    // Relative to the working directory, and on PATH (a relative PATH entry from it too).
+    assert_eq!(find_program("bin/app", &dir, None), Ok(program.clone()));
+    assert_eq!(
+        find_program("app", &dir, Some(std::ffi::OsStr::new("/nonexistent:bin"))),
+        Ok(dir.join("bin").join("app"))
+    );
+    assert_eq!(
+        find_program("sh", &dir, std::env::var_os("PATH").as_deref()).map(|p| p.is_file()),
+        Ok(true)
+    );
+    // Missing, or there but not executable: said which.
+    assert_eq!(
+        find_program("/nonexistent/checkout", &dir, None),
+        Err(format!(
+            "`/nonexistent/checkout` not found (from {})",
+            dir.display()
+        ))
+    );
+    assert_eq!(
+        find_program("bin/data", &dir, None),
+        Err("`bin/data` is not an executable file".to_owned())
+    );
+    assert_eq!(
+        find_program("data", &dir, Some(std::ffi::OsStr::new("bin"))),
+        Err("`data` not found on PATH".to_owned())
+    );
+    let _ = std::fs::remove_dir_all(dir);
+}
