@@ -14,8 +14,8 @@
 //! Throughput still depends on how the kernel shares the cores from one second to the next. The
 //! CPU time each fleet's processes spend per request served does not: the drill reads it from
 //! the kernel's accounting every block ([`super::cpu`]) — on a saturated machine throughput is
-//! the inverse of CPU per request, so the two agree in expectation. Which of the two is judged
-//! is decided per run by their noise (`targets::cost_check`).
+//! the inverse of CPU per request, so the two agree in expectation. Throughput is the figure
+//! judged, CPU per request is shown beside it (`targets::cost_check` says why).
 
 use super::cpu;
 use super::fleet::{Fleet, Shared, Variant};

@@ -138,8 +138,11 @@ mod tests {
         }
         std::hint::black_box(x);
         let [mine, nothing] = nanos(&[processes, Processes::default()]);
-        // At least the 50 ms burnt, to the nanosecond (ticks would read 5).
-        assert!(mine >= 40_000_000, "{mine}");
+        assert!(mine > 0);
+        // To the nanosecond where the kernel keeps schedstat, not in 10 ms ticks.
+        if std::path::Path::new("/proc/self/schedstat").exists() {
+            assert_ne!(mine % NANOS_PER_TICK, 0, "{mine}");
+        }
         assert_eq!(nothing, 0);
     }
 }

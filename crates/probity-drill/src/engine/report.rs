@@ -424,7 +424,7 @@ impl FileReport {
                     let _ = writeln!(
                         out,
                         "  health checking costs {:.1}% ± {:.1}% of CPU per request; control \
-                         {:.1}% ± {:.1}% ({} blocks)",
+                         {:.1}% ± {:.1}% ({} blocks; shown, not judged)",
                         cpu.cost * 100.0,
                         cpu.margin * 100.0,
                         cpu.control * 100.0,

@@ -340,26 +340,27 @@ pub fn judge(row: &mut Row, fault: &Fault, traffic: &Traffic) {
 
 /// The health-check cost against its target, with the spread beside the figure.
 ///
-/// Two instruments read it: the throughput the checked fleets serve against the bare one, and
-/// the CPU time their processes spend per request served (when it was measured). Each comes
-/// with its 95% margin over 5 s blocks and its control (the fleet against its identical twin).
-/// An instrument's noise is the larger of its margin and its control's deviation: the margin
-/// is the swing from block to block, the control what sets two identical fleets apart for the
-/// whole run (where the kernel placed their processes, which instance the balancer favoured) —
-/// a difference no larger than that between checked and bare proves nothing. The figure judged
-/// is the one with the smaller noise (throughput on a tie: the target is stated in it); both are
-/// shown. The target is missed only when the whole interval is above it (`cost − noise >
-/// target`): a gate must not fail a healthy fleet because the machine was noisy. When the noise
-/// is as wide as the target itself, the measurement says so — the run could not have seen a
-/// miss, and a longer `busy` narrows it.
+/// Judged on throughput — what the checked fleets serve against the bare one, the quantity the
+/// target is stated in — with its 95% margin over 5 s blocks and its control (the fleet against
+/// its identical twin). Its **noise** is the larger of the two: the margin is the swing from
+/// block to block, the control what sets two identical fleets apart for the whole run; a
+/// difference no larger than that between checked and bare proves nothing. The target is missed
+/// only when the whole interval is above it (`cost − noise > target`): a gate must not fail a
+/// healthy fleet because the machine was noisy. When the noise is as wide as the target, the
+/// measurement says so — the run could not have seen a miss, and a longer `busy` narrows it.
+///
+/// The CPU time per request served, when measured, is shown beside it and not judged: its
+/// blocks agree closely within a run, but fleets differ in it by a part that lasts the whole
+/// run (where the kernel placed their processes), which its margin cannot see and one control
+/// cannot measure — over seven runs of checkout's busy fault its figure ranged 1.0–2.9% while
+/// each run's margin said ±0.3–0.9%, and throughput's ranged 0.2–1.0% within its margins.
 fn cost_check(cost: &super::report::CheckCost, target: f64) -> Check {
-    let noise = |margin: f64, control: f64| margin.max(control.abs());
-    let throughput_noise = noise(cost.cost_margin, cost.control);
-    let throughput = format!(
+    let noise = cost.cost_margin.max(cost.control.abs());
+    let mut measured = format!(
         "{:.1}% ± {:.1}% of throughput (blocks {:.1}%–{:.1}%; control {:.1}% ± {:.1}%; {:.0} \
          req/s checked, {:.0} bare)",
         cost.cost * 100.0,
-        cost.cost_margin * 100.0,
+        noise * 100.0,
         cost.cost_p10 * 100.0,
         cost.cost_p90 * 100.0,
         cost.control * 100.0,
@@ -367,58 +368,24 @@ fn cost_check(cost: &super::report::CheckCost, target: f64) -> Check {
         (cost.fleet_rps + cost.control_rps) / 2.0,
         cost.bare_rps
     );
-    let (figure, judged_noise, measured) = match &cost.cpu {
-        Some(cpu) => {
-            let cpu_noise = noise(cpu.margin, cpu.control);
-            let per_request = format!(
-                "{:.1}% ± {:.1}% of CPU per request (control {:.1}% ± {:.1}%, {} blocks)",
-                cpu.cost * 100.0,
-                cpu.margin * 100.0,
-                cpu.control * 100.0,
-                cpu.control_margin * 100.0,
-                cpu.blocks
-            );
-            let judged = |by: &str, mine: f64, other: f64| {
-                format!(
-                    "judged by {by}, the steadier here: noise {:.1}% against {:.1}% (the larger \
-                     of each margin and its control)",
-                    mine * 100.0,
-                    other * 100.0
-                )
-            };
-            if cpu_noise < throughput_noise {
-                (
-                    cpu.cost,
-                    cpu_noise,
-                    format!(
-                        "{per_request}; {throughput}; {}",
-                        judged("CPU per request", cpu_noise, throughput_noise)
-                    ),
-                )
-            } else {
-                (
-                    cost.cost,
-                    throughput_noise,
-                    format!(
-                        "{throughput}; {per_request}; {}",
-                        judged("throughput", throughput_noise, cpu_noise)
-                    ),
-                )
-            }
-        }
-        None => (cost.cost, throughput_noise, throughput),
-    };
-    let too_noisy = judged_noise >= target;
+    if let Some(cpu) = &cost.cpu {
+        measured.push_str(&format!(
+            "; CPU per request {:.1}% ± {:.1}% (control {:.1}% ± {:.1}%, {} blocks; not judged)",
+            cpu.cost * 100.0,
+            cpu.margin * 100.0,
+            cpu.control * 100.0,
+            cpu.control_margin * 100.0,
+            cpu.blocks
+        ));
+    }
+    if noise >= target {
+        measured
+            .push_str("; the noise is as wide as the target: too noisy to tell, run busy longer");
+    }
     Check {
         target: format!("health checking costs ≤ {} of throughput", percent(target)),
-        measured: if too_noisy {
-            format!(
-                "{measured}; the noise is as wide as the target: too noisy to tell, run busy longer"
-            )
-        } else {
-            measured
-        },
-        met: figure - judged_noise <= target,
+        measured,
+        met: cost.cost - noise <= target,
     }
 }
 
@@ -495,12 +462,12 @@ mod tests {
         assert!(check.measured.contains("(blocks 1.0%–7.0%"), "{check:?}");
         assert!(check.measured.contains("too noisy to tell"), "{check:?}");
 
-        // With the CPU figure measured and the steadier, it is the one judged: throughput
-        // swung to 4.0% ± 4.1%, CPU per request says 1.0% ± 0.5%.
+        // The CPU figure, when measured, is shown and not judged: 6.0% of CPU per request
+        // beside throughput's 4.0% ± 4.1% is no miss.
         let mut cost = compare(&checked, &checked, &bare);
         cost.cpu = Some(crate::engine::report::CpuCost {
             blocks: 12,
-            cost: 0.01,
+            cost: 0.06,
             margin: 0.005,
             control: 0.001,
             control_margin: 0.004,
@@ -508,59 +475,29 @@ mod tests {
         let check = cost_check(&cost, CHECK_COST);
         assert!(check.met, "{check:?}");
         assert!(
-            check.measured.starts_with("1.0% ± 0.5% of CPU per request"),
+            check.measured.starts_with("4.0% ± 4.1% of throughput"),
             "{check:?}"
         );
         assert!(
-            check
-                .measured
-                .contains("judged by CPU per request, the steadier here: noise 0.5% against 4.1%"),
+            check.measured.contains(
+                "CPU per request 6.0% ± 0.5% (control 0.1% ± 0.4%, 12 blocks; not judged)"
+            ),
             "{check:?}"
         );
-        assert!(!check.measured.contains("too noisy"), "{check:?}");
-        cost.cpu = Some(crate::engine::report::CpuCost {
-            cost: 0.06,
-            ..cost.cpu.unwrap()
-        });
-        assert!(!cost_check(&cost, CHECK_COST).met);
 
-        // Two identical fleets 2.2% apart in CPU per request for the whole run: a CPU figure of
-        // 2.9% ± 0.4% proves nothing the control does not; throughput, 0.7% ± 0.7% with its
-        // control within 0.2%, is the steadier and is judged.
+        // Two identical fleets 2.0% apart for the whole run: a cost of 4.5% ± 0.4% is within
+        // that of the target, no miss; 5.5% is.
         let bare = [1000; 10];
-        let checked = [993, 986, 1000, 993, 986, 1000, 993, 993, 993, 993];
+        let checked = [955, 957, 953, 955, 955, 956, 954, 955, 955, 955];
         let mut cost = compare(&checked, &checked, &bare);
-        cost.control = 0.002;
-        cost.cpu = Some(crate::engine::report::CpuCost {
-            blocks: 11,
-            cost: 0.029,
-            margin: 0.004,
-            control: 0.022,
-            control_margin: 0.007,
-        });
+        cost.control = 0.02;
         let check = cost_check(&cost, CHECK_COST);
         assert!(check.met, "{check:?}");
-        assert!(check.measured.starts_with("0.7% ± "), "{check:?}");
         assert!(
-            check
-                .measured
-                .contains("judged by throughput, the steadier here"),
+            check.measured.starts_with("4.5% ± 2.0% of throughput"),
             "{check:?}"
         );
-        assert!(check.measured.contains("against 2.2%"), "{check:?}");
-        // A cost whose interval clears the target by less than the control's deviation is no
-        // miss either: 4.5% ± 0.4% with a control 2.0% apart.
-        cost.cost_margin = 0.5;
-        cost.cpu = Some(crate::engine::report::CpuCost {
-            cost: 0.045,
-            control: 0.02,
-            ..cost.cpu.unwrap()
-        });
-        assert!(cost_check(&cost, CHECK_COST).met);
-        cost.cpu = Some(crate::engine::report::CpuCost {
-            cost: 0.055,
-            ..cost.cpu.unwrap()
-        });
+        cost.cost = 0.055;
         assert!(!cost_check(&cost, CHECK_COST).met);
     }
 }
