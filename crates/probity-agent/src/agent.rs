@@ -6,12 +6,15 @@ use crate::checks::{self, Context, Task};
 use crate::config::ReadinessKind;
 use crate::config::{Config, ConfigError, DetailsSetting};
 use crate::liveness::{self, Evidence, Observer, StartupGate};
+use crate::outcomes::{Outcomes, Resolved};
+use crate::scrape::Scraper;
 use crate::unmoving::Unmoving;
 use probity::{Contract, Health, ProbePaths};
 use probity_axum::Details;
 use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::path::Path;
+use std::sync::Arc;
 
 /// Why an agent could not be built from a configuration.
 #[derive(Debug, thiserror::Error)]
@@ -114,8 +117,7 @@ impl Agent {
             outcomes: None,
             unmoving: Unmoving::new(None),
         };
-        let requests =
-            crate::outcomes::configured(config, &mut context).map_err(BuildFailure::Requests)?;
+        let requests = request_outcomes(config, &mut context).map_err(BuildFailure::Requests)?;
         // Activity is read from the request counters, once they are known.
         context.unmoving = Unmoving::new(context.outcomes.clone());
         let paths = ProbePaths::new(
@@ -252,7 +254,8 @@ impl Agent {
             .start()
             .map_err(|error| std::io::Error::other(error.to_string()))?;
         self.health.shutdown_on_signals();
-        let router = crate::serve::router(&self, metrics);
+        let router =
+            crate::serve::router(&self.health, self.details, self.unmoving.clone(), metrics);
         let mut handles = Vec::new();
         for task in self.tasks {
             handles.push(tokio::spawn(task));
@@ -264,6 +267,93 @@ impl Agent {
         self.health.stop();
         report
     }
+}
+
+/// The outcomes read and the scraper that reads them.
+type Reading = (Arc<Outcomes>, Arc<Scraper>);
+
+/// The request outcomes a configuration reads, and the scraper that reads them: on where
+/// `[requests]` says so, else wherever the configuration reads an exposition (the first URL).
+fn request_outcomes(
+    config: &crate::config::Config,
+    context: &mut crate::checks::Context<'_>,
+) -> Result<Option<Reading>, String> {
+    use crate::config::{LivenessKind, ReadinessKind};
+    let settings = config.requests.as_ref();
+    if settings.and_then(|s| s.enabled) == Some(false) {
+        return Ok(None);
+    }
+    let expositions = config
+        .readiness
+        .0
+        .iter()
+        .filter_map(|(_, entry)| match &entry.kind {
+            ReadinessKind::Metrics(metrics) => Some(&metrics.url),
+            _ => None,
+        })
+        .chain(
+            config
+                .liveness
+                .0
+                .iter()
+                .filter_map(|(_, entry)| match &entry.kind {
+                    LivenessKind::EventLoopLag(lag) => Some(&lag.url),
+                    _ => None,
+                }),
+        );
+    let url = match settings.and_then(|s| s.url.as_ref()) {
+        Some(url) => context.url(url)?,
+        None => match expositions.clone().next() {
+            Some(url) => context.url(url)?,
+            None if settings.is_some() => {
+                return Err("no exposition to read: give `url` (e.g. \"/metrics\")".to_owned());
+            }
+            None => return Ok(None),
+        },
+    };
+    // The agent's own requests to the app are not the app's traffic.
+    let mut own = Vec::new();
+    for (_, entry) in &config.readiness.0 {
+        let url = match &entry.kind {
+            ReadinessKind::App(app) => &app.url,
+            ReadinessKind::Metrics(metrics) => &metrics.url,
+            _ => continue,
+        };
+        if let Ok(url) = context.url(url) {
+            own.push(url.path().to_owned());
+        }
+    }
+    for (_, entry) in &config.liveness.0 {
+        let url = match &entry.kind {
+            LivenessKind::EventLoopLag(lag) => &lag.url,
+            LivenessKind::AppLiveness(live) => &live.url,
+            LivenessKind::HeartbeatFile(_) => continue,
+        };
+        if let Ok(url) = context.url(url) {
+            own.push(url.path().to_owned());
+        }
+    }
+    own.push(url.path().to_owned());
+    let resolved = Resolved::new(settings);
+    if resolved.serving_error_share > resolved.max_error_share {
+        return Err(format!(
+            "serving_error_share ({}) is above max_error_share ({}): an app cannot be serving \
+             and failing at once",
+            resolved.serving_error_share, resolved.max_error_share
+        ));
+    }
+    if resolved.window < resolved.interval * 2 {
+        return Err(format!(
+            "window ({}) must hold at least two readings (interval {})",
+            probity_contract::duration::format(resolved.window),
+            probity_contract::duration::format(resolved.interval)
+        ));
+    }
+    let scraper = context.scraper(url);
+    let outcomes = Arc::new(Outcomes::new(resolved, own));
+    outcomes.register(&scraper);
+    context.outcomes = Some(outcomes.clone());
+    Ok(Some((outcomes, scraper)))
 }
 
 /// Why [`Agent::build`] failed.

@@ -320,7 +320,7 @@ impl Observer {
                     &scraper,
                     &series,
                     &[],
-                    crate::unmoving::DEFAULT_STALE_AFTER_SCRAPES,
+                    crate::config::DEFAULT_STALE_AFTER_SCRAPES,
                 );
                 Source::Lag {
                     scraper,

@@ -393,92 +393,12 @@ fn seconds(span: Duration) -> String {
     probity_contract::duration::format(Duration::from_secs(span.as_secs().max(1)))
 }
 
-/// The outcomes read and the scraper that reads them.
-pub(crate) type Reading = (Arc<Outcomes>, Arc<Scraper>);
-
-/// The request outcomes a configuration reads, and the scraper that reads them: on where
-/// `[requests]` says so, else wherever the configuration reads an exposition (the first URL).
-pub(crate) fn configured(
-    config: &crate::config::Config,
-    context: &mut crate::checks::Context<'_>,
-) -> Result<Option<Reading>, String> {
-    use crate::config::{LivenessKind, ReadinessKind};
-    let settings = config.requests.as_ref();
-    if settings.and_then(|s| s.enabled) == Some(false) {
-        return Ok(None);
+impl Outcomes {
+    /// Asks `scraper` for the series these outcomes read, with a timeout inside the interval.
+    pub(crate) fn register(&self, scraper: &Scraper) {
+        let timeout = (self.settings.interval * 4 / 5).min(Duration::from_secs(2));
+        scraper.register(self.series_wanted().iter().map(String::as_str), timeout);
     }
-    let expositions = config
-        .readiness
-        .0
-        .iter()
-        .filter_map(|(_, entry)| match &entry.kind {
-            ReadinessKind::Metrics(metrics) => Some(&metrics.url),
-            _ => None,
-        })
-        .chain(
-            config
-                .liveness
-                .0
-                .iter()
-                .filter_map(|(_, entry)| match &entry.kind {
-                    LivenessKind::EventLoopLag(lag) => Some(&lag.url),
-                    _ => None,
-                }),
-        );
-    let url = match settings.and_then(|s| s.url.as_ref()) {
-        Some(url) => context.url(url)?,
-        None => match expositions.clone().next() {
-            Some(url) => context.url(url)?,
-            None if settings.is_some() => {
-                return Err("no exposition to read: give `url` (e.g. \"/metrics\")".to_owned());
-            }
-            None => return Ok(None),
-        },
-    };
-    // The agent's own requests to the app are not the app's traffic.
-    let mut own = Vec::new();
-    for (_, entry) in &config.readiness.0 {
-        let url = match &entry.kind {
-            ReadinessKind::App(app) => &app.url,
-            ReadinessKind::Metrics(metrics) => &metrics.url,
-            _ => continue,
-        };
-        if let Ok(url) = context.url(url) {
-            own.push(url.path().to_owned());
-        }
-    }
-    for (_, entry) in &config.liveness.0 {
-        let url = match &entry.kind {
-            LivenessKind::EventLoopLag(lag) => &lag.url,
-            LivenessKind::AppLiveness(live) => &live.url,
-            LivenessKind::HeartbeatFile(_) => continue,
-        };
-        if let Ok(url) = context.url(url) {
-            own.push(url.path().to_owned());
-        }
-    }
-    own.push(url.path().to_owned());
-    let resolved = Resolved::new(settings);
-    if resolved.serving_error_share > resolved.max_error_share {
-        return Err(format!(
-            "serving_error_share ({}) is above max_error_share ({}): an app cannot be serving \
-             and failing at once",
-            resolved.serving_error_share, resolved.max_error_share
-        ));
-    }
-    if resolved.window < resolved.interval * 2 {
-        return Err(format!(
-            "window ({}) must hold at least two readings (interval {})",
-            probity_contract::duration::format(resolved.window),
-            probity_contract::duration::format(resolved.interval)
-        ));
-    }
-    let scraper = context.scraper(url);
-    let outcomes = Arc::new(Outcomes::new(resolved, own));
-    let timeout = (outcomes.settings.interval * 4 / 5).min(Duration::from_secs(2));
-    scraper.register(outcomes.series_wanted().iter().map(String::as_str), timeout);
-    context.outcomes = Some(outcomes.clone());
-    Ok(Some((outcomes, scraper)))
 }
 
 /// Reads the app's request counters every interval, reporting failing requests to the hard

@@ -2,7 +2,7 @@
 //! `/contract`, the agent's own liveness and — when the listener shows details, so it is an
 //! operators' one — the status page (`/status`, `/status.json`), on one port.
 
-use crate::agent::Agent;
+use crate::unmoving::Unmoving;
 use axum::Router;
 use axum::extract::State;
 use axum::http::{HeaderValue, StatusCode, header};
@@ -20,11 +20,17 @@ struct Shared {
     metrics: Option<PrometheusHandle>,
 }
 
-/// The agent's router.
-pub(crate) fn router(agent: &Agent, metrics: Option<PrometheusHandle>) -> Router {
+/// The agent's router: its registry's probes with `details`, the gauges `unmoving` follows,
+/// and `metrics` when this process records them.
+pub(crate) fn router(
+    health: &Health,
+    details: Details,
+    unmoving: Arc<Unmoving>,
+    metrics: Option<PrometheusHandle>,
+) -> Router {
     let shared = Arc::new(Shared {
-        health: agent.health.clone(),
-        contract: agent.contract().to_json_pretty(),
+        health: health.clone(),
+        contract: health.contract().to_json_pretty(),
         metrics,
     });
     let router = Router::new()
@@ -32,17 +38,12 @@ pub(crate) fn router(agent: &Agent, metrics: Option<PrometheusHandle>) -> Router
         .route("/contract", get(contract))
         .route("/agent/livez", get(|| async { "ok\n" }))
         .with_state(shared)
-        .merge(HealthService::new(agent.health.clone()).into_router())
-        .merge(
-            Probes::new(agent.health.clone())
-                .details(agent.details)
-                .router(),
-        );
+        .merge(HealthService::new(health.clone()).into_router())
+        .merge(Probes::new(health.clone()).details(details).router());
     // The page shows full reasons: only where the listener already does.
-    if agent.details == Details::Admin {
-        let unmoving = agent.unmoving.clone();
+    if details == Details::Admin {
         router.merge(
-            StatusPage::new(agent.health.clone())
+            StatusPage::new(health.clone())
                 .findings(move || unmoving.findings())
                 .router(),
         )

@@ -4,7 +4,7 @@
 //! 20,000 requests is more likely never set than never busy: a check on it passes for ever,
 //! whatever the pool does. Every gauge a `metrics` check or an `event_loop_lag` condition
 //! reads is followed from scrape to scrape; once one has read the same value in
-//! `stale_after_scrapes` scrapes in a row (default [`DEFAULT_STALE_AFTER_SCRAPES`]) while the
+//! `stale_after_scrapes` scrapes in a row (default [`crate::config::DEFAULT_STALE_AFTER_SCRAPES`]) while the
 //! app's request counters counted at least [`MIN_REQUESTS_SERVED`] requests, it is reported
 //! once — logged at `warn` and listed on the status page — and cleared when it moves.
 //! Where the agent reads no request counter, the scrapes the app answered are the only
@@ -21,8 +21,6 @@ use probity_axum::Finding;
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
-/// Scrapes in a row a gauge may read one value before it is reported.
-pub(crate) const DEFAULT_STALE_AFTER_SCRAPES: u32 = 120;
 /// Requests the app must have served while the value stayed, when its request counters are
 /// read: fewer say too little about a gauge that should have moved.
 pub(crate) const MIN_REQUESTS_SERVED: u64 = 1_000;

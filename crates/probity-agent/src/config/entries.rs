@@ -299,7 +299,7 @@ impl TryFrom<MetricsRaw> for MetricsSettings {
             .unwrap_or(false);
         let stale_after_scrapes = raw
             .stale_after_scrapes
-            .unwrap_or(crate::unmoving::DEFAULT_STALE_AFTER_SCRAPES);
+            .unwrap_or(super::DEFAULT_STALE_AFTER_SCRAPES);
         if stale_after_scrapes == 1 {
             return Err(
                 "`stale_after_scrapes = 1`: a value read once has not stayed; write 2 or more, \

@@ -66,6 +66,9 @@ pub const MAX_FILE_BYTES: u64 = probity_contract::file::MAX_TEXT_BYTES;
 /// Most entries in one section.
 pub const MAX_ENTRIES: usize = 500;
 
+/// Scrapes in a row a gauge may read one value before it is reported (`stale_after_scrapes`).
+pub(crate) const DEFAULT_STALE_AFTER_SCRAPES: u32 = 120;
+
 /// A validated configuration.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
