@@ -352,8 +352,8 @@ pub fn judge(row: &mut Row, fault: &Fault, traffic: &Traffic) {
 /// The CPU time per request served, when measured, is shown beside it and not judged: its
 /// blocks agree closely within a run, but fleets differ in it by a part that lasts the whole
 /// run (where the kernel placed their processes), which its margin cannot see and one control
-/// cannot measure — over seven runs of checkout's busy fault its figure ranged 1.0–2.9% while
-/// each run's margin said ±0.3–0.9%, and throughput's ranged 0.2–1.0% within its margins.
+/// cannot measure — over nine runs of checkout's busy fault its figure ranged 1.0–3.2% while
+/// each run's margin said ±0.3–0.9%, and throughput's ranged 0.2–1.0% within its noise.
 fn cost_check(cost: &super::report::CheckCost, target: f64) -> Check {
     let noise = cost.cost_margin.max(cost.control.abs());
     let mut measured = format!(
