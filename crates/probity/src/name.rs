@@ -1,6 +1,6 @@
 //! The rule for the names of checks, startup steps and liveness conditions.
 
-use crate::health::BuildError;
+use crate::health::error::BuildError;
 use probity_contract::verdict::Gate;
 
 /// Longest a name may be (the DNS label limit, so names fit gRPC service names and labels).

@@ -2,7 +2,7 @@
 //! down) and the builder that declares everything once, validated.
 
 mod builder;
-mod error;
+pub(crate) mod error;
 mod signals;
 
 pub use builder::HealthBuilder;
