@@ -356,9 +356,21 @@ async fn parse_server_behind_the_agent_under_each_fault() {
             row.markdown()
         );
     }
-    // A lock on the table the requests need: requests wait, while SELECT 1 answers.
+    // A lock on the table the requests need: requests wait, Parse Server's health says ok and
+    // it exports no request metrics — the agent sees it because its `db` check reads that table
+    // (a `SELECT 1` answered through the whole lock): out of rotation, naming it.
     let locked = row(&rows, |f| matches!(f, Fault::TableLocked));
     assert!(locked.requests.timeouts > 0, "{}", locked.markdown());
+    assert!(locked.summary.readyz_failed > 0, "{}", locked.markdown());
+    assert!(
+        locked
+            .summary
+            .failing_checks
+            .iter()
+            .any(|check| check == "db"),
+        "{}",
+        locked.markdown()
+    );
     // Frozen: no answer from the service, the agent's liveness failed.
     let stopped = row(&rows, |f| matches!(f, Fault::Stopped));
     assert!(stopped.summary.service_silent > 0, "{}", stopped.markdown());
