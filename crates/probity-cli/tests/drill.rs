@@ -452,7 +452,7 @@ fn under_load_a_wedged_relay_restarts_its_instance_and_a_broker_outage_restarts_
         // The relay's bound is 5 s: a 10 s broker outage is twice it, so a heartbeat that did
         // not excuse the waits would fail liveness.
         "  - { name: worker-wedge, kind: hook, hook: wedge-worker, duration: 20s, targets: \
-         { restarts: 1, lost_writes: 0, duplicated_writes: 1 } }\n\
+         { restarts: 1, out_of_rotation_within: 11s, lost_writes: 0, duplicated_writes: 1 } }\n\
          \x20 - { name: broker-outage, kind: refuse, dependency: broker, duration: 10s, targets: \
          { liveness_failures: 0, failed_requests: 0, lost_writes: 0, duplicated_writes: 3 } }\n",
         |head| head.replace("concurrency: 32", "concurrency: 8"),

@@ -7,7 +7,7 @@
 //! after the fault ends. Each window adds [`SERVICE_SLACK`] for the service's own check to
 //! notice (a check polled in the background, as it should be, sees a change one poll late).
 
-use super::report::{Check, Diagnosis, Row, opt_secs, secs};
+use super::report::{Check, Diagnosis, Row, opt_secs, secs, secs_against};
 use crate::engine::balancer::Checks;
 use crate::file::pod::ResolvedPod;
 use crate::file::{BalancerMode, Fault, FaultKind, Scope};
@@ -307,7 +307,7 @@ pub fn judge(
             .is_some_and(|at| at <= within.as_secs_f64());
         checks.push(Check {
             target: format!("killed by liveness ≤ {}", secs(within)),
-            measured: opt_secs(row.restarted_at_s),
+            measured: secs_against(row.restarted_at_s, within),
             met,
         });
         if !met && row.restarted_at_s.is_some() {
@@ -485,7 +485,10 @@ pub fn judge(
                 Some(within) => format!("out of rotation ≤ {}", secs(within)),
                 None => "out of rotation (no readiness probe: never)".into(),
             },
-            measured: opt_secs(row.out_of_rotation_at_s),
+            measured: match within {
+                Some(within) => secs_against(row.out_of_rotation_at_s, within),
+                None => opt_secs(row.out_of_rotation_at_s),
+            },
             met,
         });
         let broke = if kind == FaultKind::Hook {
@@ -584,7 +587,9 @@ pub fn judge(
     checks.push(Check {
         target: format!("back in rotation ≤ {} after the fault", secs(back_within)),
         measured: if row.back {
-            back_after.map_or("never left".into(), |after| format!("{after:.1}s"))
+            back_after.map_or("never left".into(), |after| {
+                secs_against(Some(after), back_within)
+            })
         } else {
             "not back".into()
         },

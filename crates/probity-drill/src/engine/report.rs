@@ -18,6 +18,17 @@ pub(crate) fn opt_secs(value: Option<f64>) -> String {
     value.map_or("never".to_owned(), |s| format!("{s:.1}s"))
 }
 
+/// A measured instant judged against `limit`: to the tenth of a second, or to the millisecond
+/// where the tenth would read the same as the limit ("5.846s" against "≤ 5.8s", never "5.8s").
+pub(crate) fn secs_against(value: Option<f64>, limit: Duration) -> String {
+    match value {
+        Some(s) if format!("{s:.1}") == format!("{:.1}", limit.as_secs_f64()) => {
+            format!("{s:.3}s")
+        }
+        other => opt_secs(other),
+    }
+}
+
 /// Failed requests, by what failed them.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
 pub struct Failed {

@@ -377,9 +377,16 @@ fn a_local_cut_that_stays_in_rotation_means_readiness_does_not_check_it() {
     assert_eq!(mistakes(&judged_bare), ["no readiness probe"]);
     // Out, but past the window: late, not blind.
     row.out_of_rotation_at_s = Some(19.0);
-    let late = judged(row, &fault, &pod, BalancerMode::Kubernetes);
+    let late = judged(row.clone(), &fault, &pod, BalancerMode::Kubernetes);
     missed(&late, "out of rotation ≤ 13.0s");
     assert_eq!(mistakes(&late), ["readiness notices `db` late"]);
+    // Late by less than a tenth: the measure says by how much, never the limit's own figure.
+    row.out_of_rotation_at_s = Some(13.046);
+    let barely = judged(row.clone(), &fault, &pod, BalancerMode::Kubernetes);
+    assert_eq!(missed(&barely, "out of rotation ≤ 13.0s").measured, "13.046s");
+    row.out_of_rotation_at_s = Some(12.4);
+    let early = judged(row, &fault, &pod, BalancerMode::Kubernetes);
+    assert_eq!(early.checks[1].measured, "12.4s");
 }
 
 #[test]
