@@ -78,6 +78,7 @@
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
 mod activity;
+mod answers;
 mod body;
 mod close_when_unready;
 mod extract;

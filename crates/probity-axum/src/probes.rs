@@ -1,5 +1,6 @@
 //! The probe endpoints: `/livez`, `/readyz`, `/startupz` and one sub-path per entry.
 
+use crate::answers::{self, Answers};
 use axum::Router;
 use axum::extract::{Path, State};
 use axum::http::{HeaderMap, HeaderName, HeaderValue, StatusCode, header};
@@ -17,7 +18,8 @@ use std::sync::Arc;
 /// | `GET\|HEAD {path}/{name}` | one entry of the probe |
 ///
 /// Every answer comes from [`probity::render::render`] over the current snapshot: the probe
-/// does no I/O and never waits on a check. Query parameters: `?verbose` lists every entry,
+/// does no I/O and never waits on a check. A whole probe's answer is kept and served again
+/// while it reads the same (the same snapshot, nothing in it counting seconds). Query parameters: `?verbose` lists every entry,
 /// `?exclude=NAME` (repeatable) shows an entry without counting it. `Accept` picks the format
 /// (`text/plain` by default, `application/json`, `application/health+json`). An unknown entry
 /// answers 404 listing the known names; a malformed query answers 400 saying what is wrong.
@@ -74,14 +76,17 @@ impl Probes {
     where
         S: Clone + Send + Sync + 'static,
     {
-        let state = Arc::new(self);
+        let state = Arc::new(Served {
+            probes: self,
+            answers: Answers::default(),
+        });
         let mut router = Router::new();
         for probe in [
             ProbeKind::Liveness,
             ProbeKind::Readiness,
             ProbeKind::Startup,
         ] {
-            let path = state.health.paths().get(probe).to_owned();
+            let path = state.probes.health.paths().get(probe).to_owned();
             router = router
                 .route(
                     &path,
@@ -94,7 +99,16 @@ impl Probes {
         }
         router.with_state(state)
     }
+}
 
+/// The router's state: the probes and the answers it keeps.
+#[derive(Debug)]
+struct Served {
+    probes: Probes,
+    answers: Answers,
+}
+
+impl Served {
     fn answer(
         &self,
         probe: ProbeKind,
@@ -106,23 +120,34 @@ impl Probes {
             .get(header::ACCEPT)
             .and_then(|value| value.to_str().ok());
         let format = Format::negotiate(accept);
-        let rendered = match Query::parse(raw) {
-            Ok(query) => {
-                let request = Request {
-                    probe,
-                    check,
-                    query: &query,
-                    format,
-                    details: self.details,
-                };
-                let rendered = render::render(&self.health.snapshot(), &request, Clock::now());
-                if let Some(verdict) = rendered.verdict {
-                    probity::metrics::record_probe(probe, verdict);
-                }
-                rendered
+        let query = match Query::parse(raw) {
+            Ok(query) => query,
+            Err(error) => {
+                return into_response(render::render_error(400, format, &error.to_string(), &[]));
             }
-            Err(error) => render::render_error(400, format, &error.to_string(), &[]),
         };
+        let request = Request {
+            probe,
+            check,
+            query: &query,
+            format,
+            details: self.probes.details,
+        };
+        let snapshot = self.probes.health.snapshot();
+        let clock = Clock::now();
+        if check.is_none() && query.exclude.is_empty() {
+            let (verdict, body) = answers::answer(&self.answers, &snapshot, &request, clock);
+            probity::metrics::record_probe(probe, verdict);
+            return response(
+                verdict.http_code(),
+                format.content_type(),
+                axum::body::Body::from(body),
+            );
+        }
+        let rendered = render::render(&snapshot, &request, clock);
+        if let Some(verdict) = rendered.verdict {
+            probity::metrics::record_probe(probe, verdict);
+        }
         into_response(rendered)
     }
 }
@@ -130,38 +155,38 @@ impl Probes {
 // The handlers take the request itself rather than `HeaderMap` and `RawQuery` extractors:
 // those copy the headers and the query on every probe.
 async fn whole(
-    State(probes): State<Arc<Probes>>,
+    State(served): State<Arc<Served>>,
     request: axum::extract::Request,
     probe: ProbeKind,
 ) -> Response {
-    probes.answer(probe, None, request.uri().query(), request.headers())
+    served.answer(probe, None, request.uri().query(), request.headers())
 }
 
 async fn single(
-    State(probes): State<Arc<Probes>>,
+    State(served): State<Arc<Served>>,
     Path(name): Path<String>,
     request: axum::extract::Request,
     probe: ProbeKind,
 ) -> Response {
-    probes.answer(probe, Some(&name), request.uri().query(), request.headers())
+    served.answer(probe, Some(&name), request.uri().query(), request.headers())
 }
 
 /// Turns the core's framework-free answer into an axum response.
 pub(crate) fn into_response(rendered: render::Response) -> Response {
-    let status = StatusCode::from_u16(rendered.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
     let body = match rendered.body {
         render::Body::Static(text) => axum::body::Body::from(text),
-        // The kept answer itself, not a copy: a repeated probe allocates nothing for its body.
-        render::Body::Shared(text) => axum::body::Body::from(text.bytes()),
         render::Body::Owned(text) => axum::body::Body::from(text),
     };
+    response(rendered.status, rendered.content_type, body)
+}
+
+/// A probe's response: its status code, its content type, the headers every answer carries.
+fn response(status: u16, content_type: &'static str, body: axum::body::Body) -> Response {
+    let status = StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
     let mut response = Response::new(body);
     *response.status_mut() = status;
     let headers = response.headers_mut();
-    headers.insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_static(rendered.content_type),
-    );
+    headers.insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
     for (name, value) in HEADERS {
         headers.insert(name, HeaderValue::from_static(value));
     }

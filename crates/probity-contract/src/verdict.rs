@@ -554,7 +554,8 @@ pub fn startup(complete: impl IntoIterator<Item = bool>) -> impl Iterator<Item =
 }
 
 /// A probe's status from its entries, each paired with whether the request excluded it: any
-/// counted entry that fails fails the probe; any that degrades makes it `warn`.
+/// counted entry that fails fails the probe; any that degrades makes it `warn`. The status of
+/// [`probe`]'s verdict, without its lists: it allocates nothing and stops at the first failure.
 pub fn status(entries: impl IntoIterator<Item = (Entry, bool)>) -> Status {
     let mut worst = Status::Pass;
     for (entry, excluded) in entries {
@@ -568,6 +569,63 @@ pub fn status(entries: impl IntoIterator<Item = (Entry, bool)>) -> Status {
         }
     }
     worst
+}
+
+/// A probe's verdict: its status and the entries that decided it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProbeVerdict {
+    /// The probe's status ([`status`] of the same entries).
+    pub status: Status,
+    /// Entries whose failure fails the probe.
+    pub failing: Vec<Subject>,
+    /// Entries that degrade it without failing it: a dependency is failing and the service
+    /// still serves — a soft check failing, a hard check failing open or served by its
+    /// fallback.
+    pub degraded: Vec<Subject>,
+    /// Checks whose last poll passed with a warning (a busy pool): nothing fails, the probe is
+    /// `warn` without being degraded.
+    pub warnings: Vec<Subject>,
+    /// Each degraded check served by its fallback, with the fallback's index.
+    pub served_by: Vec<(Subject, usize)>,
+}
+
+/// A probe's verdict from its entries, each paired with whether the request excluded it: what
+/// every answer that names what decided it (`failing`, `degraded`) is built from.
+pub fn probe(entries: impl IntoIterator<Item = (Entry, bool)>) -> ProbeVerdict {
+    let mut verdict = ProbeVerdict {
+        status: Status::Pass,
+        failing: Vec::new(),
+        degraded: Vec::new(),
+        warnings: Vec::new(),
+        served_by: Vec::new(),
+    };
+    for (entry, excluded) in entries {
+        if excluded {
+            continue;
+        }
+        match entry.effect() {
+            Effect::Fails => {
+                verdict.status = Status::Fail;
+                verdict.failing.push(entry.subject);
+            }
+            Effect::Degrades => {
+                if verdict.status == Status::Pass {
+                    verdict.status = Status::Warn;
+                }
+                let check = entry.check;
+                if check.is_some_and(|check| check.cause == Cause::Warning) {
+                    verdict.warnings.push(entry.subject);
+                } else {
+                    verdict.degraded.push(entry.subject);
+                    if let Some(fallback) = check.and_then(|check| check.served_by) {
+                        verdict.served_by.push((entry.subject, fallback));
+                    }
+                }
+            }
+            Effect::None => {}
+        }
+    }
+    verdict
 }
 
 #[cfg(test)]

@@ -1,6 +1,6 @@
-//! The cost of a readiness decision and of each render format, for 20 checks — built whole,
-//! and served from the answers a snapshot keeps — and the heap allocations of the plain passing
-//! answer (counted by a counting allocator: the target is zero).
+//! The cost of a readiness decision and of each render format, for 20 checks, and the heap
+//! allocations of the plain passing answer (counted by a counting allocator: the target is
+//! zero).
 
 // criterion_group! generates an undocumented public function.
 #![allow(missing_docs)]
@@ -147,24 +147,8 @@ fn benches(c: &mut Criterion) {
                     "public"
                 }
             );
-            // Kept: the answer the snapshot keeps for repeated requests, as a probe gets it (the
-            // first iteration renders and keeps it).
-            c.bench_function(&format!("{label} (kept)"), |b| {
+            c.bench_function(&label, |b| {
                 b.iter(|| render(black_box(&snapshot), black_box(&request), clock))
-            });
-            // Rendered: every iteration's clock maps wall time differently, so no kept answer
-            // applies and the whole answer is built — for JSON, from the pieces each check's
-            // result was published with (`render::fragments`), as every real answer is.
-            c.bench_function(&format!("{label} (rendered)"), |b| {
-                let mut skew = 0_u64;
-                b.iter(|| {
-                    skew += 2;
-                    let clock = Clock {
-                        now: clock.now,
-                        wall: clock.wall + Duration::from_millis(skew),
-                    };
-                    render(black_box(&snapshot), black_box(&request), clock)
-                })
             });
         }
     }

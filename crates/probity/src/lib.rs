@@ -165,7 +165,7 @@ pub use poller::poll_once;
 pub use probity_contract::verdict::{Cause, CheckVerdict};
 pub use probity_contract::{Contract, ProbeKind, Status, Tier};
 pub use snapshot::{
-    CheckState, ConditionFailure, ConditionState, DeclaredWait, Entry, LastResult, Snapshot,
+    CheckState, ConditionFailure, ConditionState, DeclaredWait, Entry, LastResult, Lasts, Snapshot,
     StepState, Verdict,
 };
 pub use spec::CheckSpec;

@@ -11,7 +11,6 @@
 use crate::check::{FailureKind, Measurement};
 use crate::history::{ConditionHistory, ConditionPhase, History};
 use crate::paths::ProbePaths;
-use crate::render::fragments::Prerendered;
 use probity_contract::contract::LivenessKind;
 use probity_contract::verdict::{self, CheckVerdict, Effect, Evidence, Gate, Gates, Subject};
 use probity_contract::{ProbeKind, Status, Tier};
@@ -49,8 +48,6 @@ pub struct CheckState {
     pub(crate) last_transition: Option<Instant>,
     pub(crate) last_success: Option<Instant>,
     pub(crate) history: History,
-    /// Its JSON, as far as the state alone decides it: written when the state is published.
-    pub(crate) prerendered: Prerendered,
 }
 
 impl CheckState {
@@ -319,8 +316,20 @@ pub struct Snapshot {
     pub(crate) conditions: Arc<[ConditionState]>,
     pub(crate) shutting_down: Option<Instant>,
     pub(crate) generation: u64,
-    /// Answers rendered from this snapshot, served again while they hold.
-    pub(crate) answers: Arc<crate::render::cache::Answers>,
+}
+
+/// How long an answer rendered from a snapshot at one instant reads the same: what a surface
+/// that keeps rendered answers ([`Snapshot::answer_lasts`]) may keep one for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Lasts {
+    /// Only for the instant it was rendered at: something in it counts seconds (a stale
+    /// result's age, a fail-open countdown, the time since shutdown began, a silent worker's
+    /// silence, a declared wait's length).
+    Moment,
+    /// Until this instant: a check's result turns stale then.
+    Until(Instant),
+    /// Until the next snapshot: only a new observation changes it.
+    UntilChanged,
 }
 
 /// One line of a probe's answer: a check, a startup step, a liveness condition, or one of the
@@ -420,37 +429,48 @@ pub struct Verdict {
 }
 
 impl Verdict {
-    /// Folds entries into a verdict, by each entry's effect.
+    /// The verdict of `entries` ([`probity_contract::verdict::probe`]), by name.
     pub fn of(entries: &[Entry<'_>]) -> Verdict {
-        let mut failing = Vec::new();
-        let mut degraded = Vec::new();
-        let mut warnings = Vec::new();
-        let mut served_by = Vec::new();
-        for entry in entries {
-            match entry.effect() {
-                Effect::Fails => failing.push(entry.name.to_owned()),
-                Effect::Degrades if entry.is_warning() => warnings.push(entry.name.to_owned()),
-                Effect::Degrades => {
-                    degraded.push(entry.name.to_owned());
-                    if let Some(fallback) = entry.fallback() {
-                        served_by.push((entry.name.to_owned(), fallback.name().to_owned()));
-                    }
-                }
-                Effect::None => {}
-            }
-        }
-        let status = if !failing.is_empty() {
-            Status::Fail
-        } else if !degraded.is_empty() || !warnings.is_empty() {
-            Status::Warn
-        } else {
-            Status::Pass
+        let judged = verdict::probe(entries.iter().map(|entry| {
+            let raw = verdict::Entry {
+                subject: entry.subject,
+                status: entry.status,
+                tier: entry.tier,
+                check: entry.verdict,
+            };
+            (raw, entry.excluded)
+        }));
+        let Some(snapshot) = entries.first().map(|entry| entry.snapshot) else {
+            return Verdict {
+                status: judged.status,
+                failing: Vec::new(),
+                degraded: Vec::new(),
+                warnings: Vec::new(),
+                served_by: Vec::new(),
+            };
         };
+        let named = |subjects: Vec<Subject>| -> Vec<String> {
+            subjects
+                .into_iter()
+                .map(|subject| snapshot.subject_name(subject).to_owned())
+                .collect()
+        };
+        let served_by = judged
+            .served_by
+            .into_iter()
+            .filter_map(|(subject, fallback)| {
+                let fallback = snapshot.checks.get(fallback)?;
+                Some((
+                    snapshot.subject_name(subject).to_owned(),
+                    fallback.name().to_owned(),
+                ))
+            })
+            .collect();
         Verdict {
-            status,
-            failing,
-            degraded,
-            warnings,
+            status: judged.status,
+            failing: named(judged.failing),
+            degraded: named(judged.degraded),
+            warnings: named(judged.warnings),
             served_by,
         }
     }
@@ -508,6 +528,61 @@ impl Snapshot {
     /// A counter that increases with every published change.
     pub fn generation(&self) -> u64 {
         self.generation
+    }
+
+    /// How long an answer of `probe` rendered at `now` reads the same, timestamps and all: for
+    /// the readiness probe until the first check's verdict changes by time alone
+    /// ([`probity_contract::verdict::next_change`]), unless something in the answer counts
+    /// seconds. Liveness and startup change by time alone only through their reasons: their
+    /// watchers publish every change of state.
+    pub fn answer_lasts(&self, probe: ProbeKind, now: Instant) -> Lasts {
+        let counting = |condition: &ConditionState| {
+            matches!(
+                condition.failure,
+                Some(ConditionFailure::Stalled { .. } | ConditionFailure::Silent { .. })
+            )
+        };
+        match probe {
+            ProbeKind::Startup => Lasts::UntilChanged,
+            ProbeKind::Liveness => {
+                let counts = self
+                    .conditions
+                    .iter()
+                    .any(|condition| condition.waiting.is_some() || counting(condition));
+                if counts {
+                    Lasts::Moment
+                } else {
+                    Lasts::UntilChanged
+                }
+            }
+            ProbeKind::Readiness => {
+                if self.shutting_down.is_some() || self.conditions.iter().any(counting) {
+                    return Lasts::Moment;
+                }
+                let std_now = now.into_std();
+                for check in self.checks() {
+                    // A result newer than the clock (read before the snapshot was loaded)
+                    // prints as "now", which moves with the clock.
+                    let times = [check.last.as_ref().map(|last| last.at), check.last_success];
+                    let newer = times
+                        .into_iter()
+                        .chain([check.last_transition])
+                        .flatten()
+                        .any(|at| at > now);
+                    let verdict = check.verdict(now);
+                    if newer
+                        || verdict.failing_open.is_some()
+                        || matches!(verdict.cause, verdict::Cause::Stale { .. })
+                    {
+                        return Lasts::Moment;
+                    }
+                }
+                match verdict::next_change(&self.checks, evidence_of, std_now) {
+                    Some(at) => Lasts::Until(Instant::from_std(at)),
+                    None => Lasts::UntilChanged,
+                }
+            }
+        }
     }
 
     /// Whether the internal boot is done: every step that waits on nothing has completed

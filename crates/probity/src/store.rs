@@ -176,7 +176,6 @@ impl Store {
                         last_transition: None,
                         last_success: None,
                         history: History::default(),
-                        prerendered: Default::default(),
                     })
                 })
                 .collect(),
@@ -369,7 +368,6 @@ fn snapshot_of(state: &State, service: &Option<Arc<str>>, paths: &Arc<ProbePaths
         conditions: state.conditions.clone().into(),
         shutting_down: state.shutting_down,
         generation: state.generation,
-        answers: Arc::default(),
     }
 }
 
@@ -547,7 +545,6 @@ fn record(
         local: if forced { was_local } else { is_local(&result) },
     });
     next.last = Some(result);
-    next.prerendered.fill(&next);
     state.checks[index] = Arc::new(next);
     transition
 }

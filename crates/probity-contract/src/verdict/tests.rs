@@ -436,3 +436,48 @@ proptest::proptest! {
         }
     }
 }
+
+proptest::proptest! {
+    /// The allocation-free status and the verdict that names its entries are one rule: on any
+    /// entries, with any exclusions, the same status; every failing entry named, and none
+    /// named twice.
+    #[test]
+    fn the_status_and_the_probe_verdict_agree(
+        raw in proptest::collection::vec(
+            (0u8..3, 0u8..4, proptest::bool::ANY, proptest::bool::ANY, proptest::bool::ANY),
+            0..12,
+        )
+    ) {
+        let entries: Vec<(Entry, bool)> = raw
+            .iter()
+            .enumerate()
+            .map(|(index, &(status, tier, warning, served, excluded))| {
+                let status = [Status::Pass, Status::Warn, Status::Fail][usize::from(status)];
+                let tier = [None, Some(Tier::Hard), Some(Tier::Soft), Some(Tier::Info)]
+                    [usize::from(tier)];
+                let check = tier.map(|_| CheckVerdict {
+                    status,
+                    cause: if warning { Cause::Warning } else { Cause::Failed },
+                    failing_open: None,
+                    served_by: served.then_some(0),
+                });
+                let entry = Entry { subject: Subject::Check(index), status, tier, check };
+                (entry, excluded)
+            })
+            .collect();
+        let verdict = probe(entries.iter().copied());
+        proptest::prop_assert_eq!(verdict.status, status(entries.iter().copied()));
+        let counted = entries.iter().filter(|(_, excluded)| !excluded);
+        let failing: Vec<Subject> = counted
+            .filter(|(entry, _)| entry.effect() == Effect::Fails)
+            .map(|(entry, _)| entry.subject)
+            .collect();
+        proptest::prop_assert_eq!(&verdict.failing, &failing);
+        let named = verdict.failing.len() + verdict.degraded.len() + verdict.warnings.len();
+        let degrading = entries
+            .iter()
+            .filter(|(entry, excluded)| !excluded && entry.effect() != Effect::None)
+            .count();
+        proptest::prop_assert_eq!(named, degrading);
+    }
+}

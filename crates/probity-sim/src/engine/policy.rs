@@ -17,10 +17,9 @@ use crate::scenario::{
     Check, CheckTarget, EndpointMode, InternalKind, PoolCheck, RequestClass, Scenario,
 };
 use crate::time::{Millis, at};
-use probity_contract::Tier;
 use probity_contract::hysteresis::{Hysteresis, Transition};
 use probity_contract::verdict::{
-    CheckVerdict, Effect, Entry, Evidence, Gate, Sample, Status, Subject,
+    CheckVerdict, Effect, Entry, Evidence, Gate, Sample, Status, Subject, failing_status,
 };
 use std::time::Duration;
 
@@ -138,25 +137,6 @@ impl CheckState {
             fallback: None,
         }
     }
-
-    /// When the check's verdict next changes by time alone, after `now`: its staleness bound
-    /// running out, or its fail-open window closing.
-    fn changes_by_itself(&self, spec: &Check, now: Millis) -> Option<Millis> {
-        let stale = spec
-            .staleness
-            .zip(self.last_result_at)
-            .map(|(bound, last)| last + bound + 1);
-        let closes = spec
-            .fail_open_for
-            .zip(self.unhealthy_since)
-            .filter(|_| !self.hysteresis.is_healthy())
-            .map(|(window, since)| since + window);
-        [stale, closes]
-            .into_iter()
-            .flatten()
-            .filter(|&at| at > now)
-            .min()
-    }
 }
 
 /// Check `check`'s verdict at `now` among a process's check states: probity's
@@ -168,21 +148,34 @@ pub(super) fn verdict(
     check: usize,
     now: Millis,
 ) -> CheckVerdict {
+    let (own, fallback) = judged(specs, states, check);
+    match fallback {
+        None => own.verdict(at(now)),
+        Some(fallback) => {
+            let pair = [own, fallback];
+            pair[0].verdict_among(&pair, |evidence| evidence, at(now))
+        }
+    }
+}
+
+/// What the verdict of `check` is judged from: its evidence, and its fallback's (the pair the
+/// verdict judges among: the check, and at index 1 its fallback).
+fn judged(
+    specs: &[Check],
+    states: &[CheckState],
+    check: usize,
+) -> (Evidence<Duration>, Option<Evidence<Duration>>) {
     let spec = &specs[check];
     let own = states[check].evidence(spec);
     match spec.fallback {
-        None => own.verdict(at(now)),
-        Some(fallback) => {
-            // The pair the verdict judges among: the check, and at index 1 its fallback.
-            let pair = [
-                Evidence {
-                    fallback: Some(1),
-                    ..own
-                },
-                states[fallback].evidence(&specs[fallback]),
-            ];
-            pair[0].verdict_among(&pair, |evidence| evidence, at(now))
-        }
+        None => (own, None),
+        Some(fallback) => (
+            Evidence {
+                fallback: Some(1),
+                ..own
+            },
+            Some(states[fallback].evidence(&specs[fallback])),
+        ),
     }
 }
 
@@ -214,18 +207,22 @@ pub(super) fn served_by_fallback(
 }
 
 /// When the verdict of `check` (judged with its fallback) may next change by time alone,
-/// after `now`.
+/// after `now`: probity's [`Evidence::next_change_among`], on the simulation's millisecond
+/// clock (an instant between two milliseconds is reached at the later one).
 pub(super) fn verdict_changes_by_itself(
     specs: &[Check],
     states: &[CheckState],
     check: usize,
     now: Millis,
 ) -> Option<Millis> {
-    let own = states[check].changes_by_itself(&specs[check], now);
-    let fallback = specs[check]
-        .fallback
-        .and_then(|fallback| states[fallback].changes_by_itself(&specs[fallback], now));
-    own.into_iter().chain(fallback).min()
+    let next = match judged(specs, states, check) {
+        (own, None) => own.next_change(at(now)),
+        (own, Some(fallback)) => {
+            let pair = [own, fallback];
+            pair[0].next_change_among(&pair, |evidence| evidence, at(now))
+        }
+    }?;
+    Some(next.as_nanos().div_ceil(1_000_000) as Millis)
 }
 
 /// The entry of a check whose result is known at once (an internal condition, or a call made
@@ -238,10 +235,10 @@ pub(super) fn immediate_entry(spec: &Check, index: usize, passed: bool) -> Entry
         CheckTarget::Internal(_) => Subject::Condition(index),
         CheckTarget::Dependency(_) => Subject::Check(index),
     };
-    let status = match (passed, spec.tier) {
-        (true, _) => Status::Pass,
-        (false, Tier::Hard) => Status::Fail,
-        (false, Tier::Soft | Tier::Info) => Status::Warn,
+    let status = if passed {
+        Status::Pass
+    } else {
+        failing_status(spec.tier)
     };
     Entry {
         subject,

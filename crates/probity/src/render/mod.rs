@@ -26,23 +26,17 @@
 //!   reason on an admin one.
 //!
 //! Rendering reads and formats; it records nothing (the surfaces count answers with
-//! [`crate::metrics::record_probe`]). A passing probe asked plainly — what a kubelet sends every
-//! few seconds — is answered without allocating. Any other whole-probe answer is kept with the
-//! snapshot it came from and served again while it reads the same (`cache`): a dashboard
-//! polling `application/json` costs a copy of the body, not a render, between two polls.
+//! [`crate::metrics::record_probe`]) and keeps nothing. A passing probe asked plainly — what a
+//! kubelet sends every few seconds — is answered without allocating. A surface may keep any
+//! whole-probe answer for as long as [`Snapshot::answer_lasts`] says it reads the same.
 
-pub(crate) mod cache;
-pub(crate) mod fragments;
-pub(crate) mod json;
-#[cfg(test)]
-pub(crate) mod json_reference;
+mod json;
 mod text;
 
 pub use crate::details::Details;
 use crate::snapshot::{Entry, Snapshot, Verdict};
 use probity_contract::{ProbeKind, Status};
 use std::fmt;
-use std::sync::Arc;
 use std::time::SystemTime;
 use tokio::time::Instant;
 
@@ -288,14 +282,11 @@ pub struct Response {
     pub verdict: Option<Status>,
 }
 
-/// An answer's body: a fixed text, an answer kept with the snapshot (shared, not copied: a
-/// repeated probe costs no allocation), or text rendered for this request.
+/// An answer's body: a fixed text (`ok`) or text rendered for this request.
 #[derive(Debug, Clone)]
 pub enum Body {
     /// A fixed text (`ok`).
     Static(&'static str),
-    /// An answer kept with the snapshot it was rendered from.
-    Shared(SharedText),
     /// Rendered for this request.
     Owned(String),
 }
@@ -305,7 +296,6 @@ impl Body {
     pub fn as_str(&self) -> &str {
         match self {
             Body::Static(text) => text,
-            Body::Shared(text) => text.as_str(),
             Body::Owned(text) => text,
         }
     }
@@ -314,7 +304,7 @@ impl Body {
     pub fn into_owned(self) -> String {
         match self {
             Body::Owned(text) => text,
-            other => other.as_str().to_owned(),
+            Body::Static(text) => text.to_owned(),
         }
     }
 }
@@ -370,53 +360,6 @@ impl From<String> for Body {
     }
 }
 
-impl From<SharedText> for Body {
-    fn from(text: SharedText) -> Body {
-        Body::Shared(text)
-    }
-}
-
-/// A kept answer's text, shared with the snapshot it was rendered from: cloning it copies
-/// nothing and allocates nothing, and [`SharedText::bytes`] hands it to an HTTP body as it is.
-#[derive(Clone)]
-pub struct SharedText {
-    text: Arc<str>,
-    bytes: bytes::Bytes,
-}
-
-impl SharedText {
-    pub(crate) fn new(text: &str) -> SharedText {
-        let text: Arc<str> = Arc::from(text);
-        let bytes = bytes::Bytes::from_owner(Utf8(text.clone()));
-        SharedText { text, bytes }
-    }
-
-    /// The text.
-    pub fn as_str(&self) -> &str {
-        &self.text
-    }
-
-    /// The text as the bytes of a body (the same memory, counted once more).
-    pub fn bytes(&self) -> bytes::Bytes {
-        self.bytes.clone()
-    }
-}
-
-impl fmt::Debug for SharedText {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        fmt::Debug::fmt(self.as_str(), f)
-    }
-}
-
-/// The text a kept answer's bytes are made of.
-struct Utf8(Arc<str>);
-
-impl AsRef<[u8]> for Utf8 {
-    fn as_ref(&self) -> &[u8] {
-        self.0.as_bytes()
-    }
-}
-
 impl Response {
     fn new(status: u16, format: Format, body: impl Into<Body>) -> Self {
         Response {
@@ -463,30 +406,18 @@ pub fn render_error(status: u16, format: Format, message: &str, known: &[&str]) 
     }
 }
 
-/// Renders a probe's answer from a snapshot.
+/// Renders a probe's answer from a snapshot: a pure function of the snapshot, the request and
+/// the clock. A surface that answers often may keep what it renders for as long as
+/// [`Snapshot::answer_lasts`] says it reads the same (probity-axum does).
 pub fn render(snapshot: &Snapshot, request: &Request<'_>, clock: Clock) -> Response {
     // The common case — a probe that passes, asked plainly — needs no entry list at all.
     if request.format == Format::Text
         && request.check.is_none()
         && !request.query.verbose
         && request.query.exclude.is_empty()
-        && snapshot.answers.status(snapshot, request.probe, clock.now) == Status::Pass
+        && snapshot.status(request.probe, clock.now) == Status::Pass
     {
         return Response::of_probe(Status::Pass, Format::Text, "ok\n");
-    }
-    // A whole probe asked without exclusions: kept with the snapshot ([`cache`]).
-    let key = (request.check.is_none() && request.query.exclude.is_empty()).then(|| {
-        cache::Key::new(
-            request.probe,
-            request.format,
-            request.query.verbose,
-            request.details,
-        )
-    });
-    if let Some(key) = key
-        && let Some((verdict, body)) = snapshot.answers.get(key, clock)
-    {
-        return Response::of_probe(verdict, request.format, body);
     }
     let path = snapshot.paths().get(request.probe);
     // The names, for an exclusion to be checked against or an error to list; a probe asking
@@ -544,11 +475,6 @@ pub fn render(snapshot: &Snapshot, request: &Request<'_>, clock: Clock) -> Respo
         Format::Json => json::body(snapshot, request, &entries, &verdict, clock),
         Format::HealthJson => json::health_body(snapshot, request, &entries, &verdict, clock),
     };
-    if let Some(key) = key {
-        snapshot
-            .answers
-            .keep(key, snapshot, request.probe, clock, verdict.status, &body);
-    }
     if request.check.is_some() {
         return Response::new(verdict.status.http_code(), request.format, body);
     }

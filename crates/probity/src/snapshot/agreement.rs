@@ -146,7 +146,6 @@ fn check(index: usize, origin: Instant) -> impl Strategy<Value = CheckState> {
                     last_transition: looks.last_transition_ms.map(at),
                     last_success: looks.last_success_ms.map(at),
                     history: crate::history::History::default(),
-                    prerendered: Default::default(),
                 }
             },
         )
@@ -243,7 +242,6 @@ fn snapshot() -> impl Strategy<Value = (Snapshot, Instant)> {
                 conditions: conditions.into(),
                 shutting_down: shutting_down.map(|ms| origin + Duration::from_millis(ms)),
                 generation: 1,
-                answers: Arc::default(),
             };
             (snapshot, origin + Duration::from_millis(NOW_MS))
         })
@@ -280,35 +278,34 @@ proptest! {
         }
     }
 
-    /// An answer kept with its snapshot ([`crate::render::cache`]) is what a fresh render
-    /// would give, at any later instant and with a clock that maps time the same way or not.
+    /// An answer reads the same for as long as [`Snapshot::answer_lasts`] says, with a clock
+    /// that maps monotonic to wall time the same way: what lets a surface keep it.
     #[test]
-    fn a_kept_answer_reads_as_a_fresh_render_would(
+    fn an_answer_reads_the_same_for_as_long_as_it_lasts(
         (snapshot, now) in snapshot(),
         later_ms in 0u64..70_000,
-        skew_ms in prop_oneof![Just(0u64), 1u64..10_000],
     ) {
         let wall = SystemTime::now();
         let first = Clock { now, wall };
         let later = Duration::from_millis(later_ms);
-        let second = Clock {
-            now: now + later,
-            wall: wall + later + Duration::from_millis(skew_ms),
-        };
+        let second = Clock { now: now + later, wall: wall + later };
         for probe in PROBES {
+            let holds = match snapshot.answer_lasts(probe, now) {
+                Lasts::Moment => false,
+                Lasts::Until(until) => second.now < until,
+                Lasts::UntilChanged => true,
+            };
+            if !holds {
+                continue;
+            }
             for format in [Format::Text, Format::Json, Format::HealthJson] {
                 for details in [Details::Public, Details::Admin] {
                     for verbose in [false, true] {
                         let query = Query { verbose, exclude: Vec::new() };
                         let request = Request { probe, check: None, query: &query, format, details };
-                        let kept_first = render::render(&snapshot, &request, first);
-                        let kept_later = render::render(&snapshot, &request, second);
-                        let fresh = Snapshot { answers: Arc::default(), ..snapshot.clone() };
-                        prop_assert_eq!(&kept_first, &render::render(&fresh, &request, first));
-                        let fresh = Snapshot { answers: Arc::default(), ..snapshot.clone() };
                         prop_assert_eq!(
-                            &kept_later,
-                            &render::render(&fresh, &request, second),
+                            render::render(&snapshot, &request, first),
+                            render::render(&snapshot, &request, second),
                             "{:?} {:?} {:?} verbose={} {} ms later",
                             probe, format, details, verbose, later_ms
                         );
@@ -346,51 +343,6 @@ proptest! {
             let entry = snapshot.entry(ProbeKind::Readiness, check.name(), now).unwrap();
             let serves = check.serves_alone(now);
             prop_assert_eq!(entry.status == Status::Fail, !serves);
-        }
-    }
-}
-
-proptest! {
-    #![proptest_config(ProptestConfig::with_cases(1_000))]
-
-    /// The JSON answers written from each check's prerendered pieces
-    /// ([`crate::render::fragments`]) are, byte for byte, what serializing every entry whole
-    /// gives — with any exclusion, at any instant, with any clock.
-    #[test]
-    fn json_from_prerendered_pieces_reads_as_serde_writes_it(
-        (snapshot, now) in snapshot(),
-        skew_ms in prop_oneof![Just(0u64), 1u64..100_000_000],
-        exclude_first in any::<bool>(),
-    ) {
-        use crate::render::json;
-        let clock = Clock {
-            now,
-            wall: SystemTime::now() - Duration::from_millis(skew_ms),
-        };
-        let query = Query::default();
-        for probe in PROBES {
-            let names = snapshot.entry_names(probe);
-            let excluded: Vec<&str> = names.iter().copied().take(usize::from(exclude_first)).collect();
-            let entries = snapshot.entries(probe, now, &excluded);
-            let verdict = Verdict::of(&entries);
-            for details in [Details::Public, Details::Admin] {
-                for format in [Format::Json, Format::HealthJson] {
-                    let request = Request { probe, check: None, query: &query, format, details };
-                    let (written, reference) = if format == Format::Json {
-                        (
-                            json::body(&snapshot, &request, &entries, &verdict, clock),
-                            crate::render::json_reference::body(&snapshot, &request, &entries, &verdict, clock),
-                        )
-                    } else {
-                        (
-                            json::health_body(&snapshot, &request, &entries, &verdict, clock),
-                            crate::render::json_reference::health_body(&snapshot, &request, &entries, &verdict, clock),
-                        )
-                    };
-                    prop_assert_eq!(&written, &reference, "{:?} {:?} {:?}", probe, format, details);
-                    prop_assert!(serde_json::from_str::<serde_json::Value>(&written).is_ok());
-                }
-            }
         }
     }
 }

@@ -383,7 +383,10 @@ fn a_local_cut_that_stays_in_rotation_means_readiness_does_not_check_it() {
     // Late by less than a tenth: the measure says by how much, never the limit's own figure.
     row.out_of_rotation_at_s = Some(13.046);
     let barely = judged(row.clone(), &fault, &pod, BalancerMode::Kubernetes);
-    assert_eq!(missed(&barely, "out of rotation ≤ 13.0s").measured, "13.046s");
+    assert_eq!(
+        missed(&barely, "out of rotation ≤ 13.0s").measured,
+        "13.046s"
+    );
     row.out_of_rotation_at_s = Some(12.4);
     let early = judged(row, &fault, &pod, BalancerMode::Kubernetes);
     assert_eq!(early.checks[1].measured, "12.4s");

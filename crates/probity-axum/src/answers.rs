@@ -1,0 +1,249 @@
+//! Answers kept by the router that serves them.
+//!
+//! A snapshot changes when a poll result, a report or a step arrives — every few seconds —
+//! while probes and dashboards may ask for it thousands of times a second, and most answers are
+//! the same for every one of those requests. So the router keeps the last answer of each kind
+//! (probe × format × `?verbose` × details) with the generation of the snapshot it was rendered
+//! from, and serves it again while the same snapshot is current and the answer still reads as
+//! a fresh render would ([`probity::Snapshot::answer_lasts`]): a dashboard polling
+//! `application/json` costs a copy of a pointer, not a render.
+//!
+//! Timestamps map monotonic time to wall time with the clock of the first render: a kept answer
+//! is served only while the wall clock runs with the monotonic one (within a millisecond), so
+//! a step of the wall clock renders afresh. Asked with `?exclude=` or for one entry, an answer
+//! is rendered every time.
+
+use arc_swap::ArcSwapOption;
+use bytes::Bytes;
+use probity::render::{self, Body, Clock, Format};
+use probity::{Details, Lasts, ProbeKind, Snapshot, Status};
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::time::Instant;
+
+const PROBES: usize = 3;
+const FORMATS: usize = 3;
+const KINDS: usize = PROBES * FORMATS * 2 * 2;
+
+/// Clocks map monotonic to wall time alike when they differ by less than this.
+const SAME_CLOCK: Duration = Duration::from_millis(1);
+
+/// Which answer: probe, format, `?verbose`, details.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Kind(usize);
+
+impl Kind {
+    pub(crate) fn new(probe: ProbeKind, format: Format, verbose: bool, details: Details) -> Kind {
+        let probe = match probe {
+            ProbeKind::Liveness => 0,
+            ProbeKind::Readiness => 1,
+            ProbeKind::Startup => 2,
+        };
+        let format = match format {
+            Format::Text => 0,
+            Format::Json => 1,
+            Format::HealthJson => 2,
+        };
+        let details = usize::from(details == Details::Admin);
+        Kind(((probe * FORMATS + format) * 2 + usize::from(verbose)) * 2 + details)
+    }
+}
+
+/// One kept answer.
+#[derive(Debug)]
+struct Kept {
+    /// The generation of the snapshot it was rendered from.
+    generation: u64,
+    /// The clock it was rendered with.
+    clock: Clock,
+    /// Until when it reads as a fresh render would; `None`: while its snapshot is current.
+    until: Option<Instant>,
+    /// The probe's verdict.
+    verdict: Status,
+    /// The body, shared by every answer that serves it.
+    body: Bytes,
+}
+
+/// The last answer of each kind.
+#[derive(Debug)]
+pub(crate) struct Answers {
+    kept: [ArcSwapOption<Kept>; KINDS],
+}
+
+impl Default for Answers {
+    fn default() -> Self {
+        Answers {
+            kept: std::array::from_fn(|_| ArcSwapOption::empty()),
+        }
+    }
+}
+
+impl Answers {
+    /// The kept answer of `kind`, if it reads as a render of `snapshot` at `clock` would.
+    pub(crate) fn get(
+        &self,
+        kind: Kind,
+        snapshot: &Snapshot,
+        clock: Clock,
+    ) -> Option<(Status, Bytes)> {
+        // A guard, not a counted reference: readers on every core share no counter.
+        let guard = self.kept[kind.0].load();
+        let kept = guard.as_ref()?;
+        if kept.generation != snapshot.generation()
+            || clock.now < kept.clock.now
+            || kept.until.is_some_and(|until| clock.now >= until)
+        {
+            return None;
+        }
+        let expected = kept.clock.wall + (clock.now - kept.clock.now);
+        let drift = match clock.wall.duration_since(expected) {
+            Ok(ahead) => ahead,
+            Err(behind) => behind.duration(),
+        };
+        (drift < SAME_CLOCK).then(|| (kept.verdict, kept.body.clone()))
+    }
+
+    /// Keeps `answer`, rendered from `snapshot` at `clock`, when it lasts beyond the instant
+    /// it was rendered at. Returns its body, to serve this time too.
+    pub(crate) fn keep(
+        &self,
+        kind: Kind,
+        probe: ProbeKind,
+        snapshot: &Snapshot,
+        clock: Clock,
+        verdict: Status,
+        body: Body,
+    ) -> Bytes {
+        let body = match body {
+            Body::Static(text) => Bytes::from_static(text.as_bytes()),
+            Body::Owned(text) => Bytes::from(text),
+        };
+        let until = match snapshot.answer_lasts(probe, clock.now) {
+            Lasts::Moment => return body,
+            Lasts::Until(until) => Some(until),
+            Lasts::UntilChanged => None,
+        };
+        self.kept[kind.0].store(Some(Arc::new(Kept {
+            generation: snapshot.generation(),
+            clock,
+            until,
+            verdict,
+            body: body.clone(),
+        })));
+        body
+    }
+}
+
+/// The answer to a whole probe asked without exclusions: the kept one, or one rendered now and
+/// kept.
+pub(crate) fn answer(
+    answers: &Answers,
+    snapshot: &Snapshot,
+    request: &render::Request<'_>,
+    clock: Clock,
+) -> (Status, Bytes) {
+    let kind = Kind::new(
+        request.probe,
+        request.format,
+        request.query.verbose,
+        request.details,
+    );
+    if let Some(kept) = answers.get(kind, snapshot, clock) {
+        return kept;
+    }
+    let rendered = render::render(snapshot, request, clock);
+    // A whole probe's answer always carries its verdict.
+    let verdict = rendered.verdict.unwrap_or(Status::Fail);
+    let body = answers.keep(kind, request.probe, snapshot, clock, verdict, rendered.body);
+    (verdict, body)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use probity::render::{Query, Request};
+    use probity::{CheckSpec, Detail, Health, Tier};
+    use std::time::SystemTime;
+
+    async fn health() -> Health {
+        let health = Health::builder()
+            .service("kept")
+            .check(
+                CheckSpec::new("db", Tier::Hard, || async { Ok(Detail::new()) })
+                    .interval(Duration::from_secs(1))
+                    .staleness(Duration::from_secs(10)),
+            )
+            .build()
+            .unwrap();
+        health.start().unwrap();
+        tokio::time::sleep(Duration::from_millis(10)).await;
+        health
+    }
+
+    fn request(query: &Query, format: Format) -> Request<'_> {
+        Request {
+            probe: ProbeKind::Readiness,
+            check: None,
+            query,
+            format,
+            details: Details::Admin,
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn an_answer_is_served_again_until_its_snapshot_changes_or_it_turns_stale() {
+        let health = health().await;
+        let answers = Answers::default();
+        let query = Query::default();
+        let json = request(&query, Format::Json);
+        let snapshot = health.snapshot();
+        let wall = SystemTime::now();
+        let at = |after: Duration| Clock {
+            now: Instant::now() + after,
+            wall: wall + after,
+        };
+        let (_, first) = answer(&answers, &snapshot, &json, at(Duration::ZERO));
+        let (verdict, again) = answer(&answers, &snapshot, &json, at(Duration::from_millis(1)));
+        assert_eq!(verdict, Status::Pass);
+        // The same bytes, not a copy of them.
+        assert_eq!(first.as_ptr(), again.as_ptr());
+        // Another kind is another answer.
+        let (_, health_json) = answer(
+            &answers,
+            &snapshot,
+            &request(&query, Format::HealthJson),
+            at(Duration::ZERO),
+        );
+        assert_ne!(first, health_json);
+        // Past the instant the result turns stale, rendered afresh.
+        let (verdict, later) = answer(&answers, &snapshot, &json, at(Duration::from_secs(11)));
+        assert_eq!(verdict, Status::Fail);
+        assert_ne!(later.as_ptr(), first.as_ptr());
+        // A new snapshot (the next poll) is rendered afresh, then kept.
+        tokio::time::sleep(Duration::from_millis(1_500)).await;
+        let next = health.snapshot();
+        assert_ne!(next.generation(), snapshot.generation());
+        let (_, fresh) = answer(&answers, &next, &json, Clock::now());
+        assert_ne!(fresh.as_ptr(), first.as_ptr());
+        let (_, kept) = answer(&answers, &next, &json, Clock::now());
+        assert_eq!(fresh.as_ptr(), kept.as_ptr());
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_wall_clock_that_steps_renders_afresh() {
+        let health = health().await;
+        let answers = Answers::default();
+        let query = Query::default();
+        let json = request(&query, Format::Json);
+        let snapshot = health.snapshot();
+        let clock = Clock::now();
+        let (_, first) = answer(&answers, &snapshot, &json, clock);
+        let stepped = Clock {
+            now: clock.now,
+            wall: clock.wall + Duration::from_secs(3600),
+        };
+        let (_, again) = answer(&answers, &snapshot, &json, stepped);
+        assert_ne!(first.as_ptr(), again.as_ptr());
+        assert_ne!(first, again, "its timestamps moved an hour");
+    }
+}
