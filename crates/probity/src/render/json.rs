@@ -6,10 +6,13 @@
 use super::{Clock, Request, entry_kind};
 use crate::check::Measurement;
 use crate::snapshot::{CheckState, Entry, Snapshot, Verdict};
+use probity_contract::verdict::Cause;
 use probity_contract::{Status, Tier};
 use serde::Serialize;
 use serde::ser::{SerializeMap, SerializeSeq};
 use std::borrow::Cow;
+use std::cell::Cell;
+use std::io::Write as _;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 /// The bytes a check's entry takes in either JSON format, roughly: a buffer of this size per
@@ -53,8 +56,62 @@ pub(super) fn error(message: &str, known: &[&str]) -> String {
     .unwrap_or_default()
 }
 
-/// A timestamp as RFC 3339 with milliseconds, UTC; a time before the epoch as the epoch.
-struct Timestamp(SystemTime);
+/// A timestamp's text, RFC 3339 with milliseconds, UTC (`2026-11-30T12:00:00.123Z`), as
+/// humantime writes it; a time before the epoch is the epoch.
+#[derive(Clone, Copy)]
+struct Timestamp {
+    text: [u8; 32],
+    len: usize,
+}
+
+impl Timestamp {
+    const EPOCH: &str = "1970-01-01T00:00:00.000Z";
+
+    fn of(time: SystemTime) -> Timestamp {
+        let mut text = [0; 32];
+        let mut rest = &mut text[..];
+        let time = humantime::format_rfc3339_millis(time.max(UNIX_EPOCH));
+        let len = match write!(rest, "{time}") {
+            Ok(()) => 32 - rest.len(),
+            Err(_) => 0,
+        };
+        Timestamp { text, len }
+    }
+
+    fn as_str(&self) -> &str {
+        match std::str::from_utf8(&self.text[..self.len]) {
+            Ok(text) if !text.is_empty() => text,
+            _ => Timestamp::EPOCH,
+        }
+    }
+}
+
+/// The timestamps of one answer, by its clock: most of a check's are one instant (its last
+/// poll is its last success), written once.
+struct Stamps {
+    clock: Clock,
+    last: Cell<Option<(tokio::time::Instant, Timestamp)>>,
+}
+
+impl Stamps {
+    fn new(clock: Clock) -> Stamps {
+        Stamps {
+            clock,
+            last: Cell::new(None),
+        }
+    }
+
+    fn at(&self, at: tokio::time::Instant) -> Timestamp {
+        if let Some((last, stamp)) = self.last.get()
+            && last == at
+        {
+            return stamp;
+        }
+        let stamp = Timestamp::of(wall_at(self.clock, at));
+        self.last.set(Some((at, stamp)));
+        stamp
+    }
+}
 
 /// The wall-clock time of monotonic instant `at`, by `clock`.
 fn wall_at(clock: Clock, at: tokio::time::Instant) -> SystemTime {
@@ -66,7 +123,7 @@ fn wall_at(clock: Clock, at: tokio::time::Instant) -> SystemTime {
 
 impl Serialize for Timestamp {
     fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        serializer.collect_str(&humantime::format_rfc3339_millis(self.0.max(UNIX_EPOCH)))
+        serializer.serialize_str(self.as_str())
     }
 }
 
@@ -97,7 +154,7 @@ struct Body<'a> {
 struct JsonEntries<'a> {
     entries: &'a [Entry<'a>],
     request: &'a Request<'a>,
-    clock: Clock,
+    stamps: Stamps,
 }
 
 impl Serialize for JsonEntries<'_> {
@@ -167,7 +224,7 @@ struct JsonMeasurement<'a> {
 
 impl<'a> JsonEntries<'a> {
     fn entry(&self, entry: &'a Entry<'a>) -> JsonEntry<'a> {
-        let clock = self.clock;
+        let now = self.stamps.clock.now;
         let check = entry.check();
         let last = check.and_then(CheckState::last);
         JsonEntry {
@@ -179,20 +236,23 @@ impl<'a> JsonEntries<'a> {
             } else {
                 entry.status.as_str()
             },
-            reason: entry.reason(self.request.details, clock.now),
+            reason: entry.reason(self.request.details, now),
             dependency: check.and_then(CheckState::dependency),
             healthy: check.map(CheckState::is_healthy),
-            stale: check.map(|check| check.is_stale(clock.now)),
+            stale: check.map(|check| match entry.verdict {
+                Some(verdict) => matches!(verdict.cause, Cause::Stale { .. }),
+                None => check.is_stale(now),
+            }),
             duration_ms: last.map(|last| millis(last.duration)),
             consecutive_successes: check.map(CheckState::consecutive_successes),
             consecutive_failures: check.map(CheckState::consecutive_failures),
-            last_checked: last.map(|last| Timestamp(wall_at(clock, last.at))),
+            last_checked: last.map(|last| self.stamps.at(last.at)),
             last_success: check
                 .and_then(CheckState::last_success)
-                .map(|at| Timestamp(wall_at(clock, at))),
+                .map(|at| self.stamps.at(at)),
             last_transition: check
                 .and_then(CheckState::last_transition)
-                .map(|at| Timestamp(wall_at(clock, at))),
+                .map(|at| self.stamps.at(at)),
             measurements: JsonMeasurements(last.map_or(&[], |last| last.measurements.as_slice())),
         }
     }
@@ -215,7 +275,7 @@ pub(crate) fn body(
         checks: JsonEntries {
             entries,
             request,
-            clock,
+            stamps: Stamps::new(clock),
         },
     };
     to_string(&body, 256 + entries.len() * ENTRY_BYTES)
@@ -239,7 +299,7 @@ struct HealthBody<'a> {
 struct HealthChecks<'a> {
     entries: &'a [Entry<'a>],
     request: &'a Request<'a>,
-    clock: Clock,
+    stamps: Stamps,
 }
 
 #[derive(Serialize)]
@@ -280,7 +340,7 @@ impl Serialize for HealthChecks<'_> {
             let output = if entry.excluded {
                 Some(Cow::Borrowed("excluded"))
             } else {
-                entry.reason(self.request.details, self.clock.now)
+                entry.reason(self.request.details, self.stamps.clock.now)
             };
             let Some(check) = entry.check() else {
                 map.serialize_entry(
@@ -298,7 +358,7 @@ impl Serialize for HealthChecks<'_> {
             };
             let last = check.last();
             let kind = component_type(check.dependency());
-            let time = || last.map(|last| Timestamp(wall_at(self.clock, last.at)));
+            let time = || last.map(|last| self.stamps.at(last.at));
             map.serialize_entry(
                 &format_args!("{}:responseTime", entry.name),
                 &One(HealthItem {
@@ -358,7 +418,7 @@ pub(crate) fn health_body(
         checks: HealthChecks {
             entries,
             request,
-            clock,
+            stamps: Stamps::new(clock),
         },
     };
     to_string(&body, 256 + entries.len() * 3 * ENTRY_BYTES / 2)
@@ -369,7 +429,7 @@ mod tests {
     use super::*;
 
     fn written(time: SystemTime) -> String {
-        serde_json::to_string(&Timestamp(time)).unwrap()
+        serde_json::to_string(&Timestamp::of(time)).unwrap()
     }
 
     #[test]
