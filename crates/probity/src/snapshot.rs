@@ -713,7 +713,7 @@ impl Snapshot {
     }
 
     /// The names every entry of `probe` can be addressed by (for `?exclude=` and sub-paths).
-    pub fn entry_names(&self, probe: ProbeKind) -> Vec<&str> {
+    pub(crate) fn entry_names(&self, probe: ProbeKind) -> Vec<&str> {
         match probe {
             ProbeKind::Liveness => self.conditions.iter().map(|c| c.name()).collect(),
             ProbeKind::Startup => self.internal_steps().map(|(_, s)| s.name()).collect(),
@@ -744,7 +744,7 @@ impl Snapshot {
 
     /// The check that serves instead of check `name` while it fails, as declared
     /// ([`crate::CheckSpec::fallback`]), whatever either's state.
-    pub fn fallback_of(&self, name: &str) -> Option<&CheckState> {
+    pub(crate) fn fallback_of(&self, name: &str) -> Option<&CheckState> {
         let index = self.check(name)?.evidence.fallback?;
         self.checks.get(index).map(|check| &**check)
     }
