@@ -330,7 +330,10 @@ fn under_load_parse_server_behind_the_agent_is_drained_and_never_restarted_by_it
         "parse-server.yaml",
         "agent",
         PARSE_SHORT,
-        "  - { kind: refuse, dependency: db, scope: one, duration: 14s }\n\
+        // The agent's `db` check rises after 2 polls 2 s apart, where the default window
+        // allows the service one poll: back within the probe's window (2 s) + 4 s + 5 s.
+        "  - { kind: refuse, dependency: db, scope: one, duration: 14s, targets: \
+         { back_within: 11s } }\n\
          \x20 - { kind: refuse, dependency: db, duration: 12s }\n\
          \x20 - { kind: slow, dependency: db, duration: 5s, latency: 300ms }\n\
          \x20 - { kind: flap, dependency: db, duration: 8s }\n\
