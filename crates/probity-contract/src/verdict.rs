@@ -41,6 +41,7 @@
 use crate::tier::Tier;
 use serde::{Deserialize, Serialize};
 use std::fmt;
+use std::ops::ControlFlow;
 use std::time::Duration;
 
 /// A point in time the verdict can measure ages from.
@@ -557,18 +558,25 @@ pub fn startup(complete: impl IntoIterator<Item = bool>) -> impl Iterator<Item =
 /// counted entry that fails fails the probe; any that degrades makes it `warn`. The status of
 /// [`probe`]'s verdict, without its lists: it allocates nothing and stops at the first failure.
 pub fn status(entries: impl IntoIterator<Item = (Entry, bool)>) -> Status {
-    let mut worst = Status::Pass;
-    for (entry, excluded) in entries {
-        if excluded {
-            continue;
-        }
-        match entry.effect() {
-            Effect::Fails => return Status::Fail,
-            Effect::Degrades => worst = Status::Warn,
-            Effect::None => {}
-        }
+    // `try_fold` rather than a `for` loop: a chain of the gates, the steps and the checks
+    // (what `readiness` returns) is folded part by part instead of asking at every entry which
+    // part it is in.
+    let folded = entries
+        .into_iter()
+        .try_fold(Status::Pass, |worst, (entry, excluded)| {
+            if excluded {
+                return ControlFlow::Continue(worst);
+            }
+            match entry.effect() {
+                Effect::Fails => ControlFlow::Break(()),
+                Effect::Degrades => ControlFlow::Continue(Status::Warn),
+                Effect::None => ControlFlow::Continue(worst),
+            }
+        });
+    match folded {
+        ControlFlow::Continue(worst) => worst,
+        ControlFlow::Break(()) => Status::Fail,
     }
-    worst
 }
 
 /// A probe's verdict: its status and the entries that decided it.

@@ -131,6 +131,7 @@ mod health;
 mod heartbeat;
 mod history;
 mod liveness;
+mod moment;
 mod name;
 mod passive;
 mod paths;

@@ -10,6 +10,7 @@
 
 use crate::check::{FailureKind, Measurement};
 use crate::history::{ConditionHistory, ConditionPhase, History};
+use crate::moment::{self, Moment};
 use crate::paths::ProbePaths;
 use probity_contract::contract::LivenessKind;
 use probity_contract::verdict::{self, CheckVerdict, Effect, Evidence, Gate, Gates, Subject};
@@ -42,7 +43,7 @@ pub struct LastResult {
 pub struct CheckState {
     pub(crate) name: Arc<str>,
     pub(crate) dependency: Option<Arc<str>>,
-    pub(crate) evidence: Evidence<std::time::Instant>,
+    pub(crate) evidence: Evidence<Moment>,
     pub(crate) last: Option<LastResult>,
     pub(crate) consecutive_failures: u32,
     pub(crate) last_transition: Option<Instant>,
@@ -108,7 +109,7 @@ impl CheckState {
 
     /// The check's status at `now`, and why ([`probity_contract::verdict`]'s rules).
     pub fn verdict(&self, now: Instant) -> CheckVerdict {
-        self.evidence.verdict(now.into_std())
+        self.evidence.verdict(moment::moment(now))
     }
 
     /// The check's status at `now`.
@@ -126,12 +127,7 @@ impl CheckState {
 
     /// Whether the check serves when asked alone (`/readyz/db`, gRPC service `db`).
     pub fn serves_alone(&self, now: Instant) -> bool {
-        self.evidence.serves_alone(now.into_std())
-    }
-
-    /// What the verdict knows of the check.
-    pub fn evidence(&self) -> &Evidence<std::time::Instant> {
-        &self.evidence
+        self.evidence.serves_alone(moment::moment(now))
     }
 
     /// The check's recent transitions and poll latencies, oldest first, bounded
@@ -559,7 +555,7 @@ impl Snapshot {
                 if self.shutting_down.is_some() || self.conditions.iter().any(counting) {
                     return Lasts::Moment;
                 }
-                let std_now = now.into_std();
+                let at_now = moment::moment(now);
                 for check in self.checks() {
                     // A result newer than the clock (read before the snapshot was loaded)
                     // prints as "now", which moves with the clock.
@@ -577,8 +573,8 @@ impl Snapshot {
                         return Lasts::Moment;
                     }
                 }
-                match verdict::next_change(&self.checks, evidence_of, std_now) {
-                    Some(at) => Lasts::Until(Instant::from_std(at)),
+                match verdict::next_change(&self.checks, evidence_of, at_now) {
+                    Some(at) => Lasts::Until(moment::instant(at)),
                     None => Lasts::UntilChanged,
                 }
             }
@@ -598,9 +594,9 @@ impl Snapshot {
         self.steps.iter().all(|step| step.complete)
     }
 
-    fn gates(&self) -> Gates<std::time::Instant> {
+    fn gates(&self) -> Gates<Moment> {
         Gates {
-            shutting_down_since: self.shutting_down.map(Instant::into_std),
+            shutting_down_since: self.shutting_down.map(moment::moment),
             has_steps: self.internal_steps().next().is_some(),
             steps_pending: !self.is_booted(),
             liveness_failing: self
@@ -630,7 +626,7 @@ impl Snapshot {
     /// decision a load balancer's probe waits on. It folds the same entries as
     /// [`Snapshot::entries`].
     pub fn status(&self, probe: ProbeKind, now: Instant) -> Status {
-        let now = now.into_std();
+        let now = moment::moment(now);
         match probe {
             ProbeKind::Liveness => verdict::status(
                 verdict::liveness(self.conditions.iter().map(|c| c.failure.is_some()))
@@ -655,7 +651,7 @@ impl Snapshot {
 
     /// Every line of a probe's answer at `now`, with the request's exclusions applied.
     pub fn entries(&self, probe: ProbeKind, now: Instant, excluded: &[&str]) -> Vec<Entry<'_>> {
-        let std_now = now.into_std();
+        let at_now = moment::moment(now);
         let internal: Vec<usize> = self.internal_steps().map(|(index, _)| index).collect();
         let raw: Vec<verdict::Entry> = match probe {
             ProbeKind::Liveness => {
@@ -677,7 +673,7 @@ impl Snapshot {
                 self.dependency_steps(),
                 &self.checks,
                 evidence_of,
-                std_now,
+                at_now,
             )
             .collect(),
         };
@@ -756,7 +752,7 @@ impl Snapshot {
         Some(
             check
                 .evidence
-                .verdict_among(&self.checks, evidence_of, now.into_std()),
+                .verdict_among(&self.checks, evidence_of, moment::moment(now)),
         )
     }
 
@@ -781,7 +777,7 @@ impl Snapshot {
 }
 
 /// A published check's evidence, for the verdict's functions.
-fn evidence_of(check: &Arc<CheckState>) -> &Evidence<std::time::Instant> {
+fn evidence_of(check: &Arc<CheckState>) -> &Evidence<Moment> {
     &check.evidence
 }
 

@@ -528,12 +528,12 @@ fn record(
         }
         Some(Transition::Fell) => {
             next.last_transition = Some(at);
-            next.evidence.unhealthy_since = Some(at.into_std());
+            next.evidence.unhealthy_since = Some(crate::moment::moment(at));
         }
         None => {}
     }
     next.evidence.last = Some(Sample {
-        at: at.into_std(),
+        at: crate::moment::moment(at),
         ok: result.ok,
         warning: result.warning.is_some(),
         // A passive report cannot tell this instance's exhaustion from a database every
