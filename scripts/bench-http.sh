@@ -4,7 +4,7 @@
 #   scripts/bench-http.sh [seconds per run, default 4]   (READYZ_ONLY=1: only part 1; AGENT_ONLY=1: only part 3)
 #
 # 1. checkout's /readyz (plain, ?verbose, application/json, application/health+json) and
-#    probity's probes alone on axum, each against a bare axum handler returning a static 200:
+#    probity's probes alone (on axum::serve, and on probity_axum::serve), each against a bare axum handler returning a static 200:
 #    the ratio of requests served (target: every format ≥ 0.95 × bare); and the bare handler
 #    sending each format's body as a static file (what is left is probity's own work).
 # 2. The database work health checks cause while /readyz is hammered, from PostgreSQL's own
@@ -25,7 +25,7 @@ cd "$(dirname "$0")/.."
 duration=${1:-4}
 threads=1
 connections=32
-main_port=18080 admin_port=18081 bare_port=18099 probes_port=18098 bare2_port=18095
+main_port=18080 admin_port=18081 bare_port=18099 probes_port=18098 bare2_port=18095 served_port=18097
 pg_port=18090 pg_admin_port=18091
 database=probity_bench
 
@@ -74,9 +74,12 @@ pids+=($!)
 pids+=($!)
 "${server_cpu[@]}" target/release/examples/probes_axum 127.0.0.1:$probes_port >"$work/probes.log" 2>&1 &
 pids+=($!)
+"${server_cpu[@]}" target/release/examples/probes_axum 127.0.0.1:$served_port --probity-serve >"$work/served.log" 2>&1 &
+pids+=($!)
 wait_http "http://127.0.0.1:$bare_port/readyz"
 wait_http "http://127.0.0.1:$bare2_port/readyz"
 wait_http "http://127.0.0.1:$probes_port/readyz"
+wait_http "http://127.0.0.1:$served_port/readyz"
 
 wrk_rps() { # file → requests/s, after checking every answer was a 2xx
   local non2xx
@@ -125,6 +128,7 @@ echo "each target at the same time as bare axum, both on one core; wrk -t$thread
 for _ in $(seq "$rounds"); do
   run_pair bare-vs-bare "http://127.0.0.1:$bare2_port/readyz"
   run_pair probes-only "http://127.0.0.1:$probes_port/readyz"
+  run_pair probes-served "http://127.0.0.1:$served_port/readyz"
   run_pair readyz "http://127.0.0.1:$main_port/readyz"
   run_pair readyz-verbose "http://127.0.0.1:$main_port/readyz?verbose"
   run_pair readyz-json "http://127.0.0.1:$main_port/readyz" "Accept: application/json"
@@ -137,6 +141,7 @@ done
 # same request (the JSON formats' `Accept` header included).
 report bare-vs-bare
 report probes-only
+report probes-served
 report readyz
 report readyz-verbose bare-verbose-body
 report readyz-json bare-json-body

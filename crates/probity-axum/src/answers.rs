@@ -8,9 +8,10 @@
 //! a fresh render would ([`probity::Snapshot::answer_lasts`]): a dashboard polling
 //! `application/json` costs a copy of a pointer, not a render.
 //!
-//! Timestamps map monotonic time to wall time with the clock of the first render: a kept answer
-//! is served only while the wall clock runs with the monotonic one (within a millisecond), so
-//! a step of the wall clock renders afresh. Asked with `?exclude=` or for one entry, an answer
+//! The JSON formats' timestamps map monotonic time to wall time with the clock of the first
+//! render: a kept JSON answer is served only while the wall clock runs with the monotonic one
+//! (within a millisecond), so a step of the wall clock renders afresh. Text prints no
+//! wall-clock time, and its answers are kept whatever the wall clock does. Asked with `?exclude=` or for one entry, an answer
 //! is rendered every time.
 
 use arc_swap::ArcSwapOption;
@@ -18,7 +19,7 @@ use bytes::Bytes;
 use probity::render::{self, Body, Clock, Format};
 use probity::{Details, Lasts, ProbeKind, Snapshot, Status};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 use tokio::time::Instant;
 
 const PROBES: usize = 3;
@@ -28,9 +29,26 @@ const KINDS: usize = PROBES * FORMATS * 2 * 2;
 /// Clocks map monotonic to wall time alike when they differ by less than this.
 const SAME_CLOCK: Duration = Duration::from_millis(1);
 
+/// The time an answer in `format` is rendered at. Text prints no wall-clock time (only ages,
+/// from the monotonic clock), so for text the wall clock is not read: its `wall` is the epoch,
+/// and a kept text answer is served again whatever the wall clock does.
+pub(crate) fn clock(format: Format) -> Clock {
+    match format {
+        Format::Text => Clock {
+            now: Instant::now(),
+            wall: SystemTime::UNIX_EPOCH,
+        },
+        Format::Json | Format::HealthJson => Clock::now(),
+    }
+}
+
 /// Which answer: probe, format, `?verbose`, details.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Kind(usize);
+pub(crate) struct Kind {
+    index: usize,
+    /// Whether the answer prints wall-clock time (the JSON formats' timestamps).
+    dated: bool,
+}
 
 impl Kind {
     pub(crate) fn new(probe: ProbeKind, format: Format, verbose: bool, details: Details) -> Kind {
@@ -45,7 +63,10 @@ impl Kind {
             Format::HealthJson => 2,
         };
         let details = usize::from(details == Details::Admin);
-        Kind(((probe * FORMATS + format) * 2 + usize::from(verbose)) * 2 + details)
+        Kind {
+            index: ((probe * FORMATS + format) * 2 + usize::from(verbose)) * 2 + details,
+            dated: format != 0,
+        }
     }
 }
 
@@ -87,13 +108,16 @@ impl Answers {
         clock: Clock,
     ) -> Option<(Status, Bytes)> {
         // A guard, not a counted reference: readers on every core share no counter.
-        let guard = self.kept[kind.0].load();
+        let guard = self.kept[kind.index].load();
         let kept = guard.as_ref()?;
         if kept.generation != snapshot.generation()
             || clock.now < kept.clock.now
             || kept.until.is_some_and(|until| clock.now >= until)
         {
             return None;
+        }
+        if !kind.dated {
+            return Some((kept.verdict, kept.body.clone()));
         }
         let expected = kept.clock.wall + (clock.now - kept.clock.now);
         let drift = match clock.wall.duration_since(expected) {
@@ -123,7 +147,7 @@ impl Answers {
             Lasts::Until(until) => Some(until),
             Lasts::UntilChanged => None,
         };
-        self.kept[kind.0].store(Some(Arc::new(Kept {
+        self.kept[kind.index].store(Some(Arc::new(Kept {
             generation: snapshot.generation(),
             clock,
             until,
@@ -245,5 +269,29 @@ mod tests {
         let (_, again) = answer(&answers, &snapshot, &json, stepped);
         assert_ne!(first.as_ptr(), again.as_ptr());
         assert_ne!(first, again, "its timestamps moved an hour");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_text_answer_reads_no_wall_clock_and_is_kept_across_a_step() {
+        let health = health().await;
+        let answers = Answers::default();
+        let query = Query {
+            verbose: true,
+            exclude: Vec::new(),
+        };
+        let text = request(&query, Format::Text);
+        let snapshot = health.snapshot();
+        let clock = clock(Format::Text);
+        assert_eq!(clock.wall, SystemTime::UNIX_EPOCH);
+        let (_, first) = answer(&answers, &snapshot, &text, clock);
+        assert!(String::from_utf8_lossy(&first).contains("[+]db ok"));
+        let later = Clock {
+            now: clock.now + Duration::from_millis(5),
+            wall: SystemTime::now(),
+        };
+        let (_, again) = answer(&answers, &snapshot, &text, later);
+        assert_eq!(first.as_ptr(), again.as_ptr());
+        // The JSON formats read the wall clock.
+        assert_ne!(super::clock(Format::Json).wall, SystemTime::UNIX_EPOCH);
     }
 }

@@ -6,7 +6,7 @@ use axum::extract::{Path, State};
 use axum::http::{HeaderMap, HeaderName, HeaderValue, StatusCode, header};
 use axum::response::Response;
 use axum::routing::get;
-use probity::render::{self, Clock, Format, Query, Request};
+use probity::render::{self, Format, Query, Request};
 use probity::{Details, HealthView, ProbeKind};
 use std::sync::Arc;
 
@@ -134,7 +134,7 @@ impl Served {
             details: self.probes.details,
         };
         let snapshot = self.probes.health.snapshot();
-        let clock = Clock::now();
+        let clock = answers::clock(format);
         if check.is_none() && query.exclude.is_empty() {
             let (verdict, body) = answers::answer(&self.answers, &snapshot, &request, clock);
             probity::metrics::record_probe(probe, verdict);

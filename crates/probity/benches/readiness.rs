@@ -1,6 +1,9 @@
 //! The cost of a readiness decision and of each render format, for 20 checks, and the heap
 //! allocations of the plain passing answer (counted by a counting allocator: the target is
-//! zero).
+//! zero). Then the answer as a service sends it: probity-axum's router answering `/readyz`
+//! from the answer it keeps, beside a bare axum handler answering `ok` through the same
+//! kind of router — their difference is all a kept answer costs, and it allocates nothing the
+//! bare handler does not.
 
 // criterion_group! generates an undocumented public function.
 #![allow(missing_docs)]
@@ -10,6 +13,7 @@ use probity::render::{Clock, Details, Format, Query, Request, render};
 use probity::{CheckError, CheckSpec, Detail, Health, ProbeKind, Tier};
 use stats_alloc::{INSTRUMENTED_SYSTEM, Region, StatsAlloc};
 use std::alloc::System;
+use tower::ServiceExt;
 use std::hint::black_box;
 use std::time::Duration;
 
@@ -70,6 +74,53 @@ fn allocations_per_plain_answer(health: &Health) -> f64 {
     (change.allocations + change.reallocations) as f64 / f64::from(rounds)
 }
 
+/// One `GET /readyz` through `router`, as a server would call it.
+async fn get_readyz(router: &axum::Router) -> axum::http::StatusCode {
+    let request = axum::http::Request::get("/readyz")
+        .body(axum::body::Body::empty())
+        .expect("valid request");
+    match router.clone().oneshot(request).await {
+        Ok(response) => response.status(),
+        Err(never) => match never {},
+    }
+}
+
+/// Heap allocations of one `GET /readyz` through `router`.
+fn allocations_through(runtime: &tokio::runtime::Runtime, router: &axum::Router) -> f64 {
+    let rounds = 10_000;
+    runtime.block_on(async {
+        // The first answer is rendered and kept; the rest are the kept one.
+        assert!(get_readyz(router).await.is_success());
+        let region = Region::new(GLOBAL);
+        for _ in 0..rounds {
+            black_box(get_readyz(router).await);
+        }
+        let change = region.change();
+        (change.allocations + change.reallocations) as f64 / f64::from(rounds)
+    })
+}
+
+/// probity-axum's probes and a bare handler, each called as a service.
+fn surfaces(c: &mut Criterion, runtime: &tokio::runtime::Runtime, health: &Health) {
+    let probes = probity_axum::Probes::new(health.clone()).router();
+    let bare = axum::Router::new().route("/readyz", axum::routing::get(|| async { "ok" }));
+    let kept = allocations_through(runtime, &probes);
+    let plain = allocations_through(runtime, &bare);
+    println!(
+        "heap allocations per GET /readyz through a router (20 checks): probity-axum {kept}, bare axum {plain}"
+    );
+    assert!(
+        kept <= plain,
+        "a kept answer must allocate nothing a bare handler does not"
+    );
+    c.bench_function("GET /readyz, bare axum handler", |b| {
+        b.iter(|| runtime.block_on(get_readyz(black_box(&bare))))
+    });
+    c.bench_function("GET /readyz, probity-axum kept answer (20 checks)", |b| {
+        b.iter(|| runtime.block_on(get_readyz(black_box(&probes))))
+    });
+}
+
 fn benches(c: &mut Criterion) {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -79,6 +130,7 @@ fn benches(c: &mut Criterion) {
     let allocations = allocations_per_plain_answer(&passing);
     println!("heap allocations per plain passing /readyz answer (20 checks): {allocations}");
     assert_eq!(allocations, 0.0, "the plain passing path must not allocate");
+    surfaces(c, &runtime, &passing);
 
     let health = service(&runtime, true);
     let snapshot = health.snapshot();
