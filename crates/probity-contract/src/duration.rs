@@ -128,22 +128,6 @@ pub fn from_secs_f64(seconds: f64) -> Result<Duration, DurationError> {
     Ok(Duration::from_secs_f64(seconds))
 }
 
-/// A whole number of seconds as read from an integer field.
-pub fn from_secs_i64(seconds: i64) -> Result<Duration, DurationError> {
-    if seconds < 0 {
-        return Err(DurationError::Negative {
-            text: seconds.to_string(),
-        });
-    }
-    let duration = Duration::from_secs(seconds.unsigned_abs());
-    if duration > MAX {
-        return Err(DurationError::TooLong {
-            text: seconds.to_string(),
-        });
-    }
-    Ok(duration)
-}
-
 fn format_number(value: f64) -> String {
     if value.abs() >= 1e15 {
         format!("{value:e}")
@@ -464,11 +448,6 @@ mod tests {
             from_secs_f64(-1.0).unwrap_err(),
             DurationError::Negative { .. }
         ));
-        assert!(matches!(
-            from_secs_i64(i64::MAX).unwrap_err(),
-            DurationError::TooLong { .. }
-        ));
-        assert_eq!(from_secs_i64(90).unwrap(), ms(90_000));
     }
 
     #[test]

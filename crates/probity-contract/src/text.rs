@@ -13,7 +13,7 @@ use std::fmt::Write as _;
 
 /// Whether `c` is written out by [`escape_control`]: a control character (C0, DEL, C1) or a
 /// bidirectional embedding, override or isolate.
-pub fn needs_escape(c: char) -> bool {
+pub(crate) fn needs_escape(c: char) -> bool {
     c.is_control() || matches!(c, '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}')
 }
 

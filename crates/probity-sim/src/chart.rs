@@ -10,21 +10,21 @@ use std::fmt::Write as _;
 /// Width of a chart, in pixels.
 pub const WIDTH: u32 = 1000;
 /// Left margin (axis labels and lane names).
-pub const LEFT: u32 = 110;
+pub(crate) const LEFT: u32 = 110;
 /// Right margin.
-pub const RIGHT: u32 = 20;
+pub(crate) const RIGHT: u32 = 20;
 /// Height of the whole-run plot.
-pub const CONTEXT_HEIGHT: u32 = 110;
+pub(crate) const CONTEXT_HEIGHT: u32 = 110;
 /// Height of a zoomed plot.
-pub const ZOOM_HEIGHT: u32 = 150;
+pub(crate) const ZOOM_HEIGHT: u32 = 150;
 /// Height of one lane.
 pub const LANE_HEIGHT: u32 = 14;
 /// Space between lanes.
 pub const LANE_GAP: u32 = 3;
 /// Lanes drawn at most; a larger fleet shows its first instances.
-pub const MAX_LANES: usize = 60;
+pub(crate) const MAX_LANES: usize = 60;
 /// Zoomed panels at most.
-pub const MAX_ZOOMS: usize = 3;
+pub(crate) const MAX_ZOOMS: usize = 3;
 /// Colour of the error-rate curve.
 pub const CURVE_COLOUR: &str = "#d62728";
 

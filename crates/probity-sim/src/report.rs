@@ -234,7 +234,7 @@ pub(crate) fn rounded_seconds(seconds: f64, step: f64) -> String {
 
 impl Report {
     /// The drain in words: a time, "never", or "nothing to drain".
-    pub fn drain_text(&self) -> String {
+    pub(crate) fn drain_text(&self) -> String {
         match (self.drain, self.time_to_drain_s) {
             (DrainOutcome::Drained, Some(time)) => human_seconds(time),
             (DrainOutcome::Degraded, Some(time)) => format!("degraded at {}", human_seconds(time)),
@@ -267,7 +267,7 @@ impl Report {
     /// The rows printed in a table, what a reader acts on first: label and value. `window`
     /// is the span the error rate is measured over (the report's own fault window unless a
     /// comparison sets a common one).
-    pub fn rows_over(&self, window: (f64, f64)) -> Vec<(&'static str, String)> {
+    pub(crate) fn rows_over(&self, window: (f64, f64)) -> Vec<(&'static str, String)> {
         self.rows_with(window, self.requests_degraded.is_some())
     }
 

@@ -78,7 +78,7 @@ impl CrashLoopBackOff {
     }
 
     /// `IsInBackOffSince(key, FinishedAt)`.
-    pub fn in_backoff_since(&self, finished_at: Duration, now: Duration) -> bool {
+    pub(crate) fn in_backoff_since(&self, finished_at: Duration, now: Duration) -> bool {
         match &self.entry {
             None => false,
             Some(entry) if Self::expired(entry, finished_at) => false,

@@ -37,7 +37,7 @@ pub const DEFAULT_HTTP_SCHEME: &str = "HTTP";
 
 /// The API server's message for a negative count or number of seconds
 /// (`apimachinery/pkg/api/validation` `IsNegativeErrorMsg`).
-pub const NEGATIVE: &str = "must be greater than or equal to 0";
+pub(crate) const NEGATIVE: &str = "must be greater than or equal to 0";
 
 /// A probe as written in a container spec.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]

@@ -311,7 +311,7 @@ impl App {
     /// For each of `dependencies` dependencies: the check of it that names a fallback, and
     /// that fallback, as indices into [`App::checks`] (at most one check per dependency
     /// names one).
-    pub fn fallbacks_by_dependency(&self, dependencies: usize) -> Vec<Option<(usize, usize)>> {
+    pub(crate) fn fallbacks_by_dependency(&self, dependencies: usize) -> Vec<Option<(usize, usize)>> {
         let mut by_dependency = vec![None; dependencies];
         for (index, check) in self.checks.iter().enumerate() {
             if let (CheckTarget::Dependency(dependency), Some(fallback)) =
@@ -326,7 +326,7 @@ impl App {
 
     /// For each of `dependencies` dependencies: the dependency that serves instead of it
     /// while its check is served by its fallback.
-    pub fn fallback_dependencies(&self, dependencies: usize) -> Vec<Option<usize>> {
+    pub(crate) fn fallback_dependencies(&self, dependencies: usize) -> Vec<Option<usize>> {
         self.fallbacks_by_dependency(dependencies)
             .into_iter()
             .map(|pair| {

@@ -204,7 +204,7 @@ pub enum FaultKind {
 impl FaultKind {
     /// The dependency a fault on a shared dependency is about (an outage, a slow or a
     /// flapping dependency); `None` for faults in one pod and operator actions.
-    pub fn shared_dependency(&self) -> Option<usize> {
+    pub(crate) fn shared_dependency(&self) -> Option<usize> {
         match self {
             FaultKind::DependencyOutage { dependency, .. }
             | FaultKind::SlowDependency { dependency, .. }
@@ -214,7 +214,7 @@ impl FaultKind {
     }
 
     /// Whether this is an operator action rather than a fault.
-    pub fn is_operator_action(&self) -> bool {
+    pub(crate) fn is_operator_action(&self) -> bool {
         matches!(
             self,
             FaultKind::ManualDrain { .. } | FaultKind::ManualFix { .. }
