@@ -36,6 +36,7 @@ mod text;
 pub use crate::details::Details;
 use crate::snapshot::{Entry, Snapshot, Verdict};
 use probity_contract::{ProbeKind, Status};
+use std::borrow::Cow;
 use std::fmt;
 use std::time::SystemTime;
 use tokio::time::Instant;
@@ -166,7 +167,7 @@ impl Query {
             };
             let key = percent_decode(key)?;
             let value = value.map(percent_decode).transpose()?;
-            match key.as_str() {
+            match &*key {
                 "verbose" => {
                     query.verbose = match value.as_deref() {
                         None | Some("") | Some("true") | Some("1") => true,
@@ -181,7 +182,7 @@ impl Query {
                     }
                 }
                 "exclude" => match value {
-                    Some(name) if !name.is_empty() => query.exclude.push(name),
+                    Some(name) if !name.is_empty() => query.exclude.push(name.into_owned()),
                     _ => {
                         return Err(QueryError::InvalidValue {
                             parameter: "exclude",
@@ -197,7 +198,12 @@ impl Query {
     }
 }
 
-fn percent_decode(text: &str) -> Result<String, QueryError> {
+/// A query's key or value decoded; borrowed when there is nothing to decode (`verbose`), so a
+/// probe's usual query allocates nothing.
+fn percent_decode(text: &str) -> Result<Cow<'_, str>, QueryError> {
+    if !text.contains(['%', '+']) {
+        return Ok(Cow::Borrowed(text));
+    }
     let bytes = text.as_bytes();
     let mut out = Vec::with_capacity(bytes.len());
     let mut i = 0;
@@ -224,7 +230,9 @@ fn percent_decode(text: &str) -> Result<String, QueryError> {
             }
         }
     }
-    String::from_utf8(out).map_err(|_| QueryError::Malformed("not valid UTF-8".into()))
+    String::from_utf8(out)
+        .map(Cow::Owned)
+        .map_err(|_| QueryError::Malformed("not valid UTF-8".into()))
 }
 
 /// One probe request.
