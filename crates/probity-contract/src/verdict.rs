@@ -66,10 +66,12 @@ impl Moment for std::time::Instant {
 
 /// Time since some origin (a simulation's start).
 impl Moment for Duration {
+    #[inline]
     fn since(self, earlier: Self) -> Duration {
         self.saturating_sub(earlier)
     }
 
+    #[inline]
     fn after(self, duration: Duration) -> Option<Self> {
         self.checked_add(duration)
     }
@@ -215,6 +217,7 @@ pub struct CheckVerdict {
 
 impl<M: Moment> Evidence<M> {
     /// The check's status at `now`, and why.
+    #[inline]
     pub fn verdict(&self, now: M) -> CheckVerdict {
         let Some(last) = self.last else {
             return self.failing(Cause::NoResult, now);
@@ -309,6 +312,7 @@ impl<M: Moment> Evidence<M> {
         self.next_change(now).into_iter().chain(fallback).min()
     }
 
+    #[inline]
     fn failing(&self, cause: Cause, now: M) -> CheckVerdict {
         let failing_open = match (self.tier, self.fail_open_for, self.unhealthy_since) {
             (Tier::Hard, Some(window), Some(since)) => {
@@ -344,6 +348,7 @@ impl<M: Moment> Evidence<M> {
     /// [`fallback`](Evidence::fallback) names): its own verdict, except that a hard check
     /// failing while its fallback serves ([`Evidence::serves_alone`]) is `warn`, served by
     /// it. A fallback index outside `checks` serves nothing.
+    #[inline]
     pub fn verdict_among<'a, C: 'a>(
         &self,
         checks: &'a [C],
@@ -470,6 +475,7 @@ pub enum Effect {
 
 impl Entry {
     /// What the entry does to its probe, when counted.
+    #[inline]
     pub fn effect(&self) -> Effect {
         match (self.status, self.tier) {
             (Status::Fail, _) => Effect::Fails,
