@@ -13,9 +13,9 @@ use probity::render::{Clock, Details, Format, Query, Request, render};
 use probity::{CheckError, CheckSpec, Detail, Health, ProbeKind, Tier};
 use stats_alloc::{INSTRUMENTED_SYSTEM, Region, StatsAlloc};
 use std::alloc::System;
-use tower::ServiceExt;
 use std::hint::black_box;
 use std::time::Duration;
+use tower::ServiceExt;
 
 #[global_allocator]
 static GLOBAL: &StatsAlloc<System> = &INSTRUMENTED_SYSTEM;

@@ -311,7 +311,10 @@ impl App {
     /// For each of `dependencies` dependencies: the check of it that names a fallback, and
     /// that fallback, as indices into [`App::checks`] (at most one check per dependency
     /// names one).
-    pub(crate) fn fallbacks_by_dependency(&self, dependencies: usize) -> Vec<Option<(usize, usize)>> {
+    pub(crate) fn fallbacks_by_dependency(
+        &self,
+        dependencies: usize,
+    ) -> Vec<Option<(usize, usize)>> {
         let mut by_dependency = vec![None; dependencies];
         for (index, check) in self.checks.iter().enumerate() {
             if let (CheckTarget::Dependency(dependency), Some(fallback)) =
