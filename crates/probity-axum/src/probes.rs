@@ -140,7 +140,7 @@ impl Served {
             probity::metrics::record_probe(probe, verdict);
             return response(
                 verdict.http_code(),
-                format.content_type(),
+                content_type_of(format),
                 axum::body::Body::from(body),
             );
         }
@@ -177,27 +177,54 @@ pub(crate) fn into_response(rendered: render::Response) -> Response {
         render::Body::Static(text) => axum::body::Body::from(text),
         render::Body::Owned(text) => axum::body::Body::from(text),
     };
-    response(rendered.status, rendered.content_type, body)
+    response(
+        rendered.status,
+        HeaderValue::from_static(rendered.content_type),
+        body,
+    )
 }
 
 /// A probe's response: its status code, its content type, the headers every answer carries.
-fn response(status: u16, content_type: &'static str, body: axum::body::Body) -> Response {
+fn response(status: u16, content_type: HeaderValue, body: axum::body::Body) -> Response {
     let status = StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
     let mut response = Response::new(body);
     *response.status_mut() = status;
     let headers = response.headers_mut();
-    headers.insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
+    headers.insert(header::CONTENT_TYPE, content_type);
     for (name, value) in HEADERS {
-        headers.insert(name, HeaderValue::from_static(value));
+        headers.insert(name, value);
     }
     response
 }
 
+/// Each format's `Content-Type` as a header value, checked once, at compile time, not on every
+/// answer.
+const CONTENT_TYPES: [HeaderValue; 3] = [
+    HeaderValue::from_static(Format::Text.content_type()),
+    HeaderValue::from_static(Format::Json.content_type()),
+    HeaderValue::from_static(Format::HealthJson.content_type()),
+];
+
+fn content_type_of(format: Format) -> HeaderValue {
+    match format {
+        Format::Text => CONTENT_TYPES[0].clone(),
+        Format::Json => CONTENT_TYPES[1].clone(),
+        Format::HealthJson => CONTENT_TYPES[2].clone(),
+    }
+}
+
 /// [`render::HEADERS`] with their names as `http`'s constants, which a probe's answer does not
-/// have to parse again (`HeaderName::from_static` matches the text against every standard name).
-const HEADERS: [(HeaderName, &str); render::HEADERS.len()] = [
-    (header::CACHE_CONTROL, render::HEADERS[0].1),
-    (header::X_CONTENT_TYPE_OPTIONS, render::HEADERS[1].1),
+/// have to parse again (`HeaderName::from_static` matches the text against every standard name),
+/// and their values checked at compile time.
+const HEADERS: [(HeaderName, HeaderValue); render::HEADERS.len()] = [
+    (
+        header::CACHE_CONTROL,
+        HeaderValue::from_static(render::HEADERS[0].1),
+    ),
+    (
+        header::X_CONTENT_TYPE_OPTIONS,
+        HeaderValue::from_static(render::HEADERS[1].1),
+    ),
 ];
 
 #[cfg(test)]
@@ -208,7 +235,14 @@ mod tests {
     fn the_header_names_are_the_cores() {
         for ((name, value), (core_name, core_value)) in HEADERS.iter().zip(render::HEADERS) {
             assert_eq!(name.as_str(), core_name);
-            assert_eq!(*value, core_value);
+            assert_eq!(value, core_value);
+        }
+    }
+
+    #[test]
+    fn each_format_has_its_content_type() {
+        for format in [Format::Text, Format::Json, Format::HealthJson] {
+            assert_eq!(content_type_of(format), format.content_type());
         }
     }
 }

@@ -54,7 +54,7 @@ pub enum Format {
 
 impl Format {
     /// The `Content-Type` of this format.
-    pub fn content_type(self) -> &'static str {
+    pub const fn content_type(self) -> &'static str {
         match self {
             Format::Text => "text/plain; charset=utf-8",
             Format::Json => "application/json",
