@@ -4,7 +4,8 @@
 #   scripts/bench-http.sh [seconds per run, default 4]   (READYZ_ONLY=1: only part 1; AGENT_ONLY=1: only part 3)
 #
 # 1. checkout's /readyz (plain, ?verbose, application/json, application/health+json) and
-#    probity's probes alone (on axum::serve, and on probity_axum::serve), each against a bare axum handler returning a static 200:
+#    probity's probes alone (on axum::serve, and on probity_axum::serve: the difference is what
+#    probity's server costs), each against a bare axum handler returning a static 200:
 #    the ratio of requests served (target: every format ≥ 0.95 × bare); and the bare handler
 #    sending each format's body as a static file (what is left is probity's own work).
 # 2. The database work health checks cause while /readyz is hammered, from PostgreSQL's own
