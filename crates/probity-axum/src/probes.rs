@@ -197,20 +197,9 @@ fn response(status: u16, content_type: HeaderValue, body: axum::body::Body) -> R
     response
 }
 
-/// Each format's `Content-Type` as a header value, checked once, at compile time, not on every
-/// answer.
-const CONTENT_TYPES: [HeaderValue; 3] = [
-    HeaderValue::from_static(Format::Text.content_type()),
-    HeaderValue::from_static(Format::Json.content_type()),
-    HeaderValue::from_static(Format::HealthJson.content_type()),
-];
-
+/// Each format's `Content-Type` as a header value.
 fn content_type_of(format: Format) -> HeaderValue {
-    match format {
-        Format::Text => CONTENT_TYPES[0].clone(),
-        Format::Json => CONTENT_TYPES[1].clone(),
-        Format::HealthJson => CONTENT_TYPES[2].clone(),
-    }
+    HeaderValue::from_static(format.content_type())
 }
 
 /// [`render::HEADERS`] with their names as `http`'s constants, which a probe's answer does not
