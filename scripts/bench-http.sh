@@ -99,11 +99,11 @@ wrk_rps() { # file → requests/s, after checking every answer was a 2xx
   awk '/^Requests\/sec:/ {print $2}' "$1"
 }
 
-pid_on() { # port → the pid of the process listening on it
-  ss -ltnpH "sport = :$1" | grep -o 'pid=[0-9]*' | head -1 | cut -d= -f2
+pid_on() { # port → the pid of the process listening on it (empty when it cannot be told)
+  { ss -ltnpH "sport = :$1" 2>/dev/null || true; } | grep -o 'pid=[0-9]*' | head -1 | cut -d= -f2
 }
-cpu_ticks() { # pid → user + system CPU time used so far, in clock ticks
-  awk '{ print $14 + $15 }' "/proc/$1/stat"
+cpu_ticks() { # pid → user + system CPU time used so far, in clock ticks (0 when it is gone)
+  awk '{ print $14 + $15 }' "/proc/$1/stat" 2>/dev/null || echo 0
 }
 # CPU time per request (µs) of a process that served `requests` while using `ticks`.
 per_request() { awk -v t="$1" -v n="$2" -v hz="$(getconf CLK_TCK)" 'BEGIN { printf "%.4f", t / hz / n * 1e6 }'; }
@@ -115,24 +115,25 @@ run_pair() { # name url [header] → appends "bare-rps target-rps target-p99 bar
   [ -n "$header" ] && with_header=(-H "$header")
   local port=${url#http://127.0.0.1:}
   port=${port%%/*}
-  local bare_pid target_pid
+  local bare_pid target_pid split=0
   bare_pid=$(pid_on "$bare_port") target_pid=$(pid_on "$port")
-  local bare_before target_before
-  bare_before=$(cpu_ticks "$bare_pid") target_before=$(cpu_ticks "$target_pid")
+  # One process serving both (the bare handler's static bodies): its CPU time cannot be split.
+  [ -n "$bare_pid" ] && [ -n "$target_pid" ] && [ "$bare_pid" != "$target_pid" ] && split=1
+  local bare_before=0 target_before=0
+  if ((split)); then
+    bare_before=$(cpu_ticks "$bare_pid") target_before=$(cpu_ticks "$target_pid")
+  fi
   "${client_cpu[@]}" wrk -t$threads -c$half -d"${duration}s" "http://127.0.0.1:$bare_port/readyz" >"$work/wrk-bare.txt" &
   local bare_wrk=$!
   "${client_cpu[@]}" wrk -t$threads -c$half -d"${duration}s" --latency "${with_header[@]}" "$url" >"$work/wrk-target.txt"
   wait $bare_wrk
-  local bare_ticks=$(($(cpu_ticks "$bare_pid") - bare_before))
-  local target_ticks=$(($(cpu_ticks "$target_pid") - target_before))
   local p99 bare_n target_n bare_cpu=0 target_cpu=0
   p99=$(awk '$1 == "99%" {print $2}' "$work/wrk-target.txt")
   bare_n=$(awk '/ requests in / {print $1}' "$work/wrk-bare.txt")
   target_n=$(awk '/ requests in / {print $1}' "$work/wrk-target.txt")
-  # One process serving both (the bare handler's static bodies): its CPU time cannot be split.
-  if [ "$bare_pid" != "$target_pid" ]; then
-    bare_cpu=$(per_request "$bare_ticks" "$bare_n")
-    target_cpu=$(per_request "$target_ticks" "$target_n")
+  if ((split)); then
+    bare_cpu=$(per_request $(($(cpu_ticks "$bare_pid") - bare_before)) "$bare_n")
+    target_cpu=$(per_request $(($(cpu_ticks "$target_pid") - target_before)) "$target_n")
   fi
   echo "$(wrk_rps "$work/wrk-bare.txt") $(wrk_rps "$work/wrk-target.txt") $p99 $bare_cpu $target_cpu" >>"$work/$name"
 }
