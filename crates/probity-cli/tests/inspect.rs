@@ -311,7 +311,7 @@ fn a_liveness_endpoint_that_checks_the_database_is_named() {
 #[test]
 fn checkout_inspects_clean_with_its_contract() {
     let checkout = checkout_binary();
-    let (public, admin) = (free_port(), free_port());
+    let (public, admin) = free_ports();
     let dir = temp_dir("inspect-checkout");
     let child = std::process::Command::new(checkout)
         .args(["--listen", &format!("127.0.0.1:{public}")])

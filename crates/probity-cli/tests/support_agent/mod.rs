@@ -64,6 +64,17 @@ pub fn free_port() -> u16 {
         .port()
 }
 
+/// Two different free loopback ports: both bound at once, so the kernel cannot hand out the
+/// same one twice, then released for the child to take.
+pub fn free_ports() -> (u16, u16) {
+    let first = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let second = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    (
+        first.local_addr().unwrap().port(),
+        second.local_addr().unwrap().port(),
+    )
+}
+
 /// A child process, killed when dropped.
 pub struct Process {
     pub child: Child,

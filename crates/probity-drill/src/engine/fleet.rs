@@ -135,10 +135,22 @@ pub struct Fleet {
     tasks: Vec<JoinHandle<()>>,
 }
 
-fn free_port() -> std::io::Result<u16> {
-    Ok(std::net::TcpListener::bind("127.0.0.1:0")?
-        .local_addr()?
-        .port())
+/// Picks free loopback ports, each held by a listener until the picker is dropped, so no two
+/// picks of one fleet can be the same port: a port whose listener was already closed may be
+/// handed out again by the kernel, and an app given the same port for `{port}` and
+/// `{port:admin}` cannot start.
+#[derive(Default)]
+struct PortPicker {
+    held: Vec<std::net::TcpListener>,
+}
+
+impl PortPicker {
+    fn pick(&mut self) -> std::io::Result<u16> {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0")?;
+        let port = listener.local_addr()?.port();
+        self.held.push(listener);
+        Ok(port)
+    }
 }
 
 /// The last lines of a log.
@@ -189,20 +201,21 @@ impl Fleet {
         let mut pods = Vec::new();
         let mut proxies = Vec::new();
         let mut instances = Vec::new();
+        let mut picker = PortPicker::default();
         for index in 0..file.instances as usize {
             let name = match label {
                 Some(label) => format!("{}-{label}-{}", file.service, index + 1),
                 None => format!("{}-{}", file.service, index + 1),
             };
             let ports = Ports {
-                app: free_port()?,
+                app: picker.pick()?,
                 named: file
                     .app
                     .ports
                     .keys()
-                    .map(|port| Ok((port.clone(), free_port()?)))
+                    .map(|port| Ok((port.clone(), picker.pick()?)))
                     .collect::<std::io::Result<_>>()?,
-                agent: agent.map(|_| free_port()).transpose()?,
+                agent: agent.map(|_| picker.pick()).transpose()?,
             };
             let mut own = BTreeMap::new();
             for (dependency, address) in shared.dependencies {
@@ -291,7 +304,7 @@ impl Fleet {
             _ => None,
         };
         let layout = balancer::Layout {
-            frontend: SocketAddr::from(([127, 0, 0, 1], free_port()?)),
+            frontend: SocketAddr::from(([127, 0, 0, 1], picker.pick()?)),
             socket: work.join("haproxy.sock"),
             servers: pods
                 .iter()
@@ -310,6 +323,8 @@ impl Fleet {
             server_timeout: file.traffic.timeout.map_or(Duration::from_secs(5), |d| d.0),
             retry_on: file.balancer.retry_on.clone().unwrap_or_default(),
         };
+        // Every port is picked: let them go, for HAProxy and the pods to bind.
+        drop(picker);
         let balancer = Arc::new(Balancer::start(shared.haproxy, work, &layout).await?);
         let rotation = Arc::new(Mutex::new(vec![false; pods.len()]));
         let mut tasks = vec![tokio::spawn(watch_rotation(
