@@ -333,7 +333,7 @@ pub enum Lasts {
 #[derive(Debug, Clone, Copy)]
 pub struct Entry<'a> {
     /// The snapshot it comes from.
-    pub snapshot: &'a Snapshot,
+    pub(crate) snapshot: &'a Snapshot,
     /// The entry's name.
     pub name: &'a str,
     /// What it is about.
@@ -426,7 +426,7 @@ pub struct Verdict {
 
 impl Verdict {
     /// The verdict of `entries` ([`probity_contract::verdict::probe`]), by name.
-    pub fn of(entries: &[Entry<'_>]) -> Verdict {
+    pub(crate) fn of(entries: &[Entry<'_>]) -> Verdict {
         let judged = verdict::probe(entries.iter().map(|entry| {
             let raw = verdict::Entry {
                 subject: entry.subject,
