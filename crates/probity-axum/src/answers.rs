@@ -17,7 +17,7 @@
 use arc_swap::ArcSwapOption;
 use bytes::Bytes;
 use probity::render::{self, Body, Clock, Format};
-use probity::{Details, Lasts, ProbeKind, Snapshot, Status};
+use probity::{Details, HealthView, Lasts, ProbeKind, Snapshot, Status};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 use tokio::time::Instant;
@@ -100,17 +100,13 @@ impl Default for Answers {
 }
 
 impl Answers {
-    /// The kept answer of `kind`, if it reads as a render of `snapshot` at `clock` would.
-    pub(crate) fn get(
-        &self,
-        kind: Kind,
-        snapshot: &Snapshot,
-        clock: Clock,
-    ) -> Option<(Status, Bytes)> {
+    /// The kept answer of `kind`, if it reads as a render at `clock` of the snapshot of
+    /// `generation` would.
+    pub(crate) fn get(&self, kind: Kind, generation: u64, clock: Clock) -> Option<(Status, Bytes)> {
         // A guard, not a counted reference: readers on every core share no counter.
         let guard = self.kept[kind.index].load();
         let kept = guard.as_ref()?;
-        if kept.generation != snapshot.generation()
+        if kept.generation != generation
             || clock.now < kept.clock.now
             || kept.until.is_some_and(|until| clock.now >= until)
         {
@@ -158,11 +154,11 @@ impl Answers {
     }
 }
 
-/// The answer to a whole probe asked without exclusions: the kept one, or one rendered now and
-/// kept.
+/// The answer to a whole probe asked without exclusions: the kept one while it is current (the
+/// snapshot is not even loaded), or one rendered now and kept.
 pub(crate) fn answer(
     answers: &Answers,
-    snapshot: &Snapshot,
+    health: &HealthView,
     request: &render::Request<'_>,
     clock: Clock,
 ) -> (Status, Bytes) {
@@ -172,9 +168,11 @@ pub(crate) fn answer(
         request.query.verbose,
         request.details,
     );
-    if let Some(kept) = answers.get(kind, snapshot, clock) {
+    if let Some(kept) = answers.get(kind, health.generation(), clock) {
         return kept;
     }
+    let snapshot = health.snapshot();
+    let snapshot = &*snapshot;
     let rendered = render::render(snapshot, request, clock);
     // A whole probe's answer always carries its verdict.
     let verdict = rendered.verdict.unwrap_or(Status::Fail);
@@ -220,36 +218,37 @@ mod tests {
         let answers = Answers::default();
         let query = Query::default();
         let json = request(&query, Format::Json);
+        let view = HealthView::from(health.clone());
         let snapshot = health.snapshot();
         let wall = SystemTime::now();
         let at = |after: Duration| Clock {
             now: Instant::now() + after,
             wall: wall + after,
         };
-        let (_, first) = answer(&answers, &snapshot, &json, at(Duration::ZERO));
-        let (verdict, again) = answer(&answers, &snapshot, &json, at(Duration::from_millis(1)));
+        let (_, first) = answer(&answers, &view, &json, at(Duration::ZERO));
+        let (verdict, again) = answer(&answers, &view, &json, at(Duration::from_millis(1)));
         assert_eq!(verdict, Status::Pass);
         // The same bytes, not a copy of them.
         assert_eq!(first.as_ptr(), again.as_ptr());
         // Another kind is another answer.
         let (_, health_json) = answer(
             &answers,
-            &snapshot,
+            &view,
             &request(&query, Format::HealthJson),
             at(Duration::ZERO),
         );
         assert_ne!(first, health_json);
         // Past the instant the result turns stale, rendered afresh.
-        let (verdict, later) = answer(&answers, &snapshot, &json, at(Duration::from_secs(11)));
+        let (verdict, later) = answer(&answers, &view, &json, at(Duration::from_secs(11)));
         assert_eq!(verdict, Status::Fail);
         assert_ne!(later.as_ptr(), first.as_ptr());
         // A new snapshot (the next poll) is rendered afresh, then kept.
         tokio::time::sleep(Duration::from_millis(1_500)).await;
         let next = health.snapshot();
         assert_ne!(next.generation(), snapshot.generation());
-        let (_, fresh) = answer(&answers, &next, &json, Clock::now());
+        let (_, fresh) = answer(&answers, &view, &json, Clock::now());
         assert_ne!(fresh.as_ptr(), first.as_ptr());
-        let (_, kept) = answer(&answers, &next, &json, Clock::now());
+        let (_, kept) = answer(&answers, &view, &json, Clock::now());
         assert_eq!(fresh.as_ptr(), kept.as_ptr());
     }
 
@@ -259,14 +258,14 @@ mod tests {
         let answers = Answers::default();
         let query = Query::default();
         let json = request(&query, Format::Json);
-        let snapshot = health.snapshot();
+        let view = HealthView::from(health.clone());
         let clock = Clock::now();
-        let (_, first) = answer(&answers, &snapshot, &json, clock);
+        let (_, first) = answer(&answers, &view, &json, clock);
         let stepped = Clock {
             now: clock.now,
             wall: clock.wall + Duration::from_secs(3600),
         };
-        let (_, again) = answer(&answers, &snapshot, &json, stepped);
+        let (_, again) = answer(&answers, &view, &json, stepped);
         assert_ne!(first.as_ptr(), again.as_ptr());
         assert_ne!(first, again, "its timestamps moved an hour");
     }
@@ -280,16 +279,16 @@ mod tests {
             exclude: Vec::new(),
         };
         let text = request(&query, Format::Text);
-        let snapshot = health.snapshot();
+        let view = HealthView::from(health.clone());
         let clock = clock(Format::Text);
         assert_eq!(clock.wall, SystemTime::UNIX_EPOCH);
-        let (_, first) = answer(&answers, &snapshot, &text, clock);
+        let (_, first) = answer(&answers, &view, &text, clock);
         assert!(String::from_utf8_lossy(&first).contains("[+]db ok"));
         let later = Clock {
             now: clock.now + Duration::from_millis(5),
             wall: SystemTime::now(),
         };
-        let (_, again) = answer(&answers, &snapshot, &text, later);
+        let (_, again) = answer(&answers, &view, &text, later);
         assert_eq!(first.as_ptr(), again.as_ptr());
         // The JSON formats read the wall clock.
         assert_ne!(super::clock(Format::Json).wall, SystemTime::UNIX_EPOCH);

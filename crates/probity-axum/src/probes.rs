@@ -133,10 +133,10 @@ impl Served {
             format,
             details: self.probes.details,
         };
-        let snapshot = self.probes.health.snapshot();
         let clock = answers::clock(format);
         if check.is_none() && query.exclude.is_empty() {
-            let (verdict, body) = answers::answer(&self.answers, &snapshot, &request, clock);
+            let (verdict, body) =
+                answers::answer(&self.answers, &self.probes.health, &request, clock);
             probity::metrics::record_probe(probe, verdict);
             return response(
                 verdict.http_code(),
@@ -144,7 +144,7 @@ impl Served {
                 axum::body::Body::from(body),
             );
         }
-        let rendered = render::render(&snapshot, &request, clock);
+        let rendered = render::render(&self.probes.health.snapshot(), &request, clock);
         if let Some(verdict) = rendered.verdict {
             probity::metrics::record_probe(probe, verdict);
         }

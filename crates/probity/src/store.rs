@@ -19,7 +19,7 @@ use probity_contract::contract::{DrainDerivation, LivenessKind};
 use probity_contract::hysteresis::{Hysteresis, Transition};
 use probity_contract::verdict::{Evidence, Sample};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU32};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::time::{Duration, SystemTime};
 use tokio::sync::{Notify, watch};
 use tokio::time::Instant;
@@ -135,6 +135,8 @@ pub(crate) struct Store {
     pub(crate) expected_boot: Option<Duration>,
     state: Mutex<State>,
     current: ArcSwap<Snapshot>,
+    /// The generation of `current`, readable without loading it.
+    generation: AtomicU64,
     published: watch::Sender<Arc<Snapshot>>,
     shutdown_signal: watch::Sender<Option<Instant>>,
 }
@@ -218,6 +220,7 @@ impl Store {
             expected_boot,
             state: Mutex::new(state),
             current: ArcSwap::new(first),
+            generation: AtomicU64::new(0),
             published,
             shutdown_signal,
         }
@@ -226,6 +229,11 @@ impl Store {
     /// The current snapshot; loading it takes no lock shared with the writers.
     pub(crate) fn snapshot(&self) -> Arc<Snapshot> {
         self.current.load_full()
+    }
+
+    /// The generation of the current snapshot, without loading it.
+    pub(crate) fn generation(&self) -> u64 {
+        self.generation.load(Ordering::Acquire)
     }
 
     /// A receiver of every published snapshot.
@@ -256,9 +264,12 @@ impl Store {
         state.generation += 1;
         let snapshot = Arc::new(snapshot_of(&state, &self.service, &self.paths));
         let shutting_down = state.shutting_down;
-        drop(state);
+        // Published under the writers' lock, so two observations applied at once are published
+        // in the order they were applied: an older snapshot never replaces a newer one.
         self.current.store(snapshot.clone());
+        self.generation.store(state.generation, Ordering::Release);
         self.published.send_replace(snapshot);
+        drop(state);
         if applied.first_shutdown {
             self.shutdown_signal.send_replace(shutting_down);
         }

@@ -35,6 +35,13 @@ impl HealthView {
         self.store.snapshot()
     }
 
+    /// The [generation](Snapshot::generation) of the current snapshot, read without loading
+    /// the snapshot: a surface that keeps rendered answers tells with it that the answer it
+    /// kept is still current.
+    pub fn generation(&self) -> u64 {
+        self.store.generation()
+    }
+
     /// A receiver that sees every published snapshot (for streaming transitions, as gRPC's
     /// `Watch` does).
     pub fn subscribe(&self) -> watch::Receiver<Arc<Snapshot>> {

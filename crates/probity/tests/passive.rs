@@ -188,3 +188,47 @@ async fn poll_now_polls_at_once() {
     );
     assert!(health.poll_now("nope").is_err());
 }
+
+/// Reports arrive from every request thread at once: each publishes a snapshot, and a snapshot
+/// never replaces a newer one, so readers never see the generation go back and the last
+/// snapshot published is the last one applied.
+#[test]
+fn reports_from_many_threads_publish_their_snapshots_in_order() {
+    const THREADS: u64 = 4;
+    const REPORTS: u64 = 2_000;
+    let switch = Switch::new(true);
+    let health = registry(&switch, Some(1));
+    let view = probity::HealthView::from(health.clone());
+    let done = std::sync::atomic::AtomicBool::new(false);
+    let start = health.snapshot().generation();
+    std::thread::scope(|scope| {
+        let reader = scope.spawn(|| {
+            let mut last = start;
+            while !done.load(std::sync::atomic::Ordering::Acquire) {
+                let seen = view.snapshot().generation();
+                assert!(seen >= last, "generation went back from {last} to {seen}");
+                // The generation is stored just after its snapshot.
+                assert!(view.generation() + 1 >= seen);
+                last = seen;
+            }
+        });
+        let writers: Vec<_> = (0..THREADS)
+            .map(|_| {
+                let reporter = health.reporter("db").unwrap();
+                scope.spawn(move || {
+                    for _ in 0..REPORTS {
+                        reporter.failure("connection refused");
+                    }
+                })
+            })
+            .collect();
+        for writer in writers {
+            writer.join().unwrap();
+        }
+        done.store(true, std::sync::atomic::Ordering::Release);
+        reader.join().unwrap();
+    });
+    let end = start + THREADS * REPORTS;
+    assert_eq!(health.snapshot().generation(), end);
+    assert_eq!(view.generation(), end);
+}
