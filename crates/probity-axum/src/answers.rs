@@ -14,7 +14,9 @@
 //! wall-clock time, and its answers are kept whatever the wall clock does. Asked with `?exclude=` or for one entry, an answer
 //! is rendered every time.
 
+use crate::probes;
 use arc_swap::ArcSwapOption;
+use axum::http::HeaderMap;
 use bytes::Bytes;
 use probity::render::{self, Body, Clock, Format};
 use probity::{Details, HealthView, Lasts, ProbeKind, Snapshot, Status};
@@ -81,6 +83,8 @@ struct Kept {
     until: Option<Instant>,
     /// The probe's verdict.
     verdict: Status,
+    /// Its headers, whole (its length among them), cloned for every answer that serves it.
+    headers: HeaderMap,
     /// The body, shared by every answer that serves it.
     body: Bytes,
 }
@@ -102,7 +106,7 @@ impl Default for Answers {
 impl Answers {
     /// The kept answer of `kind`, if it reads as a render at `clock` of the snapshot of
     /// `generation` would.
-    pub(crate) fn get(&self, kind: Kind, generation: u64, clock: Clock) -> Option<(Status, Bytes)> {
+    pub(crate) fn get(&self, kind: Kind, generation: u64, clock: Clock) -> Option<Answer> {
         // A guard, not a counted reference: readers on every core share no counter.
         let guard = self.kept[kind.index].load();
         let kept = guard.as_ref()?;
@@ -113,18 +117,19 @@ impl Answers {
             return None;
         }
         if !kind.dated {
-            return Some((kept.verdict, kept.body.clone()));
+            return Some(kept.answer());
         }
         let expected = kept.clock.wall + (clock.now - kept.clock.now);
         let drift = match clock.wall.duration_since(expected) {
             Ok(ahead) => ahead,
             Err(behind) => behind.duration(),
         };
-        (drift < SAME_CLOCK).then(|| (kept.verdict, kept.body.clone()))
+        (drift < SAME_CLOCK).then(|| kept.answer())
     }
 
     /// Keeps `answer`, rendered from `snapshot` at `clock`, when it lasts beyond the instant
-    /// it was rendered at. Returns its body, to serve this time too.
+    /// it was rendered at. Returns it, to serve this time too.
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn keep(
         &self,
         kind: Kind,
@@ -132,25 +137,38 @@ impl Answers {
         snapshot: &Snapshot,
         clock: Clock,
         verdict: Status,
+        format: Format,
         body: Body,
-    ) -> Bytes {
+    ) -> Answer {
         let body = match body {
             Body::Static(text) => Bytes::from_static(text.as_bytes()),
             Body::Owned(text) => Bytes::from(text),
         };
+        let kept = Kept {
+            generation: snapshot.generation(),
+            clock,
+            until: None,
+            verdict,
+            headers: probes::headers(probes::content_type_of(format), body.len()),
+            body,
+        };
         let until = match snapshot.answer_lasts(probe, clock.now) {
-            Lasts::Moment => return body,
+            Lasts::Moment => return (kept.verdict, kept.headers, kept.body),
             Lasts::Until(until) => Some(until),
             Lasts::UntilChanged => None,
         };
-        self.kept[kind.index].store(Some(Arc::new(Kept {
-            generation: snapshot.generation(),
-            clock,
-            until,
-            verdict,
-            body: body.clone(),
-        })));
-        body
+        let kept = Arc::new(Kept { until, ..kept });
+        self.kept[kind.index].store(Some(kept.clone()));
+        kept.answer()
+    }
+}
+
+/// An answer: the probe's verdict, the headers, the body.
+pub(crate) type Answer = (Status, HeaderMap, Bytes);
+
+impl Kept {
+    fn answer(&self) -> Answer {
+        (self.verdict, self.headers.clone(), self.body.clone())
     }
 }
 
@@ -161,7 +179,7 @@ pub(crate) fn answer(
     health: &HealthView,
     request: &render::Request<'_>,
     clock: Clock,
-) -> (Status, Bytes) {
+) -> Answer {
     let kind = Kind::new(
         request.probe,
         request.format,
@@ -176,8 +194,15 @@ pub(crate) fn answer(
     let rendered = render::render(snapshot, request, clock);
     // A whole probe's answer always carries its verdict.
     let verdict = rendered.verdict.unwrap_or(Status::Fail);
-    let body = answers.keep(kind, request.probe, snapshot, clock, verdict, rendered.body);
-    (verdict, body)
+    answers.keep(
+        kind,
+        request.probe,
+        snapshot,
+        clock,
+        verdict,
+        request.format,
+        rendered.body,
+    )
 }
 
 #[cfg(test)]
@@ -225,13 +250,21 @@ mod tests {
             now: Instant::now() + after,
             wall: wall + after,
         };
-        let (_, first) = answer(&answers, &view, &json, at(Duration::ZERO));
-        let (verdict, again) = answer(&answers, &view, &json, at(Duration::from_millis(1)));
+        let (_, _, first) = answer(&answers, &view, &json, at(Duration::ZERO));
+        let (verdict, headers, again) =
+            answer(&answers, &view, &json, at(Duration::from_millis(1)));
         assert_eq!(verdict, Status::Pass);
+        // Its headers are whole: the length is the body's.
+        let length = again.len().to_string();
+        assert_eq!(headers[axum::http::header::CONTENT_LENGTH], length.as_str());
+        assert_eq!(
+            headers[axum::http::header::CONTENT_TYPE],
+            "application/json"
+        );
         // The same bytes, not a copy of them.
         assert_eq!(first.as_ptr(), again.as_ptr());
         // Another kind is another answer.
-        let (_, health_json) = answer(
+        let (_, _, health_json) = answer(
             &answers,
             &view,
             &request(&query, Format::HealthJson),
@@ -239,16 +272,16 @@ mod tests {
         );
         assert_ne!(first, health_json);
         // Past the instant the result turns stale, rendered afresh.
-        let (verdict, later) = answer(&answers, &view, &json, at(Duration::from_secs(11)));
+        let (verdict, _, later) = answer(&answers, &view, &json, at(Duration::from_secs(11)));
         assert_eq!(verdict, Status::Fail);
         assert_ne!(later.as_ptr(), first.as_ptr());
         // A new snapshot (the next poll) is rendered afresh, then kept.
         tokio::time::sleep(Duration::from_millis(1_500)).await;
         let next = health.snapshot();
         assert_ne!(next.generation(), snapshot.generation());
-        let (_, fresh) = answer(&answers, &view, &json, Clock::now());
+        let (_, _, fresh) = answer(&answers, &view, &json, Clock::now());
         assert_ne!(fresh.as_ptr(), first.as_ptr());
-        let (_, kept) = answer(&answers, &view, &json, Clock::now());
+        let (_, _, kept) = answer(&answers, &view, &json, Clock::now());
         assert_eq!(fresh.as_ptr(), kept.as_ptr());
     }
 
@@ -260,12 +293,12 @@ mod tests {
         let json = request(&query, Format::Json);
         let view = HealthView::from(health.clone());
         let clock = Clock::now();
-        let (_, first) = answer(&answers, &view, &json, clock);
+        let (_, _, first) = answer(&answers, &view, &json, clock);
         let stepped = Clock {
             now: clock.now,
             wall: clock.wall + Duration::from_secs(3600),
         };
-        let (_, again) = answer(&answers, &view, &json, stepped);
+        let (_, _, again) = answer(&answers, &view, &json, stepped);
         assert_ne!(first.as_ptr(), again.as_ptr());
         assert_ne!(first, again, "its timestamps moved an hour");
     }
@@ -282,13 +315,13 @@ mod tests {
         let view = HealthView::from(health.clone());
         let clock = clock(Format::Text);
         assert_eq!(clock.wall, SystemTime::UNIX_EPOCH);
-        let (_, first) = answer(&answers, &view, &text, clock);
+        let (_, _, first) = answer(&answers, &view, &text, clock);
         assert!(String::from_utf8_lossy(&first).contains("[+]db ok"));
         let later = Clock {
             now: clock.now + Duration::from_millis(5),
             wall: SystemTime::now(),
         };
-        let (_, again) = answer(&answers, &view, &text, later);
+        let (_, _, again) = answer(&answers, &view, &text, later);
         assert_eq!(first.as_ptr(), again.as_ptr());
         // The JSON formats read the wall clock.
         assert_ne!(super::clock(Format::Json).wall, SystemTime::UNIX_EPOCH);

@@ -5,10 +5,14 @@ use axum::Router;
 use axum::extract::{Path, State};
 use axum::http::{HeaderMap, HeaderName, HeaderValue, StatusCode, header};
 use axum::response::Response;
-use axum::routing::get;
+use axum::routing::{get, get_service};
+use bytes::Bytes;
 use probity::render::{self, Format, Query, Request};
 use probity::{Details, HealthView, ProbeKind};
+use std::convert::Infallible;
+use std::future::{Ready, ready};
 use std::sync::Arc;
+use std::task::{Context, Poll};
 
 /// Builds the router that serves a [`probity::Health`]'s probes.
 ///
@@ -87,15 +91,14 @@ impl Probes {
             ProbeKind::Startup,
         ] {
             let path = state.probes.health.paths().get(probe).to_owned();
-            router = router
-                .route(
-                    &path,
-                    get(move |state, request| whole(state, request, probe)),
-                )
-                .route(
-                    &format!("{path}/{{name}}"),
-                    get(move |state, name, request| single(state, name, request, probe)),
-                );
+            let whole = Whole {
+                served: state.clone(),
+                probe,
+            };
+            router = router.route(&path, get_service(whole)).route(
+                &format!("{path}/{{name}}"),
+                get(move |state, name, request| single(state, name, request, probe)),
+            );
         }
         router.with_state(state)
     }
@@ -135,14 +138,10 @@ impl Served {
         };
         let clock = answers::clock(format);
         if check.is_none() && query.exclude.is_empty() {
-            let (verdict, body) =
+            let (verdict, headers, body) =
                 answers::answer(&self.answers, &self.probes.health, &request, clock);
             probity::metrics::record_probe(probe, verdict);
-            return response(
-                verdict.http_code(),
-                content_type_of(format),
-                axum::body::Body::from(body),
-            );
+            return response(verdict.http_code(), headers, body);
         }
         let rendered = render::render(&self.probes.health.snapshot(), &request, clock);
         if let Some(verdict) = rendered.verdict {
@@ -152,15 +151,35 @@ impl Served {
     }
 }
 
-// The handlers take the request itself rather than `HeaderMap` and `RawQuery` extractors:
-// those copy the headers and the query on every probe.
-async fn whole(
-    State(served): State<Arc<Served>>,
-    request: axum::extract::Request,
+/// A whole probe's path, as a service rather than a handler: its answer is ready when it is
+/// called, so it needs no extractor and no boxed handler future on the path every probe takes.
+#[derive(Debug, Clone)]
+struct Whole {
+    served: Arc<Served>,
     probe: ProbeKind,
-) -> Response {
-    served.answer(probe, None, request.uri().query(), request.headers())
 }
+
+impl tower::Service<axum::extract::Request> for Whole {
+    type Response = Response;
+    type Error = Infallible;
+    type Future = Ready<Result<Response, Infallible>>;
+
+    fn poll_ready(&mut self, _: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, request: axum::extract::Request) -> Self::Future {
+        ready(Ok(self.served.answer(
+            self.probe,
+            None,
+            request.uri().query(),
+            request.headers(),
+        )))
+    }
+}
+
+// The handler takes the request itself rather than `HeaderMap` and `RawQuery` extractors:
+// those copy the headers and the query on every probe.
 
 async fn single(
     State(served): State<Arc<Served>>,
@@ -174,31 +193,38 @@ async fn single(
 /// Turns the core's framework-free answer into an axum response.
 pub(crate) fn into_response(rendered: render::Response) -> Response {
     let body = match rendered.body {
-        render::Body::Static(text) => axum::body::Body::from(text),
-        render::Body::Owned(text) => axum::body::Body::from(text),
+        render::Body::Static(text) => Bytes::from_static(text.as_bytes()),
+        render::Body::Owned(text) => Bytes::from(text),
     };
-    response(
-        rendered.status,
-        HeaderValue::from_static(rendered.content_type),
-        body,
-    )
+    let headers = headers(HeaderValue::from_static(rendered.content_type), body.len());
+    response(rendered.status, headers, body)
 }
 
-/// A probe's response: its status code, its content type, the headers every answer carries.
-fn response(status: u16, content_type: HeaderValue, body: axum::body::Body) -> Response {
+/// A probe's response: its status code, its headers ([`headers`]), its body.
+pub(crate) fn response(status: u16, headers: HeaderMap, body: Bytes) -> Response {
     let status = StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-    let mut response = Response::new(body);
+    let mut response = Response::new(axum::body::Body::from(body));
     *response.status_mut() = status;
-    let headers = response.headers_mut();
-    headers.insert(header::CONTENT_TYPE, content_type);
-    for (name, value) in HEADERS {
-        headers.insert(name, value);
-    }
+    *response.headers_mut() = headers;
     response
 }
 
+/// The headers of an answer of `length` bytes: its `Content-Type` and `Content-Length`, and
+/// the headers every answer carries ([`render::HEADERS`]). With its length among them, a kept
+/// answer's headers are whole: serving it again clones them, where inserting them one by one
+/// hashes each name into an empty map.
+pub(crate) fn headers(content_type: HeaderValue, length: usize) -> HeaderMap {
+    let mut headers = HeaderMap::with_capacity(2 + HEADERS.len());
+    headers.insert(header::CONTENT_TYPE, content_type);
+    headers.insert(header::CONTENT_LENGTH, HeaderValue::from(length));
+    for (name, value) in HEADERS {
+        headers.insert(name, value);
+    }
+    headers
+}
+
 /// Each format's `Content-Type` as a header value.
-fn content_type_of(format: Format) -> HeaderValue {
+pub(crate) fn content_type_of(format: Format) -> HeaderValue {
     HeaderValue::from_static(format.content_type())
 }
 
@@ -229,9 +255,15 @@ mod tests {
     }
 
     #[test]
-    fn each_format_has_its_content_type() {
+    fn each_format_has_its_content_type_its_length_and_every_header() {
         for format in [Format::Text, Format::Json, Format::HealthJson] {
-            assert_eq!(content_type_of(format), format.content_type());
+            let headers = headers(content_type_of(format), 42);
+            assert_eq!(headers[header::CONTENT_TYPE], format.content_type());
+            assert_eq!(headers[header::CONTENT_LENGTH], "42");
+            for (name, value) in render::HEADERS {
+                assert_eq!(headers[name], value);
+            }
+            assert_eq!(headers.len(), 2 + render::HEADERS.len());
         }
     }
 }
