@@ -6,7 +6,7 @@
 //! (probe × format × `?verbose` × details) with the generation of the snapshot it was rendered
 //! from, and serves it again while the same snapshot is current and the answer still reads as
 //! a fresh render would ([`probity::Snapshot::answer_lasts`]): a dashboard polling
-//! `application/json` costs a copy of a pointer, not a render.
+//! `application/json` costs a copy of its headers and of a pointer to its body, not a render.
 //!
 //! The JSON formats' timestamps map monotonic time to wall time with the clock of the first
 //! render: a kept JSON answer is served only while the wall clock runs with the monotonic one
