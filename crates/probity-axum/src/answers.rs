@@ -127,32 +127,27 @@ impl Answers {
         (drift < SAME_CLOCK).then(|| kept.answer())
     }
 
-    /// Keeps `answer`, rendered from `snapshot` at `clock`, when it lasts beyond the instant
-    /// it was rendered at. Returns it, to serve this time too.
-    #[allow(clippy::too_many_arguments)]
+    /// Keeps `body`, the answer to `request` rendered from `snapshot` at `clock`, when it
+    /// lasts beyond the instant it was rendered at. Returns it, to serve this time too.
     pub(crate) fn keep(
         &self,
         kind: Kind,
-        probe: ProbeKind,
+        request: &render::Request<'_>,
         snapshot: &Snapshot,
         clock: Clock,
         verdict: Status,
-        format: Format,
         body: Body,
     ) -> Answer {
-        let body = match body {
-            Body::Static(text) => Bytes::from_static(text.as_bytes()),
-            Body::Owned(text) => Bytes::from(text),
-        };
+        let body = probes::bytes_of(body);
         let kept = Kept {
             generation: snapshot.generation(),
             clock,
             until: None,
             verdict,
-            headers: probes::headers(probes::content_type_of(format), body.len()),
+            headers: probes::headers(probes::content_type_of(request.format), body.len()),
             body,
         };
-        let until = match snapshot.answer_lasts(probe, clock.now) {
+        let until = match snapshot.answer_lasts(request.probe, clock.now) {
             Lasts::Moment => return (kept.verdict, kept.headers, kept.body),
             Lasts::Until(until) => Some(until),
             Lasts::UntilChanged => None,
@@ -190,19 +185,10 @@ pub(crate) fn answer(
         return kept;
     }
     let snapshot = health.snapshot();
-    let snapshot = &*snapshot;
-    let rendered = render::render(snapshot, request, clock);
+    let rendered = render::render(&snapshot, request, clock);
     // A whole probe's answer always carries its verdict.
     let verdict = rendered.verdict.unwrap_or(Status::Fail);
-    answers.keep(
-        kind,
-        request.probe,
-        snapshot,
-        clock,
-        verdict,
-        request.format,
-        rendered.body,
-    )
+    answers.keep(kind, request, &snapshot, clock, verdict, rendered.body)
 }
 
 #[cfg(test)]

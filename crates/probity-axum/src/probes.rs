@@ -180,7 +180,6 @@ impl tower::Service<axum::extract::Request> for Whole {
 
 // The handler takes the request itself rather than `HeaderMap` and `RawQuery` extractors:
 // those copy the headers and the query on every probe.
-
 async fn single(
     State(served): State<Arc<Served>>,
     Path(name): Path<String>,
@@ -192,16 +191,21 @@ async fn single(
 
 /// Turns the core's framework-free answer into an axum response.
 pub(crate) fn into_response(rendered: render::Response) -> Response {
-    let body = match rendered.body {
-        render::Body::Static(text) => Bytes::from_static(text.as_bytes()),
-        render::Body::Owned(text) => Bytes::from(text),
-    };
+    let body = bytes_of(rendered.body);
     let headers = headers(HeaderValue::from_static(rendered.content_type), body.len());
     response(rendered.status, headers, body)
 }
 
+/// A rendered body as bytes: a static one borrowed, an owned one taken without a copy.
+pub(crate) fn bytes_of(body: render::Body) -> Bytes {
+    match body {
+        render::Body::Static(text) => Bytes::from_static(text.as_bytes()),
+        render::Body::Owned(text) => Bytes::from(text),
+    }
+}
+
 /// A probe's response: its status code, its headers ([`headers`]), its body.
-pub(crate) fn response(status: u16, headers: HeaderMap, body: Bytes) -> Response {
+fn response(status: u16, headers: HeaderMap, body: Bytes) -> Response {
     let status = StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
     let mut response = Response::new(axum::body::Body::from(body));
     *response.status_mut() = status;

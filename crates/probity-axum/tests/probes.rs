@@ -425,3 +425,95 @@ async fn the_router_nests_and_merges_with_state() {
     assert_eq!(get(&app, "/internal/livez").await.status, StatusCode::OK);
     assert_eq!(get(&app, "/hello").await.body, "hi");
 }
+
+/// One HTTP/1.1 exchange on `stream` (kept alive): the head, lowercased, and the body read by
+/// the answer's one `Content-Length`.
+async fn exchange_on_the_wire(
+    stream: &mut tokio::net::TcpStream,
+    method: &str,
+    path: &str,
+    accept: &str,
+) -> (String, String) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let request = format!("{method} {path} HTTP/1.1\r\nhost: probe\r\naccept: {accept}\r\n\r\n");
+    stream.write_all(request.as_bytes()).await.unwrap();
+    let mut received = Vec::new();
+    let mut byte = [0u8; 1];
+    while !received.ends_with(b"\r\n\r\n") {
+        assert_eq!(
+            stream.read(&mut byte).await.unwrap(),
+            1,
+            "connection closed"
+        );
+        received.push(byte[0]);
+    }
+    let head = String::from_utf8(received).unwrap().to_ascii_lowercase();
+    let lengths: Vec<usize> = head
+        .lines()
+        .filter_map(|line| line.strip_prefix("content-length: "))
+        .map(|value| value.trim().parse().unwrap())
+        .collect();
+    assert_eq!(lengths.len(), 1, "one Content-Length: {head}");
+    let mut body = vec![0u8; if method == "HEAD" { 0 } else { lengths[0] }];
+    stream.read_exact(&mut body).await.unwrap();
+    (head, String::from_utf8(body).unwrap())
+}
+
+/// Served by a real server, a kept answer carries one `Content-Length`, its body's, in every
+/// format; asked again on the same connection (now from the kept answer), the same; and `HEAD`
+/// sends the length without the body.
+#[tokio::test]
+async fn on_the_wire_a_kept_answer_has_its_own_length_in_every_format() {
+    let health = Health::builder()
+        .service("wire")
+        // Polled once in the test's time: one snapshot, so every answer below is the same.
+        .check(
+            CheckSpec::new("db", Tier::Hard, || async { Ok(Detail::new()) })
+                .interval(Duration::from_secs(600))
+                .staleness(Duration::from_secs(1200)),
+        )
+        .build()
+        .unwrap();
+    health.start().unwrap();
+    let app = Probes::admin(health.clone()).router::<()>();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let address = listener.local_addr().unwrap();
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    let mut stream = tokio::net::TcpStream::connect(address).await.unwrap();
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    while !exchange_on_the_wire(&mut stream, "GET", "/readyz", "text/plain")
+        .await
+        .0
+        .starts_with("http/1.1 200")
+    {
+        assert!(tokio::time::Instant::now() < deadline, "never ready");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    for (accept, content_type) in [
+        ("text/plain", "text/plain; charset=utf-8"),
+        ("application/json", "application/json"),
+        ("application/health+json", "application/health+json"),
+    ] {
+        for path in ["/readyz", "/readyz?verbose"] {
+            let (head, first) = exchange_on_the_wire(&mut stream, "GET", path, accept).await;
+            assert!(head.starts_with("http/1.1 200"), "{head}");
+            assert!(
+                head.contains(&format!("content-type: {content_type}\r\n")),
+                "{head}"
+            );
+            assert!(head.contains("cache-control: no-store\r\n"), "{head}");
+            assert!(
+                head.contains("x-content-type-options: nosniff\r\n"),
+                "{head}"
+            );
+            let (_, again) = exchange_on_the_wire(&mut stream, "GET", path, accept).await;
+            assert!(!again.is_empty());
+            if accept == "text/plain" {
+                assert_eq!(first, again, "a kept text answer is the same bytes");
+            }
+            let (head, _) = exchange_on_the_wire(&mut stream, "HEAD", path, accept).await;
+            let length = format!("content-length: {}\r\n", again.len());
+            assert!(head.contains(&length), "HEAD sends the length: {head}");
+        }
+    }
+}
